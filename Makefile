@@ -1,0 +1,34 @@
+# A thin wrapper over meson: the two commands of the README and a few more.
+VAULT ?= vault-sample
+LISTEN ?= 127.0.0.1:8080
+
+.PHONY: all setup build serve test test-fast bench clean
+
+all: build
+
+setup:
+	@sh scripts/setup
+
+build: setup
+	@ninja -C build
+
+# Serves vault-sample at http://$(LISTEN).
+serve: build
+	./build/quire serve --vault $(VAULT) --listen $(LISTEN)
+
+# Every test in a release build, then again under ASan and UBSan.
+test: setup
+	ninja -C build
+	meson test -C build --print-errorlogs
+	ninja -C build-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-asan --print-errorlogs --timeout-multiplier 4
+
+test-fast: build
+	meson test -C build --print-errorlogs
+
+bench: build
+	sh bench/run
+
+clean:
+	rm -rf build build-asan

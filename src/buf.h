@@ -1,0 +1,75 @@
+/*
+ * buf.h: the one growable byte buffer, for all string building.
+ *
+ * Modelled on git's strbuf: `ptr` always points at a NUL-terminated string
+ * (an empty static one until the first append), so a buffer can be handed
+ * to any function that wants a C string, and `len` excludes the NUL. The
+ * buffer may hold NUL bytes of its own (gzip output does).
+ *
+ *	struct buf b = BUF_INIT;
+ *	buf_addf(&b, "%d notes", n);
+ *	puts(b.ptr);
+ *	buf_release(&b);
+ */
+#ifndef QUIRE_BUF_H
+#define QUIRE_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct buf {
+	char *ptr;
+	size_t len;
+	size_t cap; /* 0 while ptr is the shared empty string */
+};
+
+extern char buf_empty[];
+#define BUF_INIT { buf_empty, 0, 0 }
+
+void buf_init(struct buf *b, size_t hint);
+/* Frees the memory and leaves b as BUF_INIT. Accepts NULL. */
+void buf_release(struct buf *b);
+/*
+ * Hands the bytes to the caller, who frees them with free(); b is left as
+ * BUF_INIT. Never NULL (an empty buffer gives a fresh empty string).
+ */
+char *buf_detach(struct buf *b, size_t *len);
+/* Makes room for extra more bytes beyond len. */
+void buf_grow(struct buf *b, size_t extra);
+void buf_setlen(struct buf *b, size_t len);
+static inline void buf_reset(struct buf *b)
+{
+	buf_setlen(b, 0);
+}
+
+void buf_add(struct buf *b, const void *data, size_t len);
+void buf_adds(struct buf *b, const char *s);
+void buf_addc(struct buf *b, int c);
+void buf_addf(struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void buf_vaddf(struct buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+/* Appends s with &, <, >, " escaped: safe in text and in quoted attributes. */
+void buf_add_html(struct buf *b, const char *s, size_t len);
+static inline void buf_adds_html(struct buf *b, const char *s);
+/*
+ * Appends a URL path with every byte outside the unreserved set and '/'
+ * percent-encoded (so '%', '#', '?', spaces and non-ASCII are safe).
+ */
+void buf_add_urlpath(struct buf *b, const char *s, size_t len);
+/* Appends s as the contents of a JSON string (without the quotes). */
+void buf_add_json(struct buf *b, const char *s, size_t len);
+static inline void buf_adds_json(struct buf *b, const char *s);
+
+#include <string.h>
+static inline void buf_adds_html(struct buf *b, const char *s)
+{
+	buf_add_html(b, s, strlen(s));
+}
+static inline void buf_adds_json(struct buf *b, const char *s)
+{
+	buf_add_json(b, s, strlen(s));
+}
+
+#endif

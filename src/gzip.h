@@ -1,0 +1,25 @@
+/*
+ * gzip.h: gzip bytes for pages, computed once at load.
+ *
+ * The only module that includes zlib.
+ */
+#ifndef QUIRE_GZIP_H
+#define QUIRE_GZIP_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+/* Default level: 6 is zlib's knee of size against time. */
+#define GZIP_LEVEL 6
+
+/*
+ * Replaces out's contents with the gzip member for data (no file name, no
+ * mtime, so equal input gives equal bytes). Returns 0, or -1 with a log line.
+ */
+int gzip_compress(const void *data, size_t len, int level, struct buf *out);
+
+/* Inflates a gzip member into out (for tests and the export check). 0 or -1. */
+int gzip_decompress(const void *data, size_t len, struct buf *out);
+
+#endif

@@ -1,0 +1,29 @@
+/*
+ * hash.h: content hashes.
+ *
+ * Two kinds, for two jobs. ETags and hash tables want speed: XXH3 (64 bit)
+ * hashes at memory speed, and a strong ETag only has to change when the
+ * bytes do. The sync API's manifest wants a hash that clients can compute
+ * with anything and trust against tampering: SHA-256 from OpenSSL's
+ * libcrypto. Only this module includes xxhash.h and openssl/.
+ */
+#ifndef QUIRE_HASH_H
+#define QUIRE_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint64_t hash64(const void *data, size_t len);
+
+/* A strong ETag: '"' + 16 lowercase hex digits + '"' + NUL. */
+#define ETAG_SIZE 19
+void hash_etag(const void *data, size_t len, char out[ETAG_SIZE]);
+
+/* 16 lowercase hex digits + NUL: content-hashed asset names. */
+void hash_hex16(const void *data, size_t len, char out[17]);
+
+/* SHA-256 as 64 lowercase hex digits + NUL. */
+#define SHA256_HEX_SIZE 65
+void hash_sha256_hex(const void *data, size_t len, char out[SHA256_HEX_SIZE]);
+
+#endif
