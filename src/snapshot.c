@@ -1,0 +1,152 @@
+/*
+ * snapshot.c: pages, snapshots and the live slot.
+ */
+#include "snapshot.h"
+#include "buf.h"
+#include "gzip.h"
+#include "xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct page *page_new(enum page_kind kind, const char *path, size_t path_len)
+{
+	struct page *p = xcalloc(1, sizeof(*p));
+
+	atomic_init(&p->refs, 1);
+	p->kind = kind;
+	p->path = xstrndup(path, path_len);
+	p->path_len = path_len;
+	p->content_type = "text/html; charset=utf-8";
+	return p;
+}
+
+int page_set_body(struct page *p, char *body, size_t len, int compress)
+{
+	struct buf gz = BUF_INIT;
+
+	free(p->body);
+	free(p->gz);
+	p->body = body;
+	p->body_len = len;
+	p->gz = NULL;
+	p->gz_len = 0;
+	hash_etag(body, len, p->etag);
+	p->gz_etag[0] = '\0';
+	if (!compress || len < 256)
+		return 0;
+	if (gzip_compress(body, len, GZIP_LEVEL, &gz) < 0)
+		return -1;
+	if (gz.len + 32 < len) {
+		hash_etag(gz.ptr, gz.len, p->gz_etag);
+		p->gz = buf_detach(&gz, &p->gz_len);
+	}
+	buf_release(&gz);
+	return 0;
+}
+
+void page_unref(struct page *p)
+{
+	if (!p || atomic_fetch_sub_explicit(&p->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	free(p->path);
+	free(p->body);
+	free(p->gz);
+	free(p->location);
+	free(p->file);
+	free(p);
+}
+
+struct snapshot *snapshot_new(uint64_t version)
+{
+	struct snapshot *s = xcalloc(1, sizeof(*s));
+
+	atomic_init(&s->refs, 1);
+	s->version = version;
+	s->created = time(NULL);
+	return s;
+}
+
+struct snapshot *snapshot_clone(const struct snapshot *prev)
+{
+	struct snapshot *s = snapshot_new(prev->version + 1);
+	size_t i = 0;
+	void *v;
+
+	map_copy(&s->pages, &prev->pages);
+	while (map_next(&s->pages, &i, NULL, NULL, &v))
+		page_ref(v);
+	s->not_found = page_ref(prev->not_found);
+	s->nnotes = prev->nnotes;
+	s->nattachments = prev->nattachments;
+	return s;
+}
+
+void snapshot_put(struct snapshot *s, struct page *p)
+{
+	page_unref(map_put(&s->pages, p->path, p->path_len, p));
+}
+
+void snapshot_remove(struct snapshot *s, const char *path, size_t len)
+{
+	page_unref(map_remove(&s->pages, path, len));
+}
+
+struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len)
+{
+	return map_get(&s->pages, path, len);
+}
+
+void snapshot_set_not_found(struct snapshot *s, struct page *p)
+{
+	page_unref(s->not_found);
+	s->not_found = p;
+}
+
+void snapshot_unref(struct snapshot *s)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	while (map_next(&s->pages, &i, NULL, NULL, &v))
+		page_unref(v);
+	map_release(&s->pages);
+	page_unref(s->not_found);
+	free(s);
+}
+
+void snapshot_slot_init(struct snapshot_slot *slot)
+{
+	pthread_mutex_init(&slot->lock, NULL);
+	slot->current = NULL;
+}
+
+void snapshot_slot_release(struct snapshot_slot *slot)
+{
+	snapshot_unref(slot->current);
+	slot->current = NULL;
+	pthread_mutex_destroy(&slot->lock);
+}
+
+struct snapshot *snapshot_acquire(struct snapshot_slot *slot)
+{
+	struct snapshot *s;
+
+	pthread_mutex_lock(&slot->lock);
+	s = snapshot_ref(slot->current);
+	pthread_mutex_unlock(&slot->lock);
+	return s;
+}
+
+void snapshot_publish(struct snapshot_slot *slot, struct snapshot *s)
+{
+	struct snapshot *old;
+
+	pthread_mutex_lock(&slot->lock);
+	old = slot->current;
+	slot->current = s;
+	pthread_mutex_unlock(&slot->lock);
+	snapshot_unref(old); /* outside the lock: freeing a snapshot can take a while */
+}

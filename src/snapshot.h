@@ -1,0 +1,138 @@
+/*
+ * snapshot.h: the immutable, reference-counted site that the front serves.
+ *
+ * A snapshot maps a URL path to a page: finished bytes (identity and gzip),
+ * a strong ETag, a content type and a date, or, for attachments, a file on
+ * disk to send with sendfile. Everything a request needs was computed when
+ * the snapshot was built; serving is a lookup and a send.
+ *
+ * Sharing. Pages are reference-counted on their own. A new snapshot starts
+ * as a copy of the previous one's table (snapshot_clone: pointers, not
+ * bytes), then the loader replaces the dirty pages. A response takes a
+ * reference on the page it sends and drops it when libevent is done with
+ * the bytes, so publishing a new snapshot never frees bytes in flight.
+ *
+ * Publishing. struct snapshot_slot holds the live snapshot. Taking it is a
+ * pointer load and an increment under a mutex held for those two
+ * instructions only; the loader builds the next snapshot beside it without
+ * any lock and swaps it in with one store. Readers never wait for a build.
+ *
+ * Keys are decoded paths as they appear after percent-decoding a request:
+ * "/", "/folder/", "/folder/note", "/attachments/photo 1.png",
+ * "/_quire/quire.0123abcd.css". They never carry the site's path prefix.
+ */
+#ifndef QUIRE_SNAPSHOT_H
+#define QUIRE_SNAPSHOT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "hash.h"
+#include "map.h"
+
+enum page_kind {
+	PAGE_NOTE,       /* a rendered note */
+	PAGE_GENERATED,  /* a listing, feed, sitemap, tree.json, robots.txt */
+	PAGE_ASSET,      /* theme file under /_quire/, immutable */
+	PAGE_FILE,       /* an attachment: bytes stay on disk */
+	PAGE_REDIRECT,   /* an alias or old URL: 301 to location */
+	PAGE_NOT_FOUND,  /* the themed 404 page */
+};
+
+struct page {
+	atomic_long refs;
+	enum page_kind kind;
+	char *path;               /* the key: decoded URL path, NUL-terminated */
+	size_t path_len;
+	const char *content_type; /* static string, e.g. "text/html; charset=utf-8" */
+	char *body;               /* identity bytes; NULL for PAGE_FILE and PAGE_REDIRECT */
+	size_t body_len;
+	char *gz;                 /* gzip bytes, or NULL when gzip would not be smaller */
+	size_t gz_len;
+	char etag[ETAG_SIZE];     /* strong ETag of the identity bytes, quoted */
+	char gz_etag[ETAG_SIZE];  /* strong ETag of the gzip bytes (a different representation) */
+	time_t mtime;             /* Last-Modified */
+	char *location;           /* PAGE_REDIRECT: where to (encoded, with prefix) */
+	char *file;               /* PAGE_FILE: absolute path on disk */
+	off_t file_size;          /* PAGE_FILE */
+	int immutable;            /* Cache-Control: immutable (content-hashed URL) */
+};
+
+/*
+ * A page with a copy of path; refs = 1. The caller fills the rest with the
+ * setters below, then hands it to a snapshot.
+ */
+struct page *page_new(enum page_kind kind, const char *path, size_t path_len);
+
+/*
+ * Takes ownership of body (malloc'd, len bytes), computes the ETag, and
+ * compresses it when compress is set and the result is smaller (the gzip
+ * bytes get their own ETag). Returns 0 or -1.
+ */
+int page_set_body(struct page *p, char *body, size_t len, int compress);
+
+static inline struct page *page_ref(struct page *p)
+{
+	if (p)
+		atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+	return p;
+}
+/* Drops a reference; frees the page with the last. Accepts NULL. */
+void page_unref(struct page *p);
+
+struct snapshot {
+	atomic_long refs;
+	uint64_t version;         /* increases by one with each publish */
+	time_t created;
+	struct map pages;         /* path -> struct page * (one reference each) */
+	struct page *not_found;   /* the 404 page; never NULL in a published snapshot */
+	size_t nnotes;            /* published notes */
+	size_t nattachments;      /* published attachments */
+	double load_ms;           /* how long building this snapshot took */
+};
+
+/* An empty snapshot, refs = 1. */
+struct snapshot *snapshot_new(uint64_t version);
+/*
+ * A new snapshot with version prev->version + 1 that shares every page of
+ * prev (each page's count goes up by one). refs = 1.
+ */
+struct snapshot *snapshot_clone(const struct snapshot *prev);
+
+/* Puts p at p->path, taking over the caller's reference; drops any page it replaces. */
+void snapshot_put(struct snapshot *s, struct page *p);
+/* Removes the page at path (dropping the snapshot's reference). */
+void snapshot_remove(struct snapshot *s, const char *path, size_t len);
+/* The page at path, borrowed for as long as the caller holds s, or NULL. */
+struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len);
+/* Replaces the 404 page, taking over the caller's reference. */
+void snapshot_set_not_found(struct snapshot *s, struct page *p);
+
+static inline struct snapshot *snapshot_ref(struct snapshot *s)
+{
+	if (s)
+		atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+	return s;
+}
+/* Drops a reference; the last drops every page reference. Accepts NULL. */
+void snapshot_unref(struct snapshot *s);
+
+/* Holds the live snapshot. */
+struct snapshot_slot {
+	pthread_mutex_t lock;
+	struct snapshot *current;
+};
+
+void snapshot_slot_init(struct snapshot_slot *slot);
+/* Drops the live snapshot. */
+void snapshot_slot_release(struct snapshot_slot *slot);
+/* A new reference on the live snapshot (NULL before the first publish); unref it when done. */
+struct snapshot *snapshot_acquire(struct snapshot_slot *slot);
+/* Makes s live, taking over the caller's reference, and drops the slot's reference on the old one. */
+void snapshot_publish(struct snapshot_slot *slot, struct snapshot *s);
+
+#endif
