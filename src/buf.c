@@ -5,6 +5,7 @@
 #include "xalloc.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,0 +1,42 @@
+/*
+ * diag.h: problems found in a vault, with file and line.
+ *
+ * The loader collects them as it goes; `quire check` prints them sorted,
+ * `quire serve` logs them. A diagnostic never stops a load: the note it
+ * names is published as well as it can be, and the rest of the vault is
+ * untouched.
+ */
+#ifndef QUIRE_DIAG_H
+#define QUIRE_DIAG_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+enum diag_level { DIAG_WARNING, DIAG_ERROR };
+
+struct diag {
+	enum diag_level level;
+	char *path;   /* vault-relative path, or "quire.yml" */
+	int line;     /* 1-based, 0 when unknown */
+	char *msg;
+};
+
+struct diag_list {
+	pthread_mutex_t lock; /* loader threads add concurrently */
+	struct diag *items;
+	size_t n, alloc;
+	size_t nerrors, nwarnings;
+};
+
+void diag_list_init(struct diag_list *l);
+void diag_list_release(struct diag_list *l);
+/* Drops every diagnostic about path (before it is parsed again). */
+void diag_forget(struct diag_list *l, const char *path);
+
+void diag_add(struct diag_list *l, enum diag_level level, const char *path, int line,
+	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* Sorts by path, line, then message: the order check prints in. */
+void diag_sort(struct diag_list *l);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * export.c: writing a snapshot to a folder.
+ */
+#include "export.h"
+#include "buf.h"
+#include "log.h"
+#include "vault.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int safe_key(const char *key)
+{
+	const char *p = key;
+
+	if (*p != '/')
+		return 0;
+	while (*p == '/') {
+		const char *seg = p + 1;
+		size_t n = strcspn(seg, "/");
+		if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+			return 0;
+		if (memchr(seg, '\\', n))
+			return 0;
+		p = seg + n;
+	}
+	return 1;
+}
+
+char *export_path(const struct page *p)
+{
+	struct buf b = BUF_INIT;
+	const char *key = p->path + 1;
+	size_t len = p->path_len - 1;
+
+	if (p->kind == PAGE_NOTE || p->kind == PAGE_REDIRECT ||
+	    (p->kind == PAGE_GENERATED && strncmp(p->content_type, "text/html", 9) == 0)) {
+		if (!len || key[len - 1] == '/') {
+			buf_add(&b, key, len);
+			buf_adds(&b, "index.html");
+		} else {
+			buf_add(&b, key, len);
+			buf_adds(&b, ".html");
+		}
+	} else if (p->kind == PAGE_NOT_FOUND) {
+		buf_adds(&b, "404.html");
+	} else {
+		buf_add(&b, key, len);
+	}
+	return buf_detach(&b, NULL);
+}
+
+static int mkdirs(const char *path)
+{
+	char *p = xstrdup(path), *s;
+	int ret = 0;
+
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			ret = log_error("cannot create folder %s: %s", p, strerror(errno));
+			break;
+		}
+		*s = '/';
+	}
+	free(p);
+	return ret;
+}
+
+static int write_all(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	const char *p = data;
+
+	if (fd < 0)
+		return log_error("cannot write %s: %s", path, strerror(errno));
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return log_error("cannot write %s: %s", path, strerror(errno));
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (close(fd) < 0)
+		return log_error("cannot write %s: %s", path, strerror(errno));
+	return 0;
+}
+
+static int copy_file(const char *from, const char *to, size_t *bytes)
+{
+	struct buf data = BUF_INIT;
+	int ret;
+
+	if (read_file(from, &data) < 0) {
+		buf_release(&data);
+		return log_error("cannot read %s: %s", from, strerror(errno));
+	}
+	ret = write_all(to, data.ptr, data.len);
+	*bytes += data.len;
+	buf_release(&data);
+	return ret;
+}
+
+static void redirect_html(const struct page *p, struct buf *out)
+{
+	buf_adds(out, "<!doctype html>\n<meta charset=\"utf-8\">\n<title>Moved</title>\n"
+		      "<link rel=\"canonical\" href=\"");
+	buf_adds_html(out, p->location);
+	buf_adds(out, "\">\n<meta http-equiv=\"refresh\" content=\"0; url=");
+	buf_adds_html(out, p->location);
+	buf_adds(out, "\">\n<p>Moved to <a href=\"");
+	buf_adds_html(out, p->location);
+	buf_adds(out, "\">");
+	buf_adds_html(out, p->location);
+	buf_adds(out, "</a>.</p>\n");
+}
+
+static int export_page(const struct page *p, const char *dir, struct export_stats *st)
+{
+	struct buf path = BUF_INIT, extra = BUF_INIT;
+	char *rel = export_path(p);
+	int ret = -1;
+
+	buf_addf(&path, "%s/%s", dir, rel);
+	if (mkdirs(path.ptr) < 0)
+		goto out;
+	if (p->kind == PAGE_FILE) {
+		if (copy_file(p->file, path.ptr, &st->bytes) < 0)
+			goto out;
+	} else if (p->kind == PAGE_REDIRECT) {
+		redirect_html(p, &extra);
+		if (write_all(path.ptr, extra.ptr, extra.len) < 0)
+			goto out;
+		st->bytes += extra.len;
+	} else {
+		if (write_all(path.ptr, p->body, p->body_len) < 0)
+			goto out;
+		st->bytes += p->body_len;
+		if (p->gz) {
+			buf_adds(&path, ".gz");
+			if (write_all(path.ptr, p->gz, p->gz_len) < 0)
+				goto out;
+			st->bytes += p->gz_len;
+			st->files++;
+		}
+	}
+	st->files++;
+	ret = 0;
+out:
+	free(rel);
+	buf_release(&path);
+	buf_release(&extra);
+	return ret;
+}
+
+int export_snapshot(const struct snapshot *snap, const char *dir, struct export_stats *stats)
+{
+	struct export_stats st = { 0, 0 };
+	struct buf root = BUF_INIT;
+	size_t i = 0;
+	void *v;
+	int ret = 0;
+
+	buf_addf(&root, "%s/", dir);
+	if (mkdirs(root.ptr) < 0) {
+		buf_release(&root);
+		return -1;
+	}
+	while (ret == 0 && map_next(&snap->pages, &i, NULL, NULL, &v)) {
+		const struct page *p = v;
+		if (!safe_key(p->path)) {
+			log_warn("not exporting %s: it would leave the export folder", p->path);
+			continue;
+		}
+		ret = export_page(p, dir, &st);
+	}
+	if (ret == 0 && snap->not_found)
+		ret = export_page(snap->not_found, dir, &st);
+	buf_release(&root);
+	if (stats)
+		*stats = st;
+	return ret;
+}

@@ -1,0 +1,251 @@
+/*
+ * render.c: fragments and pages.
+ *
+ * A fragment depends only on its note and on which names resolve to what;
+ * an embedded note is a splice point in it, not a copy. Composing a page
+ * follows the splices into the embedded notes' fragments (a section of one
+ * for ![[note#Heading]], a block for ![[note#^id]]), so an edit to an
+ * embedded note re-composes its embedders without re-parsing them.
+ *
+ * Rejected: rendering embeds inside markdown.c by recursion. It would make
+ * a fragment depend on other notes' bodies, force an order on rendering,
+ * and parse each embedded note once per embedder.
+ */
+#include "render.h"
+#include "log.h"
+#include "resolve.h"
+#include "unicode.h"
+#include "xalloc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+struct body_ctx {
+	struct site *s;
+	size_t note;
+	size_t cap;           /* of s->notes[note].refs */
+};
+
+static void resolve_ref(void *ctx, size_t index, const struct md_ref *ref, struct md_target *out)
+{
+	struct body_ctx *c = ctx;
+	struct site *s = c->s;
+	struct site_note *n = &s->notes[c->note];
+	enum resolve_kind kind;
+	size_t id = c->note;
+
+	if (index >= c->cap) {
+		/* refs arrive one by one as markdown.c meets them: keep ours parallel */
+		c->cap = c->cap * 2 > index + 1 ? c->cap * 2 : index + 1;
+		n->refs = xrealloc(n->refs, c->cap * sizeof(*n->refs));
+	}
+	kind = ref->target[0] ? resolver_find(s->resolver, n->note.path, ref->target, &id)
+			      : RESOLVE_NOTE;
+	out->kind = MD_TARGET_BROKEN;
+	if (kind == RESOLVE_NOTE) {
+		struct site_note *t = &s->notes[id];
+		if (t->published) {
+			out->kind = MD_TARGET_NOTE;
+			out->url = t->href;
+			out->title = t->note.title;
+		} else {
+			out->kind = MD_TARGET_PLAIN;
+		}
+	} else if (kind == RESOLVE_FILE) {
+		struct site_file *f = &s->files[id];
+		out->kind = MD_TARGET_ATTACHMENT;
+		out->url = f->href;
+		/* a published note references it: the file is published */
+		atomic_store_explicit((_Atomic int *)&f->published, 1, memory_order_relaxed);
+	}
+	n->refs[index].kind = out->kind;
+	n->refs[index].id = id;
+}
+
+void render_note_body(struct site *s, size_t i)
+{
+	struct site_note *n = &s->notes[i];
+	struct body_ctx ctx = { s, i, 0 };
+	struct md_options opt;
+
+	md_result_release(&n->md);
+	free(n->refs);
+	n->refs = NULL;
+	opt.resolve = resolve_ref;
+	opt.resolve_ctx = &ctx;
+	opt.url_prefix = s->cfg.url_prefix;
+	opt.first_line = n->note.body_line;
+	if (md_render(n->note.body, n->note.body_len, &opt, &n->md) < 0) {
+		diag_add(&s->diags, DIAG_ERROR, n->note.path, 0, "could not parse the Markdown");
+		md_result_release(&n->md);
+	}
+	note_drop_body(&n->note);
+}
+
+/* The part of note t that an embed with this fragment shows: [*start, *end). */
+static int embed_range(const struct site_note *t, const char *frag, size_t *start, size_t *end)
+{
+	const struct md_result *md = &t->md;
+	size_t k;
+
+	*start = 0;
+	*end = md->html.len;
+	if (!frag || !frag[0])
+		return 0;
+	if (frag[0] == '^') {
+		for (k = 0; k < md->nblocks; k++) {
+			if (strcmp(md->blocks[k].id, frag + 1) == 0) {
+				*start = md->blocks[k].start;
+				*end = md->blocks[k].end;
+				return 0;
+			}
+		}
+		return -1;
+	} else {
+		char *id = md_heading_id(frag);
+		int ret = -1;
+		for (k = 0; k < md->nheadings; k++) {
+			const struct md_heading *h = &md->headings[k];
+			if (strcmp(h->id, id) == 0 || strcasecmp(h->text, frag) == 0) {
+				*start = h->start;
+				*end = h->end;
+				ret = 0;
+				break;
+			}
+		}
+		free(id);
+		return ret;
+	}
+}
+
+void render_compose(struct site *s, size_t i, size_t start, size_t end, struct buf *out,
+		    size_t *chain, int depth)
+{
+	const struct site_note *n = &s->notes[i];
+	const struct md_result *md = &n->md;
+	size_t pos = start, k;
+
+	chain[depth] = i;
+	for (k = 0; k < md->nsplices; k++) {
+		const struct md_splice *sp = &md->splices[k];
+		const struct md_ref *ref = &md->refs[sp->ref];
+		const struct site_ref *r = &n->refs[sp->ref];
+		size_t t = r->id, ts, te, d;
+		int cycle = 0;
+
+		if (sp->offset < start || sp->offset >= end || r->kind != MD_TARGET_NOTE)
+			continue;
+		buf_add(out, md->html.ptr + pos, sp->offset - pos);
+		pos = sp->offset;
+		for (d = 0; d <= (size_t)depth; d++)
+			cycle |= chain[d] == t;
+		if (cycle) {
+			buf_adds(out, "<p class=\"embed-cycle\">Embed cycle: ");
+			buf_adds_html(out, s->notes[t].note.title);
+			buf_adds(out, " is already shown above.</p>");
+			if (chain[0] == t && depth == 0)
+				diag_add(&s->diags, DIAG_WARNING, n->note.path, ref->line,
+					 "embed cycle: the note embeds itself");
+			else if (chain[0] == t)
+				diag_add(&s->diags, DIAG_WARNING, s->notes[chain[0]].note.path, 0,
+					 "embed cycle: embedding %s leads back to this note",
+					 s->notes[chain[1]].note.path);
+			continue;
+		}
+		if (depth + 1 >= RENDER_MAX_EMBED_DEPTH) {
+			buf_adds(out, "<p class=\"embed-cycle\">Embeds nested too deeply.</p>");
+			continue;
+		}
+		if (embed_range(&s->notes[t], ref->fragment, &ts, &te) < 0) {
+			buf_adds(out, "<p class=\"embed broken\">No section &ldquo;");
+			buf_adds_html(out, ref->fragment);
+			buf_adds(out, "&rdquo; in ");
+			buf_adds_html(out, s->notes[t].note.title);
+			buf_adds(out, ".</p>");
+			if (depth == 0)
+				diag_add(&s->diags, DIAG_WARNING, n->note.path, ref->line,
+					 "embed of missing section '%s' in %s", ref->fragment,
+					 s->notes[t].note.path);
+			continue;
+		}
+		render_compose(s, t, ts, te, out, chain, depth + 1);
+	}
+	buf_add(out, md->html.ptr + pos, end - pos);
+}
+
+void render_note_page(struct site *s, size_t i)
+{
+	struct site_note *n = &s->notes[i];
+	struct buf body = BUF_INIT, html = BUF_INIT;
+	struct layout_note ln;
+	struct layout_toc_entry *toc = NULL;
+	struct layout_link *back = NULL;
+	const char **tags = NULL;
+	size_t chain[RENDER_MAX_EMBED_DEPTH + 1];
+	size_t k, ntoc = 0, ntags = 0;
+	struct page *p;
+	char *bytes;
+	size_t len;
+
+	render_compose(s, i, 0, n->md.html.len, &body, chain, 0);
+
+	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
+	for (k = 0; k < n->md.nheadings; k++) {
+		const struct md_heading *h = &n->md.headings[k];
+		if (h->level < 2 || h->level > 4)
+			continue;
+		toc[ntoc].level = h->level;
+		toc[ntoc].text = h->text;
+		toc[ntoc].id = h->id;
+		ntoc++;
+	}
+	back = xcalloc(n->nbacklinks + 1, sizeof(*back));
+	for (k = 0; k < n->nbacklinks; k++) {
+		back[k].title = s->notes[n->backlinks[k]].note.title;
+		back[k].url = s->notes[n->backlinks[k]].href;
+	}
+	/* frontmatter tags, then inline tags not already there */
+	tags = xcalloc(n->note.tags.n + n->md.ntags + 1, sizeof(*tags));
+	for (k = 0; k < n->note.tags.n + n->md.ntags; k++) {
+		const char *t = k < n->note.tags.n ? n->note.tags.v[k] : n->md.tags[k - n->note.tags.n];
+		size_t j;
+		int dup = 0;
+		for (j = 0; j < ntags && !dup; j++)
+			dup = strcasecmp(tags[j], t) == 0;
+		if (!dup)
+			tags[ntags++] = t;
+	}
+
+	memset(&ln, 0, sizeof(ln));
+	ln.title = n->note.title;
+	ln.description = n->note.description ? n->note.description : n->md.summary;
+	ln.url = n->href;
+	ln.created = n->note.created;
+	ln.updated = n->note.updated;
+	ln.tags = tags;
+	ln.ntags = ntags;
+	ln.cssclasses = (const char *const *)n->note.cssclasses.v;
+	ln.ncssclasses = n->note.cssclasses.n;
+	ln.body_html = body.ptr;
+	ln.body_len = body.len;
+	ln.toc = toc;
+	ln.ntoc = ntoc;
+	ln.backlinks = back;
+	ln.nbacklinks = n->nbacklinks;
+	layout_note_page(&s->layout, &ln, &html);
+
+	p = page_new(PAGE_NOTE, n->url, strlen(n->url));
+	p->mtime = n->note.mtime;
+	bytes = buf_detach(&html, &len);
+	if (page_set_body(p, bytes, len, 1) < 0)
+		diag_add(&s->diags, DIAG_ERROR, n->note.path, 0, "could not compress the page");
+	page_unref(n->page);
+	n->page = p;
+
+	free(toc);
+	free(back);
+	free(tags);
+	buf_release(&body);
+}

@@ -1,0 +1,80 @@
+/*
+ * vault.h: the folder on disk: scanning it, reading files, paths and URLs.
+ *
+ * A vault is a folder of notes (*.md) and attachments (everything else).
+ * Dot-files and dot-folders (.obsidian, .git, .trash, .quire) are never
+ * loaded, nor anything matching an `ignore` glob of quire.yml. A symlink is
+ * followed only when it is a file whose target lies inside the vault, so
+ * nothing outside the vault can be published; symlinked folders are not
+ * followed (they could form loops or leave the vault).
+ *
+ * Paths are kept twice: `disk` as the bytes the file system gave (macOS
+ * syncs arrive in NFD), and `path` in NFC, which every index and URL uses.
+ */
+#ifndef QUIRE_VAULT_H
+#define QUIRE_VAULT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "buf.h"
+#include "config.h"
+#include "diag.h"
+
+struct vault_file {
+	char *path;     /* vault-relative, NFC, '/'-separated, valid UTF-8 */
+	char *disk;     /* vault-relative as on disk */
+	off_t size;
+	time_t mtime;
+	int is_note;
+};
+
+struct vault_scan {
+	struct vault_file *files;  /* sorted by path (byte order) */
+	size_t n, alloc;
+};
+#define VAULT_SCAN_INIT { NULL, 0, 0 }
+
+/*
+ * Lists the vault's files into out (VAULT_SCAN_INIT). Unreadable folders
+ * and file names that are not valid UTF-8 are diagnostics, not failures.
+ * Returns 0, or -1 when root itself cannot be read (logged).
+ */
+int vault_scan(const char *root, const struct config *cfg, struct vault_scan *out,
+	       struct diag_list *diags);
+void vault_scan_release(struct vault_scan *s);
+
+/* True when a vault-relative path is excluded: a dot segment or an ignore glob. */
+int vault_ignored(const struct config *cfg, const char *path);
+
+/* True when the path names a note (ends in .md, any case). */
+int vault_is_note_path(const char *path);
+
+/*
+ * Reads a whole file into out (replacing its contents). Returns 0, or -1
+ * with errno set (nothing logged: the caller knows what the file was for).
+ */
+int read_file(const char *path, struct buf *out);
+
+/*
+ * The URL path of a note (decoded, no prefix): "/folder/my-note",
+ * "/folder/" for folder/index.md, "/" for index.md. slug (or NULL) replaces
+ * the last segment, or the whole path when it starts with '/'. The caller
+ * frees the result.
+ */
+char *vault_note_url(const char *path, const char *slug);
+
+/* One path segment as a URL segment: lowercase, runs of other characters to '-'. */
+void vault_slugify(struct buf *out, const char *seg, size_t len);
+
+/* The URL path of an attachment: "/" + its vault path, case kept. Caller frees. */
+char *vault_file_url(const char *path);
+
+/* A host name lowercased, without port or trailing dot. Caller frees. */
+char *host_normalize(const char *host);
+
+/* The MIME type for a file name by extension; "application/octet-stream" when unknown. */
+const char *vault_content_type(const char *path);
+
+#endif

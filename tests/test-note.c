@@ -1,0 +1,249 @@
+/* test-note.c: frontmatter, publish rules and quire.yml. */
+#include "config.h"
+#include "note.h"
+#include "test.h"
+#include "xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void parse(struct note *n, struct diag_list *d, const char *path, const char *src)
+{
+	memset(n, 0, sizeof(*n));
+	note_parse(n, path, src, strlen(src), 0, d);
+}
+
+static void test_full_frontmatter(void)
+{
+	struct diag_list d;
+	struct note n;
+
+	diag_list_init(&d);
+	parse(&n, &d, "folder/My Note.md",
+	      "---\n"
+	      "title: \"A: title\"\n"
+	      "description: Short\n"
+	      "aliases: [Old name, other]\n"
+	      "tags:\n  - '#one'\n  - nested/two\n"
+	      "date: 2024-05-01T10:00:00\n"
+	      "updated: 2024-06-02\n"
+	      "draft: false\n"
+	      "publish: true\n"
+	      "slug: custom\n"
+	      "cssclasses: wide, dark\n"
+	      "routes: [example.com/, docs.example.com/x]\n"
+	      "Module Name: ignored\n"
+	      "---\n"
+	      "# Body\n");
+	CHECK_STR(n.name, "My Note");
+	CHECK_STR(n.title, "A: title");
+	CHECK_STR(n.description, "Short");
+	CHECK_INT(n.aliases.n, 2);
+	CHECK_STR(n.aliases.v[0], "Old name");
+	CHECK_INT(n.tags.n, 2);
+	CHECK_STR(n.tags.v[0], "one");
+	CHECK_STR(n.tags.v[1], "nested/two");
+	CHECK_STR(n.created, "2024-05-01");
+	CHECK_STR(n.updated, "2024-06-02");
+	CHECK_INT(n.draft, 0);
+	CHECK_INT(n.publish, 1);
+	CHECK_STR(n.slug, "custom");
+	CHECK_INT(n.cssclasses.n, 2);
+	CHECK_STR(n.cssclasses.v[1], "dark");
+	CHECK_INT(n.routes.n, 2);
+	CHECK_INT(n.routes_line, 14);
+	CHECK_STR(n.body, "# Body\n");
+	CHECK_INT(n.body_line, 17);
+	CHECK_INT(d.n, 0);
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+static void test_no_frontmatter(void)
+{
+	struct diag_list d;
+	struct note n;
+
+	diag_list_init(&d);
+	parse(&n, &d, "Plain.md", "Just text\n---\nmore\n");
+	CHECK_STR(n.title, "Plain");
+	CHECK_STR(n.body, "Just text\n---\nmore\n");
+	CHECK_INT(n.body_line, 1);
+	CHECK_INT(n.publish, -1);
+	CHECK_INT(d.n, 0);
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+static void test_malformed(void)
+{
+	struct diag_list d;
+	struct note n;
+
+	diag_list_init(&d);
+	/* bad YAML: reported with its line, the body still comes through */
+	parse(&n, &d, "bad.md", "---\ntitle: ok\ntags: [unclosed\n---\nBody text\n");
+	CHECK_INT(d.nerrors, 1);
+	CHECK(d.n == 1 && d.items[0].line >= 3);
+	CHECK_STR(n.body, "Body text\n");
+	CHECK_STR(n.title, "bad");
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	/* unterminated: the whole file is the body */
+	parse(&n, &d, "open.md", "---\ntitle: x\nno end here\n");
+	CHECK_INT(d.nerrors, 1);
+	CHECK_INT(d.items[0].line, 1);
+	CHECK_STR(n.body, "---\ntitle: x\nno end here\n");
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	/* wrong types and bad dates name the key and line */
+	parse(&n, &d, "types.md", "---\ntitle: [a, b]\ndraft: maybe\ndate: tomorrow\ntags: {a: 1}\n---\n");
+	CHECK_INT(d.nerrors, 3);
+	CHECK_INT(d.nwarnings, 1);
+	CHECK_STR(n.title, "types");
+	CHECK(n.body && n.body_len == 0);
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	/* invalid UTF-8 and a YAML alias bomb do no harm */
+	parse(&n, &d, "bytes.md",
+	      "---\na: &a [x, x, x, x]\nb: &b [*a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n---\nbad \xff byte\n");
+	CHECK_INT(d.nwarnings, 1);
+	CHECK_STR(n.body, "bad \xEF\xBF\xBD byte\n");
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	{
+		/* 10,000 nested flow sequences: refused, not recursed into */
+		struct buf src = BUF_INIT;
+		size_t i;
+		buf_adds(&src, "---\nx: ");
+		for (i = 0; i < 10000; i++)
+			buf_addc(&src, '[');
+		buf_adds(&src, "\n---\nbody\n");
+		parse(&n, &d, "deep.md", src.ptr);
+		CHECK_INT(d.nerrors, 1);
+		CHECK_STR(n.body, "body\n");
+		note_release(&n);
+		buf_release(&src);
+	}
+	diag_list_release(&d);
+}
+
+static void test_publish_rules(void)
+{
+	struct diag_list d;
+	struct note n;
+
+	diag_list_init(&d);
+	parse(&n, &d, "a.md", "---\ndraft: true\n---\n");
+	CHECK(!note_is_published(&n, 0));
+	CHECK(!note_is_published(&n, 1));
+	note_release(&n);
+	parse(&n, &d, "a.md", "---\npublish: false\n---\n");
+	CHECK(!note_is_published(&n, 0));
+	note_release(&n);
+	parse(&n, &d, "a.md", "plain\n");
+	CHECK(note_is_published(&n, 0));
+	CHECK(!note_is_published(&n, 1));
+	note_release(&n);
+	parse(&n, &d, "a.md", "---\npublish: yes\n---\n");
+	CHECK(note_is_published(&n, 1));
+	note_release(&n);
+	parse(&n, &d, "a.md", "---\npublish: \"true\"\n---\n");
+	CHECK_INT(d.nerrors, 1); /* a quoted string is not a boolean */
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+static char *temp_vault(const char *yml)
+{
+	char tmpl[] = "/tmp/quire-test-XXXXXX";
+	char *dir = xstrdup(mkdtemp(tmpl));
+	struct buf p = BUF_INIT;
+	FILE *f;
+
+	buf_addf(&p, "%s/quire.yml", dir);
+	f = fopen(p.ptr, "w");
+	fputs(yml, f);
+	fclose(f);
+	buf_release(&p);
+	return dir;
+}
+
+static void remove_vault(char *dir)
+{
+	struct buf p = BUF_INIT;
+	buf_addf(&p, "%s/quire.yml", dir);
+	unlink(p.ptr);
+	rmdir(dir);
+	buf_release(&p);
+	free(dir);
+}
+
+static void test_config(void)
+{
+	struct diag_list d;
+	struct config cfg;
+	char *dir = temp_vault("title: My site\nbase_url: https://example.com/notes/\n"
+			       "publish: explicit\nignore: [templates, '*.tmp']\n"
+			       "feed_items: 20\nhosts:\n  Docs.Example.com:\n    open: true\n"
+			       "colour: blue\n");
+
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_STR(cfg.title, "My site");
+	CHECK_STR(cfg.base_url, "https://example.com/notes");
+	CHECK_STR(cfg.url_prefix, "/notes");
+	CHECK_INT(cfg.publish, PUBLISH_EXPLICIT);
+	CHECK_INT(cfg.nignore, 2);
+	CHECK_INT(cfg.feed_items, 20);
+	CHECK_INT(cfg.nhosts, 1);
+	CHECK_STR(cfg.hosts[0].name, "docs.example.com");
+	CHECK_INT(cfg.hosts[0].open, 1);
+	/* the unknown key is a warning naming the file and line */
+	CHECK_INT(d.nwarnings, 1);
+	CHECK_STR(d.items[0].path, "quire.yml");
+	CHECK_INT(d.items[0].line, 9);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+
+	dir = temp_vault("publish: sometimes\nbase_url: ftp://x\nfeed_items: -3\n");
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_INT(d.nerrors, 3);
+	CHECK_INT(cfg.publish, PUBLISH_ALL);
+	CHECK_STR(cfg.base_url, "");
+	CHECK_INT(cfg.feed_items, 50);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+
+	dir = temp_vault("title: [unclosed\n");
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_INT(d.nerrors, 1);
+	CHECK(d.items[0].line >= 1);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+}
+
+int main(void)
+{
+	RUN(test_full_frontmatter);
+	RUN(test_no_frontmatter);
+	RUN(test_malformed);
+	RUN(test_publish_rules);
+	RUN(test_config);
+	return test_done();
+}

@@ -1,0 +1,345 @@
+/*
+ * test-site.c: the loader on real vaults and hostile ones.
+ *
+ * The real corpus (../shared/corpus) must load with every link resolved;
+ * unpublished notes must leave no trace in an export; broken, huge, deep
+ * and oddly named notes must be reported and everything else must render.
+ */
+#include "testutil.h"
+
+#include "export.h"
+#include "gzip.h"
+#include "markdown.h"
+#include "site.h"
+#include "test.h"
+
+#include <dirent.h>
+
+static struct site *load(const char *dir, int threads)
+{
+	struct site_options o = { NULL, threads };
+	return site_load(dir, &o);
+}
+
+static const struct site_note *find_note(const struct site *s, const char *path)
+{
+	size_t i;
+	for (i = 0; i < s->nnotes; i++)
+		if (strcmp(s->notes[i].note.path, path) == 0)
+			return &s->notes[i];
+	return NULL;
+}
+
+static int has_diag(const struct site *s, const char *path, const char *needle)
+{
+	size_t i;
+	for (i = 0; i < s->diags.n; i++)
+		if (strcmp(s->diags.items[i].path, path) == 0 && strstr(s->diags.items[i].msg, needle))
+			return 1;
+	return 0;
+}
+
+static void print_diags(const struct site *s, size_t max)
+{
+	size_t i;
+	for (i = 0; i < s->diags.n && i < max; i++)
+		fprintf(stderr, "    %s:%d: %s\n", s->diags.items[i].path, s->diags.items[i].line,
+			s->diags.items[i].msg);
+}
+
+static void test_pwsh_docs(void)
+{
+	struct buf dir = BUF_INIT;
+	struct site *s;
+
+	buf_addf(&dir, "%s/pwsh-docs", tv_corpus());
+	s = load(dir.ptr, 0);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK_INT(s->nnotes, 1120);
+	CHECK_INT(s->npublished, 1120);
+	/* every one of the corpus's wikilinks resolves */
+	CHECK_INT(s->nbroken, 0);
+	CHECK(s->nlinks + s->nembeds >= 5000);
+	CHECK_INT(s->diags.nerrors, 0);
+	if (s->nbroken || s->diags.nerrors)
+		print_diags(s, 20);
+	fprintf(stderr, "  pwsh-docs: %zu notes, %zu links, %zu embeds in %.0f ms\n", s->nnotes,
+		s->nlinks, s->nembeds, s->load_ms);
+	site_free(s);
+out:
+	buf_release(&dir);
+}
+
+/* ---- privacy ----------------------------------------------------------- */
+
+struct grep {
+	const char *const *needles;
+	size_t n;
+	int hits;
+};
+static struct grep *grep_state;
+
+static int grep_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	struct buf data = BUF_INIT, plain = BUF_INIT;
+	const char *hay;
+	size_t len, i;
+
+	(void)st;
+	(void)ftw;
+	if (flag != FTW_F)
+		return 0;
+	if (read_file(path, &data) < 0)
+		return 0;
+	hay = data.ptr;
+	len = data.len;
+	if (strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".gz") == 0) {
+		if (gzip_decompress(data.ptr, data.len, &plain) == 0) {
+			hay = plain.ptr;
+			len = plain.len;
+		}
+	}
+	for (i = 0; i < grep_state->n; i++) {
+		if (memmem(hay, len, grep_state->needles[i], strlen(grep_state->needles[i])) ||
+		    strstr(path, grep_state->needles[i])) {
+			fprintf(stderr, "  leak: '%s' in %s\n", grep_state->needles[i], path);
+			grep_state->hits++;
+		}
+	}
+	buf_release(&data);
+	buf_release(&plain);
+	return 0;
+}
+
+static int grep_tree(const char *dir, const char *const *needles, size_t n)
+{
+	struct grep g = { needles, n, 0 };
+	grep_state = &g;
+	nftw(dir, grep_one, 16, FTW_PHYS);
+	return g.hits;
+}
+
+static int exists(const char *dir, const char *rel)
+{
+	struct buf p = BUF_INIT;
+	struct stat st;
+	int r;
+
+	buf_addf(&p, "%s/%s", dir, rel);
+	r = stat(p.ptr, &st) == 0;
+	buf_release(&p);
+	return r;
+}
+
+static void test_unpublished_leaves_no_trace(void)
+{
+	static const char *const secrets[] = {
+		"Zanzibar", "zanzibar", "SECRETBODY", "Quokka", "quokka", "HIDDENTEXT",
+		"Pangolin", "pangolin", "ExplicitOnly", "private-scan.png", "PRIVATEALIAS",
+	};
+	char *v = tv_new(), *out = tv_new();
+	struct snapshot *snap;
+	struct site *s;
+
+	tv_write(v, "index.md",
+		 "# Home\n\nSee [[Zanzibar Plans|a trip]], [[Quokka|an animal]] and [[folder/Pangolin|scales]].\n\n"
+		 "![[Zanzibar Plans]]\n\n![[Quokka#Section]]\n\n![[shared.png]]\n\n#public\n");
+	tv_write(v, "Zanzibar Plans.md",
+		 "---\ndraft: true\ntags: [zanzibar]\naliases: [PRIVATEALIAS]\n---\n"
+		 "SECRETBODY lives here. [[index]] ![[private-scan.png]]\n");
+	tv_write(v, "Quokka.md",
+		 "---\npublish: false\ndescription: HIDDENTEXT\n---\n## Section\nHIDDENTEXT\n"
+		 "Links to [[index]] so it would be a backlink.\n");
+	tv_write(v, "folder/Pangolin.md", "---\npublish: false\n---\n#pangolin [[index]]\n");
+	tv_write(v, "Public.md", "Links [[index]].\n");
+	tv_write_len(v, "private-scan.png", "\x89PNG fake", 9);
+	tv_write_len(v, "shared.png", "\x89PNG ok", 7);
+	tv_write_len(v, "unreferenced.png", "\x89PNG no", 7);
+
+	s = load(v, 2);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, 1);
+	CHECK_INT(export_snapshot(snap, out, NULL), 0);
+	CHECK_INT(grep_tree(out, secrets, sizeof(secrets) / sizeof(*secrets)), 0);
+	CHECK(exists(out, "index.html"));
+	CHECK(exists(out, "public.html"));
+	CHECK(exists(out, "shared.png"));
+	CHECK(!exists(out, "private-scan.png"));
+	CHECK(!exists(out, "unreferenced.png"));
+	CHECK(!exists(out, "zanzibar-plans.html"));
+	/* links to unpublished notes are plain text, not broken links */
+	CHECK_INT(s->nbroken, 0);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+	tv_remove(out);
+}
+
+static void test_explicit_mode(void)
+{
+	static const char *const secrets[] = { "NOTMARKED" };
+	char *v = tv_new(), *out = tv_new();
+	struct snapshot *snap;
+	struct site *s;
+
+	tv_write(v, "quire.yml", "publish: explicit\n");
+	tv_write(v, "Yes.md", "---\npublish: true\n---\nShown. [[No]]\n");
+	tv_write(v, "No.md", "NOTMARKED body\n");
+	tv_write(v, "Draft.md", "---\npublish: true\ndraft: true\n---\nNOTMARKED too\n");
+	s = load(v, 1);
+	CHECK(s && s->npublished == 1);
+	snap = site_snapshot(s, 1);
+	CHECK_INT(export_snapshot(snap, out, NULL), 0);
+	CHECK_INT(grep_tree(out, secrets, 1), 0);
+	CHECK(exists(out, "yes.html"));
+	snapshot_unref(snap);
+	site_free(s);
+	tv_remove(v);
+	tv_remove(out);
+}
+
+/* ---- hostile input ------------------------------------------------------- */
+
+static void test_bad_input(void)
+{
+	char *v = tv_new(), *out = tv_new();
+	struct buf big = BUF_INIT;
+	struct snapshot *snap;
+	struct site *s;
+	size_t i;
+	static const char *const names[] = {
+		"100% sure.md", "C# notes.md", "why?.md", "with  spaces .md", "emoji 🎉.md",
+		"שלום.md", "مرحبا بالعالم.md", "日本語.md",
+	};
+
+	tv_write_len(v, "bad-utf8.md", "# Title\n\nbroken \xff\xfe bytes \xc3 here\n", 29);
+	tv_write(v, "bad-yaml.md", "---\ntitle: [oops\n---\nstill rendered BADYAMLBODY\n");
+	tv_write(v, "open-frontmatter.md", "---\ntitle: never closed\n\nbody OPENBODY\n");
+	tv_write(v, "self.md", "Me: ![[self]]\n");
+	tv_write(v, "cycle-a.md", "A ![[cycle-b]]\n");
+	tv_write(v, "cycle-b.md", "B ![[cycle-a]]\n");
+	for (i = 0; i < 10000; i++)
+		buf_addc(&big, '>');
+	buf_adds(&big, " deep quote\n\n");
+	for (i = 0; i < 10000; i++) {
+		size_t k;
+		for (k = 0; k < i % 200; k++)
+			buf_adds(&big, "  ");
+		buf_adds(&big, "- item\n");
+	}
+	tv_write(v, "deep.md", big.ptr);
+	buf_reset(&big);
+	while (big.len < 50u * 1024 * 1024)
+		buf_adds(&big, "A realistic paragraph with [[index]] a link, `code`, *emphasis* and "
+			       "#tags, repeated until the note weighs fifty megabytes.\n\n");
+	tv_write_len(v, "huge.md", big.ptr, big.len);
+	buf_release(&big);
+	for (i = 0; i < sizeof(names) / sizeof(*names); i++)
+		tv_write(v, names[i], "Odd name, [[index]].\n");
+	tv_write(v, "index.md", "[[100% sure]] [[C# notes]] [[why?]] [[emoji 🎉]] [[שלום]] [[日本語]]\n");
+
+	s = load(v, 2);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK(has_diag(s, "bad-utf8.md", "invalid UTF-8"));
+	CHECK(has_diag(s, "bad-yaml.md", "invalid frontmatter"));
+	CHECK(has_diag(s, "open-frontmatter.md", "not closed"));
+	CHECK(has_diag(s, "self.md", "embed cycle"));
+	CHECK(has_diag(s, "cycle-a.md", "embed cycle"));
+	CHECK(has_diag(s, "cycle-b.md", "embed cycle"));
+	CHECK_INT(s->nbroken, 0);
+	for (i = 0; i < s->nnotes; i++)
+		CHECK(s->notes[i].page != NULL);
+	CHECK(strstr(find_note(s, "bad-yaml.md")->page->body, "BADYAMLBODY") != NULL);
+	CHECK(strstr(find_note(s, "open-frontmatter.md")->page->body, "OPENBODY") != NULL);
+	snap = site_snapshot(s, 1);
+	CHECK_INT(export_snapshot(snap, out, NULL), 0);
+	CHECK(exists(out, "100-sure.html"));
+	CHECK(exists(out, "c-notes.html"));
+	CHECK(exists(out, "why.html"));
+	CHECK(exists(out, "emoji.html"));
+	CHECK(exists(out, "שלום.html"));
+	CHECK(exists(out, "日本語.html"));
+	CHECK(exists(out, "huge.html") && exists(out, "huge.html.gz"));
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+	tv_remove(out);
+}
+
+/* ---- URLs, aliases, collisions, determinism ---------------------------- */
+
+static void test_urls_and_aliases(void)
+{
+	char *v = tv_new();
+	struct snapshot *snap;
+	struct site *s;
+	struct page *p;
+
+	tv_write(v, "Guides/index.md", "---\naliases: [Old Guides]\n---\n# Guides\n");
+	tv_write(v, "Guides/My Note.md", "x\n");
+	tv_write(v, "Guides/my-note.md", "y\n");
+	tv_write(v, "Top.md", "---\nslug: /elsewhere/top\n---\n[[My Note]]\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, 1);
+	CHECK(snapshot_get(snap, "/guides/", 8) != NULL);
+	CHECK(snapshot_get(snap, "/guides/my-note", 15) != NULL);
+	CHECK(snapshot_get(snap, "/guides/my-note-2", 17) != NULL);
+	CHECK(has_diag(s, "Guides/my-note.md", "already taken"));
+	CHECK(snapshot_get(snap, "/elsewhere/top", 14) != NULL);
+	p = snapshot_get(snap, "/guides/old-guides", 18);
+	CHECK(p && p->kind == PAGE_REDIRECT && strcmp(p->location, "/guides/") == 0);
+	p = snapshot_get(snap, "/_quire/tree.json", 17);
+	CHECK(p && strstr(p->body, "\"url\":\"/guides/\"") != NULL);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
+static void test_deterministic_across_threads(void)
+{
+	struct buf dir = BUF_INIT;
+	struct site *a, *b;
+	size_t i, differ = 0;
+
+	buf_addf(&dir, "%s/obsidian-tasks-docs", tv_corpus());
+	a = load(dir.ptr, 1);
+	b = load(dir.ptr, 2);
+	CHECK(a && b);
+	if (a && b) {
+		CHECK_INT(a->nnotes, b->nnotes);
+		for (i = 0; i < a->nnotes && i < b->nnotes; i++) {
+			const struct page *x = a->notes[i].page, *y = b->notes[i].page;
+			if (!x != !y || (x && (x->body_len != y->body_len ||
+					       memcmp(x->body, y->body, x->body_len) != 0)))
+				differ++;
+		}
+		CHECK_INT(differ, 0);
+	}
+	site_free(a);
+	site_free(b);
+	buf_release(&dir);
+}
+
+int main(void)
+{
+	md_global_init();
+	RUN(test_pwsh_docs);
+	RUN(test_unpublished_leaves_no_trace);
+	RUN(test_explicit_mode);
+	RUN(test_bad_input);
+	RUN(test_urls_and_aliases);
+	RUN(test_deterministic_across_threads);
+	return test_done();
+}

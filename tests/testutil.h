@@ -1,0 +1,81 @@
+/*
+ * testutil.h: temporary vaults on disk for tests.
+ *
+ *	char *dir = tv_new();
+ *	tv_write(dir, "folder/Note.md", "# Hi\n");
+ *	...
+ *	tv_remove(dir);
+ */
+#ifndef QUIRE_TESTUTIL_H
+#define QUIRE_TESTUTIL_H
+
+#define _XOPEN_SOURCE 700
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "xalloc.h"
+
+static inline char *tv_new(void)
+{
+	char tmpl[] = "/tmp/quire-test-XXXXXX";
+	if (!mkdtemp(tmpl)) {
+		perror("mkdtemp");
+		exit(1);
+	}
+	return xstrdup(tmpl);
+}
+
+static inline void tv_write_len(const char *dir, const char *rel, const char *data, size_t len)
+{
+	struct buf p = BUF_INIT;
+	char *s;
+	FILE *f;
+
+	buf_addf(&p, "%s/%s", dir, rel);
+	for (s = p.ptr + strlen(dir) + 1; *s; s++) {
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p.ptr, 0755);
+			*s = '/';
+		}
+	}
+	f = fopen(p.ptr, "wb");
+	if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+		perror(p.ptr);
+		exit(1);
+	}
+	buf_release(&p);
+}
+
+static inline void tv_write(const char *dir, const char *rel, const char *text)
+{
+	tv_write_len(dir, rel, text, strlen(text));
+}
+
+static inline int tv_rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static inline void tv_remove(char *dir)
+{
+	nftw(dir, tv_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(dir);
+}
+
+/* The corpus folder (../shared/corpus beside the project), from $QUIRE_CORPUS. */
+static inline const char *tv_corpus(void)
+{
+	const char *c = getenv("QUIRE_CORPUS");
+	return c ? c : "../shared/corpus";
+}
+
+#endif
