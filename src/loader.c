@@ -1,0 +1,193 @@
+/*
+ * loader.c: a queue, a thread, and the publish step.
+ *
+ * The queue is a set of flags and paths under one mutex with a condition
+ * variable; the thread sleeps on it, takes the whole queue when woken,
+ * and builds one snapshot for everything it took.
+ */
+#include "loader.h"
+#include "log.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct loader {
+	char *path;
+	struct site_options opt;
+	struct snapshot_slot *slot;
+	struct site *site;          /* owned by the loader thread once started */
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;        /* work queued, or stop */
+	pthread_cond_t published;   /* a new version is live */
+	int stop;
+	int reload;                 /* a full reload is queued */
+	uint64_t version;           /* live version, under lock */
+};
+
+static void publish(struct loader *l, struct snapshot *snap)
+{
+	uint64_t v = snap->version;
+
+	snapshot_publish(l->slot, snap);
+	pthread_mutex_lock(&l->lock);
+	l->version = v;
+	pthread_cond_broadcast(&l->published);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void log_diags(const struct site *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->diags.n; i++) {
+		const struct diag *d = &s->diags.items[i];
+		if (d->level == DIAG_ERROR)
+			log_warn("%s:%d: %s", d->path, d->line, d->msg);
+	}
+	if (s->diags.n)
+		log_info("%zu errors, %zu warnings in the vault (quire check lists them)",
+			 s->diags.nerrors, s->diags.nwarnings);
+}
+
+struct loader *loader_new(const char *path, const struct site_options *opt,
+			  struct snapshot_slot *slot)
+{
+	struct loader *l = xcalloc(1, sizeof(*l));
+	struct snapshot *snap;
+
+	l->path = xstrdup(path);
+	if (opt)
+		l->opt = *opt;
+	l->opt.base_url = opt && opt->base_url ? xstrdup(opt->base_url) : NULL;
+	l->slot = slot;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->wake, NULL);
+	pthread_cond_init(&l->published, NULL);
+	l->site = site_load(path, &l->opt);
+	if (!l->site) {
+		loader_free(l);
+		return NULL;
+	}
+	log_diags(l->site);
+	snap = site_snapshot(l->site, 1);
+	publish(l, snap);
+	return l;
+}
+
+const struct site *loader_site(const struct loader *l)
+{
+	return l->site;
+}
+
+static void full_reload(struct loader *l)
+{
+	struct site *s = site_load(l->path, &l->opt);
+	struct snapshot *snap;
+
+	if (!s) {
+		log_error("reload of %s failed; the last good snapshot keeps serving", l->path);
+		return;
+	}
+	log_diags(s);
+	snap = site_snapshot(s, l->version + 1);
+	site_free(l->site);
+	l->site = s;
+	log_info("reloaded %zu notes in %.0f ms, snapshot %llu", s->nnotes, s->load_ms,
+		 (unsigned long long)snap->version);
+	publish(l, snap);
+}
+
+static void *run(void *arg)
+{
+	struct loader *l = arg;
+
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		int reload;
+
+		while (!l->stop && !l->reload)
+			pthread_cond_wait(&l->wake, &l->lock);
+		if (l->stop)
+			break;
+		reload = l->reload;
+		l->reload = 0;
+		pthread_mutex_unlock(&l->lock);
+		if (reload)
+			full_reload(l);
+		pthread_mutex_lock(&l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+int loader_start(struct loader *l)
+{
+	if (pthread_create(&l->thread, NULL, run, l) != 0)
+		return log_error("cannot start the loader thread");
+	l->started = 1;
+	return 0;
+}
+
+void loader_reload(struct loader *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->reload = 1;
+	pthread_cond_signal(&l->wake);
+	pthread_mutex_unlock(&l->lock);
+}
+
+uint64_t loader_version(struct loader *l)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&l->lock);
+	v = l->version;
+	pthread_mutex_unlock(&l->lock);
+	return v;
+}
+
+int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (l->version < version && ret == 0)
+		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)
+			ret = l->version >= version ? 0 : -1;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+void loader_free(struct loader *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_mutex_lock(&l->lock);
+		l->stop = 1;
+		pthread_cond_signal(&l->wake);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->thread, NULL);
+	}
+	site_free(l->site);
+	pthread_mutex_destroy(&l->lock);
+	pthread_cond_destroy(&l->wake);
+	pthread_cond_destroy(&l->published);
+	free((char *)l->opt.base_url);
+	free(l->path);
+	free(l);
+}

@@ -1,0 +1,50 @@
+/*
+ * loader.h: the thread that owns the site and publishes snapshots.
+ *
+ * Changes arrive in a queue from anywhere (SIGHUP, the file watcher, the
+ * sync API); the loader thread takes everything queued at once, so a burst
+ * of changes becomes one new snapshot, builds it beside the live one, and
+ * publishes it with one pointer swap. Serving threads never wait for it. A
+ * failed load keeps the last good snapshot serving and logs why.
+ */
+#ifndef QUIRE_LOADER_H
+#define QUIRE_LOADER_H
+
+#include <stdint.h>
+
+#include "site.h"
+#include "snapshot.h"
+
+struct loader;
+
+/*
+ * Loads the vault at path now, on the calling thread, and publishes the
+ * first snapshot into slot (borrowed; it must outlive the loader). Returns
+ * NULL when the vault cannot be read (logged). The loader thread starts
+ * with loader_start().
+ */
+struct loader *loader_new(const char *path, const struct site_options *opt,
+			  struct snapshot_slot *slot);
+
+/* The site of the first load, for start-up figures. Owned by the loader; read it before loader_start(). */
+const struct site *loader_site(const struct loader *l);
+
+/* Starts the loader thread. 0 or -1. */
+int loader_start(struct loader *l);
+
+/* Queues a full reload of quire.yml and the vault. Thread-safe. */
+void loader_reload(struct loader *l);
+
+/* The version of the live snapshot. Thread-safe. */
+uint64_t loader_version(struct loader *l);
+
+/*
+ * Waits until the live snapshot's version is at least version, or
+ * timeout_ms passes. Returns 0 when reached, -1 on timeout. Thread-safe.
+ */
+int loader_wait(struct loader *l, uint64_t version, int timeout_ms);
+
+/* Stops the thread (finishing the build under way) and frees everything. Accepts NULL. */
+void loader_free(struct loader *l);
+
+#endif
