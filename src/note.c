@@ -115,8 +115,8 @@ static void set_list(struct strlist *l, const struct yml_node *v, const char *ke
 		const struct yml_node *it = v->items[i];
 		const char *s;
 		if (it->type != YML_SCALAR) {
-			diag_add(diags, DIAG_ERROR, path, it->line,
-				 "frontmatter '%s' items must be text", key);
+			diag_add(diags, DIAG_WARNING, path, it->line,
+				 "frontmatter '%s': an item that is not text was ignored", key);
 			continue;
 		}
 		s = it->value;
@@ -211,6 +211,101 @@ static void read_frontmatter(struct note *n, const struct yml_node *root, struct
 	}
 }
 
+/*
+ * A frontmatter block that is not valid YAML (real vaults have "- %" in a
+ * list of aliases) still usually has its important keys on lines of their
+ * own. Keep the top-level lines that carry a value after "key:", parse
+ * those alone, and say which keys were lost. A note's publish state is
+ * never guessed: if "publish" or "draft" is on a line that fails, the note
+ * keeps the safe reading below (see note_parse).
+ */
+static int contains(const char *hay, size_t len, const char *needle)
+{
+	size_t n = strlen(needle), i;
+
+	for (i = 0; i + n <= len; i++)
+		if (memcmp(hay + i, needle, n) == 0)
+			return 1;
+	return 0;
+}
+
+static int is_publish_key(const char *p, size_t k)
+{
+	return (k == 7 && strncmp(p, "publish", 7) == 0) || (k == 5 && strncmp(p, "draft", 5) == 0);
+}
+
+static struct yml_node *recover(const char *path, const char *yaml, size_t len, const char *why,
+				int why_line, int *keep_private, struct diag_list *diags)
+{
+	struct buf kept = BUF_INIT, lost = BUF_INIT, err = BUF_INIT;
+	const char *end = yaml + len;
+	struct yml_node *root = NULL;
+	int drop[8], ndrop = 0, err_line = why_line, attempt, last_kept = 0;
+
+	/* each failed attempt drops the line it failed on, up to eight lines */
+	for (attempt = 0; attempt < 8 && !root; attempt++) {
+		const char *p, *next;
+		int line = 2, i = 0;
+
+		/*
+		 * An error at the end of the block (an unclosed '[') names no
+		 * line we kept: drop the last kept line before it instead.
+		 */
+		for (i = 0; i < ndrop; i++)
+			if (drop[i] == err_line)
+				err_line = last_kept;
+		drop[ndrop++] = err_line;
+		last_kept = 0;
+		buf_reset(&kept);
+		buf_reset(&lost);
+		*keep_private = 0;
+		for (p = yaml; p < end; p = next, line++) {
+			size_t l = line_len(p, end, &next), k = 0;
+			int dropped = 0;
+
+			for (i = 0; i < ndrop; i++)
+				dropped |= drop[i] == line;
+			if (l == 0 || p[0] == ' ' || p[0] == '\t' || p[0] == '-' || p[0] == '#') {
+				buf_addc(&kept, '\n'); /* block items are lost with their key */
+				continue;
+			}
+			/* "key: value" (keys may have spaces, as in "Module Name: x") */
+			while (k < l && p[k] != ':')
+				k++;
+			if (k + 1 < l && !dropped) {
+				buf_add(&kept, p, l);
+				if (line <= err_line || !last_kept)
+					last_kept = line;
+			} else {
+				*keep_private |= is_publish_key(p, k);
+				if (lost.len)
+					buf_adds(&lost, ", ");
+				buf_addf(&lost, "'%.*s'", (int)k, p);
+			}
+			buf_addc(&kept, '\n');
+		}
+		buf_reset(&err);
+		root = yml_parse(kept.ptr, kept.len, 2, &err, &err_line);
+	}
+	if (!root)
+		*keep_private |= contains(yaml, len, "publish") || contains(yaml, len, "draft");
+	if (*keep_private)
+		diag_add(diags, DIAG_ERROR, path, why_line,
+			 "invalid frontmatter: %s; 'publish' or 'draft' could not be read, so the "
+			 "note is kept private",
+			 why);
+	else if (root)
+		diag_add(diags, DIAG_WARNING, path, why_line,
+			 "invalid frontmatter: %s; the other keys were read line by line%s%s%s", why,
+			 lost.len ? " (lost: " : "", lost.ptr, lost.len ? ")" : "");
+	else
+		diag_add(diags, DIAG_ERROR, path, why_line, "invalid frontmatter: %s", why);
+	buf_release(&kept);
+	buf_release(&lost);
+	buf_release(&err);
+	return root;
+}
+
 void note_parse(struct note *n, const char *path, const char *src, size_t len, time_t mtime,
 		struct diag_list *diags)
 {
@@ -247,10 +342,15 @@ void note_parse(struct note *n, const char *path, const char *src, size_t len, t
 				int err_line = 0;
 				struct yml_node *root = yml_parse(yaml, (size_t)(p - yaml), 2, &err,
 								  &err_line);
+				int keep_private = 0;
 				if (!root && err.len)
-					diag_add(diags, DIAG_ERROR, path, err_line,
-						 "invalid frontmatter: %s", err.ptr);
+					root = recover(path, yaml, (size_t)(p - yaml), err.ptr, err_line,
+						       &keep_private, diags);
 				read_frontmatter(n, root, diags);
+				if (keep_private) {
+					n->draft = 1;
+					n->publish = 0;
+				}
 				yml_free(root);
 				body = next;
 				n->body_line = line + 1;

@@ -49,7 +49,11 @@ static void resolve_ref(void *ctx, size_t index, const struct md_ref *ref, struc
 		if (t->published) {
 			out->kind = MD_TARGET_NOTE;
 			out->url = t->href;
-			out->title = t->note.title;
+			/*
+			 * No title tooltip: a fragment must not depend on another
+			 * note's title, or a retitle would re-render every linker.
+			 */
+			out->title = NULL;
 		} else {
 			out->kind = MD_TARGET_PLAIN;
 		}
@@ -121,7 +125,7 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 }
 
 void render_compose(struct site *s, size_t i, size_t start, size_t end, struct buf *out,
-		    size_t *chain, int depth)
+		    size_t *chain, int depth, int line)
 {
 	const struct site_note *n = &s->notes[i];
 	const struct md_result *md = &n->md;
@@ -149,7 +153,7 @@ void render_compose(struct site *s, size_t i, size_t start, size_t end, struct b
 				diag_add(&s->diags, DIAG_WARNING, n->note.path, ref->line,
 					 "embed cycle: the note embeds itself");
 			else if (chain[0] == t)
-				diag_add(&s->diags, DIAG_WARNING, s->notes[chain[0]].note.path, 0,
+				diag_add(&s->diags, DIAG_WARNING, s->notes[chain[0]].note.path, line,
 					 "embed cycle: embedding %s leads back to this note",
 					 s->notes[chain[1]].note.path);
 			continue;
@@ -170,7 +174,7 @@ void render_compose(struct site *s, size_t i, size_t start, size_t end, struct b
 					 s->notes[t].note.path);
 			continue;
 		}
-		render_compose(s, t, ts, te, out, chain, depth + 1);
+		render_compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line);
 	}
 	buf_add(out, md->html.ptr + pos, end - pos);
 }
@@ -189,7 +193,7 @@ void render_note_page(struct site *s, size_t i)
 	char *bytes;
 	size_t len;
 
-	render_compose(s, i, 0, n->md.html.len, &body, chain, 0);
+	render_compose(s, i, 0, n->md.html.len, &body, chain, 0, 0);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
 	for (k = 0; k < n->md.nheadings; k++) {

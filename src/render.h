@@ -33,10 +33,11 @@ void render_note_page(struct site *s, size_t i);
 
 /*
  * Appends note i's HTML from start to end with its embeds spliced in
- * (depth levels already followed, chain the notes above it). Reports an
- * embed cycle as a diagnostic when the chain returns to its first note.
+ * (depth levels already followed, chain the notes above it, line the line
+ * of the first note's embed that led here). Reports an embed cycle as a
+ * diagnostic when the chain returns to its first note.
  */
 void render_compose(struct site *s, size_t i, size_t start, size_t end, struct buf *out,
-		    size_t *chain, int depth);
+		    size_t *chain, int depth, int line);
 
 #endif

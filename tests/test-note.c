@@ -85,8 +85,17 @@ static void test_malformed(void)
 	diag_list_init(&d);
 	/* bad YAML: reported with its line, the body still comes through */
 	parse(&n, &d, "bad.md", "---\ntitle: ok\ntags: [unclosed\n---\nBody text\n");
+	CHECK_INT(d.nwarnings, 1);
+	CHECK(d.n == 1 && d.items[0].line >= 3 && strstr(d.items[0].msg, "'tags'"));
+	CHECK_STR(n.body, "Body text\n");
+	CHECK_STR(n.title, "ok");
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	/* nothing to recover: an error, and the title falls back to the file name */
+	parse(&n, &d, "bad.md", "---\n[not: a map\n---\nBody text\n");
 	CHECK_INT(d.nerrors, 1);
-	CHECK(d.n == 1 && d.items[0].line >= 3);
 	CHECK_STR(n.body, "Body text\n");
 	CHECK_STR(n.title, "bad");
 	note_release(&n);
@@ -135,6 +144,41 @@ static void test_malformed(void)
 		note_release(&n);
 		buf_release(&src);
 	}
+	diag_list_release(&d);
+}
+
+static void test_recovery(void)
+{
+	struct diag_list d;
+	struct note n;
+
+	diag_list_init(&d);
+	/* a real note from the corpus: "- %" is not valid YAML */
+	parse(&n, &d, "ForEach-Object.md",
+	      "---\nschema: 2.0.0\naliases:\n  - %\n  - foreach\ntitle: ForEach-Object\n---\nbody\n");
+	CHECK_STR(n.title, "ForEach-Object");
+	CHECK_INT(d.nerrors, 0);
+	CHECK_INT(d.nwarnings, 1);
+	CHECK(d.n == 1 && strstr(d.items[0].msg, "'aliases'") != NULL);
+	CHECK(note_is_published(&n, 0));
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	/* the publish flag itself is broken: the note stays private, an error says why */
+	parse(&n, &d, "x.md", "---\ntitle: ok\npublish: [false\n---\nsecret\n");
+	CHECK_INT(d.nerrors, 1);
+	CHECK(!note_is_published(&n, 0));
+	CHECK_STR(n.title, "ok");
+	note_release(&n);
+	diag_list_release(&d);
+
+	diag_list_init(&d);
+	/* an alias that YAML reads as a map ("- ?") is dropped with a warning */
+	parse(&n, &d, "Where-Object.md", "---\naliases:\n  - ?\n  - where\n---\n");
+	CHECK_INT(d.nerrors, 0);
+	CHECK_INT(n.aliases.n, 1);
+	note_release(&n);
 	diag_list_release(&d);
 }
 
@@ -243,6 +287,7 @@ int main(void)
 	RUN(test_full_frontmatter);
 	RUN(test_no_frontmatter);
 	RUN(test_malformed);
+	RUN(test_recovery);
 	RUN(test_publish_rules);
 	RUN(test_config);
 	return test_done();

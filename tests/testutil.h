@@ -9,7 +9,9 @@
 #ifndef QUIRE_TESTUTIL_H
 #define QUIRE_TESTUTIL_H
 
-#define _XOPEN_SOURCE 700
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* nftw, memmem */
+#endif
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
