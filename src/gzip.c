@@ -4,6 +4,7 @@
 #include "gzip.h"
 #include "log.h"
 
+#include <stdint.h>
 #include <zlib.h>
 
 int gzip_compress(const void *data, size_t len, int level, struct buf *out)
