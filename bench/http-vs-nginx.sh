@@ -1,0 +1,168 @@
+#!/bin/sh
+# http-vs-nginx.sh: quire's HTTP front against nginx, serving the same bytes.
+#
+# Writes a ~10 KB HTML page and its .gz into a temp dir. nginx (one worker,
+# gzip_static, open_file_cache, access_log off: nginx at its best for a
+# static file) serves /page via try_files $uri.html; quire serves the same
+# two files from a one-page snapshot (bench/http-bench-server.c, one loop).
+# Both servers are pinned to core 0 and wrk to core 1, runs alternate
+# quire/nginx, at 1, 64 and 512 connections, with and without gzip.
+#
+#	sh bench/http-vs-nginx.sh [path/to/http-bench-server]
+#
+# Environment: DURATION (seconds per run, default 5), CONNS (default
+# "1 64 512"), REPEAT (runs per cell, best kept, default 1), SERVER_CORE
+# (default 0), CLIENT_CORE (default 1). Without an argument the bench
+# server is built here with cc -O2.
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+DURATION=${DURATION:-5}
+CONNS=${CONNS:-"1 64 512"}
+REPEAT=${REPEAT:-1}
+SERVER_CORE=${SERVER_CORE:-0}
+CLIENT_CORE=${CLIENT_CORE:-1}
+
+for tool in nginx wrk taskset curl gzip; do
+	command -v "$tool" >/dev/null 2>&1 || [ -x "/usr/sbin/$tool" ] || {
+		echo "http-vs-nginx: $tool is missing (apt-get install nginx-light wrk curl)" >&2
+		exit 1
+	}
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+tmp=$(mktemp -d /tmp/quire-bench-XXXXXX)
+nginx_pid=
+quire_pid=
+cleanup() {
+	[ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
+	[ -n "$quire_pid" ] && kill "$quire_pid" 2>/dev/null && wait "$quire_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+if [ $# -ge 1 ]; then
+	server=$1
+else
+	server=$tmp/http-bench-server
+	# shellcheck disable=SC2046
+	cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/src" \
+		"$root/src/http.c" "$root/src/snapshot.c" "$root/src/map.c" "$root/src/hash.c" \
+		"$root/src/gzip.c" "$root/src/buf.c" "$root/src/xalloc.c" "$root/src/log.c" \
+		"$root/bench/http-bench-server.c" -o "$server" \
+		$(pkg-config --cflags --libs libevent libxxhash libcrypto zlib) -lpthread
+fi
+
+# The page: realistic HTML, about 10 KB.
+mkdir -p "$tmp/www" "$tmp/nginx"
+{
+	printf '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+	printf '<title>Bench page</title><link rel="stylesheet" href="/_quire/quire.css"></head>'
+	printf '<body><nav><ul>'
+	i=0
+	while [ $i -lt 60 ]; do
+		printf '<li><a href="/notes/n%d">Note %d</a></li><p>Lorem ipsum dolor sit amet %d, ' $i $i $i
+		printf 'consectetur adipiscing elit, sed do eiusmod tempor incididunt.</p>\n'
+		i=$((i + 1))
+	done
+	printf '</ul></nav></body></html>\n'
+} >"$tmp/www/page.html"
+gzip -6 -n -k "$tmp/www/page.html"
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+nginx_port=$(free_port)
+cat >"$tmp/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $tmp/nginx/nginx.pid;
+error_log $tmp/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+	types { text/html html; }
+	default_type text/html;
+	access_log off;
+	sendfile on;
+	tcp_nopush on;
+	tcp_nodelay on;
+	keepalive_requests 1000000;
+	keepalive_timeout 60s;
+	open_file_cache max=1000 inactive=60s;
+	gzip_static on;
+	client_body_temp_path $tmp/nginx/body;
+	proxy_temp_path $tmp/nginx/proxy;
+	fastcgi_temp_path $tmp/nginx/fastcgi;
+	uwsgi_temp_path $tmp/nginx/uwsgi;
+	scgi_temp_path $tmp/nginx/scgi;
+	server {
+		listen 127.0.0.1:$nginx_port reuseport;
+		root $tmp/www;
+		location / { try_files \$uri.html =404; }
+	}
+}
+EOF
+taskset -c "$SERVER_CORE" "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" &
+nginx_pid=$!
+
+taskset -c "$SERVER_CORE" "$server" "$tmp/www/page.html" "$tmp/www/page.html.gz" 0 1 >"$tmp/quire.out" &
+quire_pid=$!
+i=0
+while ! grep -q '^ready' "$tmp/quire.out" 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && { echo "http-vs-nginx: quire did not start" >&2; exit 1; }
+	sleep 0.05
+done
+quire_port=$(awk '/^ready/ { print $2 }' "$tmp/quire.out")
+i=0
+while ! curl -sf -o /dev/null "http://127.0.0.1:$nginx_port/page"; do
+	i=$((i + 1))
+	[ $i -gt 100 ] && { echo "http-vs-nginx: nginx did not start" >&2; cat "$tmp/nginx/error.log" >&2; exit 1; }
+	sleep 0.05
+done
+
+# Same bytes from both, both ways.
+for enc in identity gzip; do
+	curl -sf -H "Accept-Encoding: $enc" -o "$tmp/q.$enc" "http://127.0.0.1:$quire_port/page"
+	curl -sf -H "Accept-Encoding: $enc" -o "$tmp/n.$enc" "http://127.0.0.1:$nginx_port/page"
+	cmp -s "$tmp/q.$enc" "$tmp/n.$enc" || { echo "http-vs-nginx: bodies differ ($enc)" >&2; exit 1; }
+done
+echo "page: $(wc -c <"$tmp/www/page.html") bytes, gzip $(wc -c <"$tmp/www/page.html.gz") bytes;" \
+	"servers on core $SERVER_CORE, wrk on core $CLIENT_CORE, ${DURATION}s per run"
+
+# rps PORT CONNS GZIP: requests per second, best of REPEAT runs
+rps() {
+	best=0
+	r=0
+	while [ $r -lt "$REPEAT" ]; do
+		if [ "$3" = yes ]; then
+			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$2" -d"${DURATION}s" \
+				-H 'Accept-Encoding: gzip' "http://127.0.0.1:$1/page")
+		else
+			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$2" -d"${DURATION}s" \
+				"http://127.0.0.1:$1/page")
+		fi
+		errors=$(echo "$out" | awk '/Non-2xx|Socket errors/ { print }')
+		[ -n "$errors" ] && echo "  (port $1, $2 conns, gzip $3: $errors)" >&2
+		v=$(echo "$out" | awk '/Requests\/sec/ { printf "%d", $2 }')
+		[ "${v:-0}" -gt "$best" ] && best=$v
+		r=$((r + 1))
+	done
+	echo "$best"
+}
+
+# warm up both
+taskset -c "$CLIENT_CORE" wrk -t1 -c16 -d1s "http://127.0.0.1:$quire_port/page" >/dev/null
+taskset -c "$CLIENT_CORE" wrk -t1 -c16 -d1s "http://127.0.0.1:$nginx_port/page" >/dev/null
+
+printf '%-12s %-5s %12s %12s %7s\n' connections gzip "quire req/s" "nginx req/s" ratio
+for c in $CONNS; do
+	for gz in no yes; do
+		q=$(rps "$quire_port" "$c" "$gz")
+		n=$(rps "$nginx_port" "$c" "$gz")
+		ratio=$(awk -v q="$q" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", q / n; else print "-" }')
+		printf '%-12s %-5s %12s %12s %7s\n' "$c" "$gz" "$q" "$n" "$ratio"
+	done
+done
