@@ -48,7 +48,8 @@ int main(int argc, char **argv)
 	struct http_options opt = { 0 };
 	struct http_server *srv;
 	struct stat st;
-	char listen[64];
+	char listen[64], *body;
+	size_t len;
 	int rc;
 
 	if (argc < 4) {
@@ -57,7 +58,8 @@ int main(int argc, char **argv)
 	}
 	s = snapshot_new(1);
 	p = page_new(PAGE_NOTE, "/page", 5);
-	if (page_set_body(p, slurp(argv[1], &p->body_len), p->body_len, 0) < 0)
+	body = slurp(argv[1], &len);
+	if (page_set_body(p, body, len, 0) < 0)
 		return 1;
 	p->gz = slurp(argv[2], &p->gz_len);
 	hash_etag(p->gz, p->gz_len, p->gz_etag);

@@ -33,6 +33,7 @@ done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 tmp=$(mktemp -d /tmp/quire-bench-XXXXXX)
+chmod 755 "$tmp" # nginx's worker may run as another user
 nginx_pid=
 quire_pid=
 cleanup() {
@@ -54,20 +55,38 @@ else
 		$(pkg-config --cflags --libs libevent libxxhash libcrypto zlib) -lpthread
 fi
 
-# The page: realistic HTML, about 10 KB.
+# The page: realistic HTML, about 10 KB, with prose that compresses like
+# prose (about 3:1), not like a repeated line.
 mkdir -p "$tmp/www" "$tmp/nginx"
-{
-	printf '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-	printf '<title>Bench page</title><link rel="stylesheet" href="/_quire/quire.css"></head>'
-	printf '<body><nav><ul>'
-	i=0
-	while [ $i -lt 60 ]; do
-		printf '<li><a href="/notes/n%d">Note %d</a></li><p>Lorem ipsum dolor sit amet %d, ' $i $i $i
-		printf 'consectetur adipiscing elit, sed do eiusmod tempor incididunt.</p>\n'
-		i=$((i + 1))
-	done
-	printf '</ul></nav></body></html>\n'
-} >"$tmp/www/page.html"
+awk 'BEGIN {
+	srand(42);
+	n = split("the of and to in is that for it as with was on be by this are or from " \
+		"vault note link page graph obsidian markdown quire render snapshot server " \
+		"request header cache gzip engine publish website folder attachment heading " \
+		"paragraph example between through because although whenever meanwhile " \
+		"Zettelkasten backlinks frontmatter callout embed transclusion wikilink", w, " ");
+	printf "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
+	printf "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+	printf "<title>Bench page</title><link rel=\"stylesheet\" href=\"/_quire/quire.0123abcd.css\">";
+	printf "</head><body><nav class=\"tree\"><ul>";
+	for (i = 0; i < 12; i++)
+		printf "<li><a href=\"/notes/%s-%d\">%s %d</a></li>", w[int(rand() * n) + 1], i, w[int(rand() * n) + 1], i;
+	printf "</ul></nav><main><article><h1>Bench page</h1>\n";
+	size = 0;
+	while (size < 9000) {
+		line = "<p>";
+		for (j = 0; j < 40; j++) {
+			word = w[int(rand() * n) + 1];
+			if (rand() < 0.05)
+				word = sprintf("<a href=\"/notes/%s\">%s</a>", word, word);
+			line = line word " ";
+		}
+		line = line "</p>\n";
+		printf "%s", line;
+		size += length(line);
+	}
+	printf "</article></main></body></html>\n";
+}' >"$tmp/www/page.html"
 gzip -6 -n -k "$tmp/www/page.html"
 
 free_port() {
@@ -119,7 +138,7 @@ quire_port=$(awk '/^ready/ { print $2 }' "$tmp/quire.out")
 i=0
 while ! curl -sf -o /dev/null "http://127.0.0.1:$nginx_port/page"; do
 	i=$((i + 1))
-	[ $i -gt 100 ] && { echo "http-vs-nginx: nginx did not start" >&2; cat "$tmp/nginx/error.log" >&2; exit 1; }
+	[ $i -gt 100 ] && { echo "http-vs-nginx: nginx did not start" >&2; tail -3 "$tmp/nginx/error.log" >&2; exit 1; }
 	sleep 0.05
 done
 

@@ -86,8 +86,6 @@
 #define LOG_FLUSH_SIZE (32 * 1024)
 #define HTTP_DATE_SIZE 30 /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
 
-static const char cache_page[] = "no-cache";
-static const char cache_immutable[] = "public, max-age=31536000, immutable";
 
 /* What a request was, for quire_requests_total{kind=...}. */
 enum kind { K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS, NKINDS };
@@ -161,6 +159,8 @@ struct worker {
 	char clf_date[32];        /* "10/Oct/2000:13:55:36 +0000" */
 	time_t lm_sec;            /* one-entry cache of the last Last-Modified */
 	char lm[HTTP_DATE_SIZE];
+	struct buf hdr;           /* header lines of the response being built */
+	struct buf head;          /* its status line and header block */
 	struct buf log;           /* access log lines not yet written */
 	struct counters c;
 };
@@ -201,12 +201,6 @@ struct http_request {
 };
 
 /* ---- small helpers ---- */
-
-static void add_header(struct evhttp_request *ev, const char *name, const char *value)
-{
-	if (evhttp_add_header(evhttp_request_get_output_headers(ev), name, value) < 0)
-		log_warn("http: cannot add header %s", name);
-}
 
 static const char *in_header(struct evhttp_request *ev, const char *name)
 {
@@ -803,41 +797,167 @@ static void log_request(struct http_request *r, int status, size_t bytes)
 }
 
 /*
- * Sends what r's headers and output buffer hold. body is the number of
- * body bytes that go on the wire (0 for HEAD), for the counters and the
- * log. Every response of ours goes through here.
+ * Response headers. evhttp keeps headers as a list of three malloc'd
+ * pieces each and prints them one printf at a time; the profile showed
+ * that at a tenth of the server's time. We write the header block
+ * ourselves instead: lines accumulate in the loop's hdr buffer while the
+ * request is handled, and respond() puts the status line, Date and the
+ * lines in the connection's output with one copy.
  */
-static void respond(struct http_request *r, int status)
+static void hdr_line(struct http_request *r, const char *line, size_t len)
 {
-	struct worker *w = r->w;
-	size_t body = evbuffer_get_length(evhttp_request_get_output_buffer(r->ev));
-	int cls = status / 100 - 2;
+	buf_add(&r->w->hdr, line, len);
+}
+#define HDR_CONST(r, s) hdr_line((r), (s), sizeof(s) - 1)
 
-	refresh_dates(w);
-	add_header(r->ev, "Date", w->date);
-	if (w->stopping)
-		add_header(r->ev, "Connection", "close");
-	if (cls < 0)
-		cls = 0;
-	if (cls > 3)
-		cls = 3;
-	bump(&w->c.requests[cls][r->kind], 1);
-	bump(&w->c.bytes, body);
-	if (status == 304)
-		bump(&w->c.not_modified, 1);
-	if (w->srv->log_fd >= 0)
-		log_request(r, status, body);
-	w->inflight++;
-	evhttp_request_set_on_complete_cb(r->ev, on_complete, w);
-	r->replied = 1;
-	evhttp_send_reply(r->ev, status, NULL, NULL);
+static void hdr(struct http_request *r, const char *name, const char *value)
+{
+	struct buf *h = &r->w->hdr;
+
+	buf_adds(h, name);
+	buf_add(h, ": ", 2);
+	buf_adds(h, value);
+	buf_add(h, "\r\n", 2);
 }
 
 static void set_length(struct http_request *r, uint64_t len)
 {
 	char num[24];
 
-	add_header(r->ev, "Content-Length", fmt_u64(num, len));
+	hdr(r, "Content-Length", fmt_u64(num, len));
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 412: return "Precondition Failed";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
+	case 416: return "Range Not Satisfiable";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Status";
+	}
+}
+
+/*
+ * Sends the response whose header lines are in the loop's hdr buffer and
+ * whose body is in the request's output buffer; every response of ours
+ * goes through here.
+ *
+ * The response is written at once rather than on the next loop iteration,
+ * and when it all fits in the socket, evhttp_send_reply_end() finishes the
+ * request right away: the connection goes back to reading within the same
+ * iteration, so with the epoll changelist evhttp's disable/enable pairs
+ * cancel out and a keep-alive request costs no extra epoll_wait and no
+ * EPOLLOUT round trip (the first profile had epoll_ctl at a fifth of the
+ * server's time). What does not fit is left to the bufferevent, set up as
+ * evhttp_write_buffer() would (reads off but close detection on), and the
+ * request finishes when the rest is written.
+ *
+ * The request (and the connection) may be freed when this returns, so r's
+ * libevent pointers are cleared.
+ */
+static void respond(struct http_request *r, int status)
+{
+	struct worker *w = r->w;
+	struct evhttp_request *ev = r->ev;
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct evbuffer *body = evhttp_request_get_output_buffer(ev), *out;
+	size_t blen = evbuffer_get_length(body);
+	struct buf *h = &w->head;
+	const char *c = in_header(ev, "Connection");
+	int v10 = ev->major < 1 || (ev->major == 1 && ev->minor == 0);
+	int cls = status / 100 - 2, n;
+	evutil_socket_t fd;
+
+	refresh_dates(w);
+	buf_reset(h);
+	buf_add(h, "HTTP/1.1 ", 9);
+	buf_addc(h, '0' + status / 100 % 10);
+	buf_addc(h, '0' + status / 10 % 10);
+	buf_addc(h, '0' + status % 10);
+	buf_addc(h, ' ');
+	buf_adds(h, reason(status));
+	buf_add(h, "\r\nDate: ", 8);
+	buf_add(h, w->date, HTTP_DATE_SIZE - 1);
+	buf_add(h, "\r\n", 2);
+	/* the same tests evhttp makes to decide whether to close afterwards */
+	if (w->stopping || (c && strcasecmp(c, "close") == 0) ||
+	    (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0))) {
+		buf_add(h, "Connection: close\r\n", 19);
+		if (w->stopping && evhttp_add_header(evhttp_request_get_output_headers(ev),
+						     "Connection", "close") < 0)
+			log_warn("http: cannot mark the connection for closing");
+	} else if (v10) {
+		buf_add(h, "Connection: keep-alive\r\n", 24);
+	}
+	buf_add(h, w->hdr.ptr, w->hdr.len);
+	buf_add(h, "\r\n", 2);
+
+	if (cls < 0)
+		cls = 0;
+	if (cls > 3)
+		cls = 3;
+	bump(&w->c.requests[cls][r->kind], 1);
+	bump(&w->c.bytes, blen);
+	if (status == 304)
+		bump(&w->c.not_modified, 1);
+	if (w->srv->log_fd >= 0)
+		log_request(r, status, blen);
+	r->replied = 1;
+	r->ev = NULL;
+	r->uri = NULL;
+	r->query = NULL;
+	if (!bev) {
+		evhttp_send_reply_end(ev); /* no connection: frees the request */
+		return;
+	}
+	out = bufferevent_get_output(bev);
+	if (evbuffer_add(out, h->ptr, h->len) < 0 || evbuffer_add_buffer(out, body) < 0)
+		log_warn("http: cannot queue a response");
+	w->inflight++;
+	evhttp_request_set_on_complete_cb(ev, on_complete, w);
+
+	fd = bufferevent_getfd(bev);
+	evbuffer_unfreeze(out, 1); /* the socket bufferevent drains it only in its write callback */
+	n = fd >= 0 ? evbuffer_write(out, fd) : -1;
+	evbuffer_freeze(out, 1);
+	(void)n; /* errors show up again when the bufferevent writes */
+	if (evbuffer_get_length(out) > 0) {
+		bufferevent_data_cb wcb;
+		bufferevent_event_cb ecb;
+		void *arg;
+
+		bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
+		bufferevent_setcb(bev, NULL, wcb, ecb, arg);
+		if (bufferevent_enable(bev, EV_READ | EV_WRITE) < 0)
+			log_warn("http: cannot wait for the socket");
+	}
+	evhttp_send_reply_end(ev);
 }
 
 /* A short plain-text answer (errors, 405, 503). */
@@ -845,17 +965,24 @@ static void respond_text(struct http_request *r, int status, const char *text)
 {
 	size_t len = strlen(text);
 
-	add_header(r->ev, "Content-Type", "text/plain; charset=utf-8");
-	add_header(r->ev, "Cache-Control", "no-store");
+	HDR_CONST(r, "Content-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n");
 	set_length(r, len);
 	if (!r->head && evbuffer_add(evhttp_request_get_output_buffer(r->ev), text, len) < 0)
-		log_warn("http: cannot queue response");
+		log_warn("http: cannot queue a response");
 	respond(r, status);
 }
 
 static void unref_page(const void *data, size_t len, void *arg)
 {
 	page_unref(arg);
+}
+
+static void cache_control(struct http_request *r, int immutable)
+{
+	if (immutable)
+		HDR_CONST(r, "Cache-Control: public, max-age=31536000, immutable\r\n");
+	else
+		HDR_CONST(r, "Cache-Control: no-cache\r\n");
 }
 
 /*
@@ -876,25 +1003,25 @@ static void serve_bytes(struct http_request *r, struct page *p, int status)
 		len = p->gz_len;
 	}
 	if (status == 200 && not_modified(ev, etag, p->mtime)) {
-		add_header(ev, "ETag", etag);
-		add_header(ev, "Cache-Control", p->immutable ? cache_immutable : cache_page);
+		hdr(r, "ETag", etag);
+		cache_control(r, p->immutable);
 		if (p->gz)
-			add_header(ev, "Vary", "Accept-Encoding");
+			HDR_CONST(r, "Vary: Accept-Encoding\r\n");
 		respond(r, 304);
 		return;
 	}
-	add_header(ev, "Content-Type", p->content_type);
+	hdr(r, "Content-Type", p->content_type);
 	set_length(r, len);
 	if (status == 200) {
-		add_header(ev, "ETag", etag);
+		hdr(r, "ETag", etag);
 		if (p->mtime > 0)
-			add_header(ev, "Last-Modified", last_modified(r->w, p->mtime));
+			hdr(r, "Last-Modified", last_modified(r->w, p->mtime));
 	}
-	add_header(ev, "Cache-Control", p->immutable && status == 200 ? cache_immutable : cache_page);
+	cache_control(r, p->immutable && status == 200);
 	if (p->gz)
-		add_header(ev, "Vary", "Accept-Encoding");
+		HDR_CONST(r, "Vary: Accept-Encoding\r\n");
 	if (gz)
-		add_header(ev, "Content-Encoding", "gzip");
+		HDR_CONST(r, "Content-Encoding: gzip\r\n");
 	if (!r->head && len > 0 &&
 	    evbuffer_add_reference(evhttp_request_get_output_buffer(ev), body, len, unref_page,
 				   page_ref(p)) < 0) {
@@ -916,20 +1043,20 @@ static void serve_not_found(struct http_request *r)
 /* 301 to prefix + path (decoded, encoded here) + the query, if any. */
 static void redirect_to(struct http_request *r, const char *path, size_t len)
 {
-	struct buf loc = BUF_INIT;
+	struct buf *h = &r->w->hdr;
 
-	buf_add_urlpath(&loc, r->w->srv->prefix, r->w->srv->prefix_len);
-	buf_add_urlpath(&loc, path, len);
-	if (r->query) {
-		buf_addc(&loc, '?');
-		buf_adds(&loc, r->query);
-	}
 	r->kind = K_REDIRECT;
-	add_header(r->ev, "Location", loc.ptr);
-	add_header(r->ev, "Cache-Control", cache_page);
+	buf_add(h, "Location: ", 10);
+	buf_add_urlpath(h, r->w->srv->prefix, r->w->srv->prefix_len);
+	buf_add_urlpath(h, path, len);
+	if (r->query) {
+		buf_addc(h, '?');
+		buf_adds(h, r->query);
+	}
+	buf_add(h, "\r\n", 2);
+	cache_control(r, 0);
 	set_length(r, 0);
 	respond(r, 301);
-	buf_release(&loc);
 }
 
 /*
@@ -964,17 +1091,17 @@ static void serve_file(struct http_request *r, struct page *p)
 	len = size;
 	if (not_modified(ev, p->etag, p->mtime)) {
 		close(fd);
-		add_header(ev, "ETag", p->etag);
-		add_header(ev, "Cache-Control", p->immutable ? cache_immutable : cache_page);
+		hdr(r, "ETag", p->etag);
+		cache_control(r, p->immutable);
 		respond(r, 304);
 		return;
 	}
-	add_header(ev, "Content-Type", p->content_type);
-	add_header(ev, "Accept-Ranges", "bytes");
-	add_header(ev, "ETag", p->etag);
+	hdr(r, "Content-Type", p->content_type);
+	HDR_CONST(r, "Accept-Ranges: bytes\r\n");
+	hdr(r, "ETag", p->etag);
 	if (p->mtime > 0)
-		add_header(ev, "Last-Modified", last_modified(r->w, p->mtime));
-	add_header(ev, "Cache-Control", p->immutable ? cache_immutable : cache_page);
+		hdr(r, "Last-Modified", last_modified(r->w, p->mtime));
+	cache_control(r, p->immutable);
 	range = in_header(ev, "Range");
 	ir = in_header(ev, "If-Range");
 	if (range && (!ir || if_range_ok(ir, p->etag, p->mtime))) {
@@ -982,7 +1109,7 @@ static void serve_file(struct http_request *r, struct page *p)
 		if (rc < 0) {
 			close(fd);
 			snprintf(cr, sizeof(cr), "bytes */%s", fmt_u64(num, size));
-			add_header(ev, "Content-Range", cr);
+			hdr(r, "Content-Range", cr);
 			set_length(r, 0);
 			respond(r, 416);
 			return;
@@ -991,13 +1118,12 @@ static void serve_file(struct http_request *r, struct page *p)
 			status = 206;
 			snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
 				 (unsigned long long)(off + len - 1), (unsigned long long)size);
-			add_header(ev, "Content-Range", cr);
+			hdr(r, "Content-Range", cr);
 		} else {
 			off = 0;
 			len = size;
 		}
 	}
-	set_length(r, len);
 	if (r->head || len == 0) {
 		close(fd);
 	} else {
@@ -1006,11 +1132,12 @@ static void serve_file(struct http_request *r, struct page *p)
 		if (evbuffer_add_file(out, fd, (ev_off_t)off, (ev_off_t)len) < 0) {
 			close(fd);
 			log_warn("http: %s: cannot queue the file", p->path);
-			evhttp_clear_headers(evhttp_request_get_output_headers(ev));
+			buf_reset(&r->w->hdr);
 			respond_text(r, 500, "Internal Server Error\n");
 			return;
 		}
 	}
+	set_length(r, len);
 	respond(r, status);
 }
 
@@ -1031,8 +1158,8 @@ static void serve_page(struct http_request *r, struct page *p)
 		break;
 	case PAGE_REDIRECT:
 		r->kind = K_REDIRECT;
-		add_header(r->ev, "Location", p->location ? p->location : "/");
-		add_header(r->ev, "Cache-Control", cache_page);
+		hdr(r, "Location", p->location ? p->location : "/");
+		cache_control(r, 0);
 		set_length(r, 0);
 		respond(r, 301);
 		break;
@@ -1164,15 +1291,15 @@ const char *http_request_query(const struct http_request *req)
 
 const char *http_request_header(const struct http_request *req, const char *name)
 {
-	return in_header(req->ev, name);
+	return req->ev ? in_header(req->ev, name) : NULL;
 }
 
 const void *http_request_body(struct http_request *req, size_t *len)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req->ev);
+	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
 	const unsigned char *p;
 
-	*len = evbuffer_get_length(in);
+	*len = in ? evbuffer_get_length(in) : 0;
 	if (!*len)
 		return "";
 	p = evbuffer_pullup(in, -1);
@@ -1181,7 +1308,7 @@ const void *http_request_body(struct http_request *req, size_t *len)
 
 int http_request_peer_is_loopback(const struct http_request *req)
 {
-	struct evhttp_connection *con = evhttp_request_get_connection(req->ev);
+	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
 	char *host = NULL;
 	ev_uint16_t port = 0;
 
@@ -1196,10 +1323,26 @@ struct snapshot *http_request_snapshot(const struct http_request *req)
 	return req->snap;
 }
 
+static int token_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
 void http_reply_header(struct http_request *req, const char *name, const char *value)
 {
-	if (!req->replied)
-		add_header(req->ev, name, value);
+	const unsigned char *p;
+
+	if (req->replied)
+		return;
+	for (p = (const unsigned char *)name; *p; p++)
+		if (!token_char(*p))
+			break;
+	if (!*name || *p || strpbrk(value, "\r\n")) {
+		log_warn("http: %s: invalid response header dropped", req->path);
+		return;
+	}
+	hdr(req, name, value);
 }
 
 void http_reply(struct http_request *req, int status, const char *content_type,
@@ -1210,7 +1353,7 @@ void http_reply(struct http_request *req, int status, const char *content_type,
 		return;
 	}
 	if (content_type)
-		add_header(req->ev, "Content-Type", content_type);
+		hdr(req, "Content-Type", content_type);
 	set_length(req, len);
 	if (!req->head && len > 0 &&
 	    evbuffer_add(evhttp_request_get_output_buffer(req->ev), body, len) < 0)
@@ -1232,7 +1375,7 @@ void http_reply_buf(struct http_request *req, int status, const char *content_ty
 	if (req->replied || req->head || !len) {
 		if (!req->replied) {
 			if (content_type)
-				add_header(req->ev, "Content-Type", content_type);
+				hdr(req, "Content-Type", content_type);
 			set_length(req, len);
 			respond(req, status);
 		}
@@ -1240,7 +1383,7 @@ void http_reply_buf(struct http_request *req, int status, const char *content_ty
 		return;
 	}
 	if (content_type)
-		add_header(req->ev, "Content-Type", content_type);
+		hdr(req, "Content-Type", content_type);
 	set_length(req, len);
 	bytes = buf_detach(body, NULL);
 	if (evbuffer_add_reference(evhttp_request_get_output_buffer(req->ev), bytes, len,
@@ -1310,6 +1453,7 @@ static void on_request(struct evhttp_request *ev, void *arg)
 	long n;
 
 	memset(&r, 0, sizeof(r));
+	buf_reset(&w->hdr);
 	r.w = w;
 	r.ev = ev;
 	r.kind = K_PAGE;
@@ -1350,7 +1494,7 @@ static void on_request(struct evhttp_request *ev, void *arg)
 	}
 	r.snap = snapshot_acquire(srv->opt.slot);
 	if (!r.snap) {
-		add_header(ev, "Retry-After", "1");
+		HDR_CONST(&r, "Retry-After: 1\r\n");
 		respond_text(&r, 503, "Service Unavailable: no snapshot published yet\n");
 		return;
 	}
@@ -1363,7 +1507,7 @@ static void on_request(struct evhttp_request *ev, void *arg)
 		}
 	} else if (r.method != HTTP_GET && r.method != HTTP_HEAD) {
 		int known = strcmp(method_name(evhttp_request_get_command(ev)), "-") != 0;
-		add_header(ev, "Allow", "GET, HEAD");
+		HDR_CONST(&r, "Allow: GET, HEAD\r\n");
 		if (known)
 			respond_text(&r, 405, "Method Not Allowed\n");
 		else
@@ -1714,6 +1858,8 @@ static void worker_free(struct worker *w)
 	if (w->log.len && w->srv->log_fd >= 0)
 		flush_log(w);
 	buf_release(&w->log);
+	buf_release(&w->hdr);
+	buf_release(&w->head);
 	free(w->scratch);
 	free(w);
 }
@@ -1721,6 +1867,7 @@ static void worker_free(struct worker *w)
 static struct worker *worker_new(struct http_server *srv, int index, int fd)
 {
 	struct worker *w = xcalloc(1, sizeof(*w));
+	struct event_config *cfg = NULL;
 	struct timeval second = { 1, 0 };
 
 	w->srv = srv;
@@ -1737,10 +1884,14 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 		log_error("http: fcntl: %s", strerror(errno));
 		goto fail;
 	}
-	if (!(w->base = event_base_new())) {
+	if (!(cfg = event_config_new()) ||
+	    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) < 0 ||
+	    !(w->base = event_base_new_with_config(cfg))) {
 		log_error("http: cannot create an event loop");
 		goto fail;
 	}
+	event_config_free(cfg);
+	cfg = NULL;
 	w->ctl_ev = event_new(w->base, w->ctl[0], EV_READ | EV_PERSIST, on_control, w);
 	w->adopt_ev = event_new(w->base, -1, 0, adopt, w);
 	w->grace_ev = event_new(w->base, -1, EV_PERSIST, grace_tick, w);
@@ -1774,6 +1925,8 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(w->bound), accept_error);
 	return w;
 fail:
+	if (cfg)
+		event_config_free(cfg);
 	worker_free(w);
 	return NULL;
 }
