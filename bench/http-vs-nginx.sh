@@ -10,6 +10,11 @@
 #
 #	sh bench/http-vs-nginx.sh [path/to/http-bench-server]
 #
+# Besides requests per second, the table shows each server's CPU time per
+# request (user + system, from /proc/PID/stat, softirq work done in its
+# syscalls included): on a shared or noisy machine that figure holds still
+# when throughput does not.
+#
 # Environment: DURATION (seconds per run, default 5), CONNS (default
 # "1 64 512"), REPEAT (runs per cell, best kept, default 1), SERVER_CORE
 # (default 0), CLIENT_CORE (default 1). Without an argument the bench
@@ -151,37 +156,55 @@ done
 echo "page: $(wc -c <"$tmp/www/page.html") bytes, gzip $(wc -c <"$tmp/www/page.html.gz") bytes;" \
 	"servers on core $SERVER_CORE, wrk on core $CLIENT_CORE, ${DURATION}s per run"
 
-# rps PORT CONNS GZIP: requests per second, best of REPEAT runs
-rps() {
+nginx_worker=$(pgrep -P "$nginx_pid" | head -n 1)
+[ -n "$nginx_worker" ] || { echo "http-vs-nginx: no nginx worker" >&2; exit 1; }
+tck=$(getconf CLK_TCK)
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# run PORT PID CONNS GZIP: "req/s µs-per-request", best of REPEAT runs
+run() {
 	best=0
+	best_us=
 	r=0
 	while [ $r -lt "$REPEAT" ]; do
-		if [ "$3" = yes ]; then
-			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$2" -d"${DURATION}s" \
+		t0=$(cpu_ticks "$2")
+		if [ "$4" = yes ]; then
+			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$3" -d"${DURATION}s" \
 				-H 'Accept-Encoding: gzip' "http://127.0.0.1:$1/page")
 		else
-			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$2" -d"${DURATION}s" \
+			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$3" -d"${DURATION}s" \
 				"http://127.0.0.1:$1/page")
 		fi
+		t1=$(cpu_ticks "$2")
 		errors=$(echo "$out" | awk '/Non-2xx|Socket errors/ { print }')
-		[ -n "$errors" ] && echo "  (port $1, $2 conns, gzip $3: $errors)" >&2
+		[ -n "$errors" ] && echo "  (port $1, $3 conns, gzip $4: $errors)" >&2
 		v=$(echo "$out" | awk '/Requests\/sec/ { printf "%d", $2 }')
+		us=$(echo "$out" | awk -v t=$((t1 - t0)) -v tck="$tck" \
+			'/requests in/ { if ($1 > 0) printf "%.2f", t / tck * 1e6 / $1 }')
 		[ "${v:-0}" -gt "$best" ] && best=$v
+		if [ -z "$best_us" ] || awk -v a="$us" -v b="$best_us" 'BEGIN { exit !(a < b) }'; then
+			best_us=$us
+		fi
 		r=$((r + 1))
 	done
-	echo "$best"
+	echo "$best $best_us"
 }
 
 # warm up both
 taskset -c "$CLIENT_CORE" wrk -t1 -c16 -d1s "http://127.0.0.1:$quire_port/page" >/dev/null
 taskset -c "$CLIENT_CORE" wrk -t1 -c16 -d1s "http://127.0.0.1:$nginx_port/page" >/dev/null
 
-printf '%-12s %-5s %12s %12s %7s\n' connections gzip "quire req/s" "nginx req/s" ratio
+printf '%-11s %-4s %11s %11s %6s   %12s %12s\n' connections gzip "quire req/s" "nginx req/s" ratio \
+	"quire us/req" "nginx us/req"
 for c in $CONNS; do
 	for gz in no yes; do
-		q=$(rps "$quire_port" "$c" "$gz")
-		n=$(rps "$nginx_port" "$c" "$gz")
+		set -- $(run "$quire_port" "$quire_pid" "$c" "$gz")
+		q=$1 qus=$2
+		set -- $(run "$nginx_port" "$nginx_worker" "$c" "$gz")
+		n=$1 nus=$2
 		ratio=$(awk -v q="$q" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", q / n; else print "-" }')
-		printf '%-12s %-5s %12s %12s %7s\n' "$c" "$gz" "$q" "$n" "$ratio"
+		printf '%-11s %-4s %11s %11s %6s   %12s %12s\n' "$c" "$gz" "$q" "$n" "$ratio" "$qus" "$nus"
 	done
 done

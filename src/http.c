@@ -9,39 +9,50 @@
  * How. One event_base and one evhttp per thread. Each loop owns its own
  * listening socket, made here (socket, SO_REUSEPORT, bind, listen) and
  * handed to evhttp_accept_socket_with_handle(), so the kernel balances new
- * connections and no lock is shared between loops on the request path.
- * A request takes a snapshot reference, looks the decoded path up, takes a
- * page reference and drops the snapshot: the page's bytes are added to the
- * response with evbuffer_add_reference() and the page is unref'd by the
- * buffer's cleanup callback when libevent has written them, so publishing
- * a new snapshot mid-response is safe. Every header value was computed at
- * load (ETags) or is cached per loop (Date, Last-Modified).
+ * connections and loops share no lock on the request path (the snapshot
+ * slot's two-instruction mutex aside). A request takes a snapshot
+ * reference, looks the decoded path up, and adds the page's bytes to the
+ * response with evbuffer_add_reference() holding a page reference that
+ * the buffer's cleanup callback drops once libevent has written them: a
+ * snapshot published mid-response frees nothing in flight. ETags were
+ * computed at load; dates are formatted by hand and cached per loop.
+ *
+ * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
+ * response side is ours (see respond()): the status line and headers are
+ * written in one block, and the response is written from the request
+ * callback and finished at once with evhttp_send_reply_end() when it fits
+ * in the socket. Both came from profiles (bench/http-vs-nginx.sh): evhttp's
+ * header lists and its wait for EPOLLOUT with epoll_ctl calls around every
+ * request cost about a third of the server's CPU. What is left is mostly
+ * the kernel's send path, which nginx pays too.
  *
  * Connections. libevent 2.1 has no per-server connection limit nor an
  * accept hook, so the bufferevent callback (evhttp_set_bevcb), which runs
  * once per accepted socket, does the counting: over max_connections it
  * returns a bufferevent pair, which cannot take a socket, so evhttp closes
- * the socket at once. Otherwise the new bufferevent is "adopted" by a
- * callback that runs right after evhttp has set the connection up: it
- * finds the evhttp_connection through the bufferevent's callback argument
- * and sets the close callback that gives the slot back, the separate read
- * and write timeouts, and TCP_NODELAY.
+ * the socket at once. Otherwise the new bufferevent is "adopted" by an
+ * event that runs right after evhttp has set the connection up: it finds
+ * the evhttp_connection through the bufferevent's callback argument and
+ * sets the close callback that gives the slot back, the separate read and
+ * write timeouts, and TCP_NODELAY.
  *
  * Stopping. A stop writes a byte to each loop's control pipe; the loop
- * closes its listening socket, answers everything still in flight with
- * "Connection: close", and exits once no response is being written (or
- * when the grace period ends). evhttp_free() then closes idle connections.
+ * closes its listening socket and its idle connections, answers what is
+ * still in flight with "Connection: close", and exits once no response is
+ * being written (or when the grace period ends).
  *
  * Rejected:
- * - evthread_use_pthreads() to make the loops wake each other with
+ * - evthread_use_pthreads() so that loops can wake each other with
  *   event_active(): it puts a lock around every event operation of every
  *   loop; one pipe per loop does the same job for a stop that happens once.
- * - A hand-written HTTP parser: evhttp does keep-alive, pipelining, chunked
- *   bodies and limits, and the profile (bench/http-vs-nginx.sh) decides
- *   where its cost matters.
+ * - A hand-written HTTP/1.1 parser and connection state machine: evhttp's
+ *   parsing costs a few percent in the profile, and its limits, bodies and
+ *   pipelining are tested code.
  * - Shared atomic counters: each loop bumps its own (relaxed stores, no
  *   read-modify-write) and /metrics sums them.
- * - strftime per request: dates are formatted by hand and cached.
+ * - Caching open attachment descriptors: a file can change under a
+ *   snapshot; opening per request (with O_NOFOLLOW) is what lets a changed
+ *   or swapped file be refused.
  */
 #include "http.h"
 #include "buf.h"
@@ -197,6 +208,7 @@ struct http_request {
 	const char *query;        /* raw, after '?', or NULL */
 	struct snapshot *snap;
 	enum kind kind;
+	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
 	int replied;
 };
 
@@ -906,6 +918,10 @@ static void respond(struct http_request *r, int status)
 	buf_add(h, w->date, HTTP_DATE_SIZE - 1);
 	buf_add(h, "\r\n", 2);
 	/* the same tests evhttp makes to decide whether to close afterwards */
+	if (r->absolute) {
+		c = in_header(ev, "Proxy-Connection");
+		v10 = 1;
+	}
 	if (w->stopping || (c && strcasecmp(c, "close") == 0) ||
 	    (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0))) {
 		buf_add(h, "Connection: close\r\n", 19);
@@ -1158,7 +1174,12 @@ static void serve_page(struct http_request *r, struct page *p)
 		break;
 	case PAGE_REDIRECT:
 		r->kind = K_REDIRECT;
-		hdr(r, "Location", p->location ? p->location : "/");
+		if (!p->location || strpbrk(p->location, "\r\n")) {
+			log_error("http: %s: bad redirect location", p->path);
+			respond_text(r, 500, "Internal Server Error\n");
+			break;
+		}
+		hdr(r, "Location", p->location);
 		cache_control(r, 0);
 		set_length(r, 0);
 		respond(r, 301);
@@ -1469,7 +1490,16 @@ static void on_request(struct evhttp_request *ev, void *arg)
 		respond_text(&r, 414, "URI Too Long\n");
 		return;
 	}
-	n = decode_target(r.uri, w->scratch, &r.query);
+	if (r.uri[0] != '/' && (strncasecmp(r.uri, "http://", 7) == 0 ||
+				strncasecmp(r.uri, "https://", 8) == 0)) {
+		/* absolute-form (RFC 9112 3.2.2): the path starts after the authority */
+		const char *a = strchr(r.uri, ':') + 3;
+		a += strcspn(a, "/?");
+		r.absolute = 1;
+		n = *a == '/' ? decode_target(a, w->scratch, &r.query) : -1;
+	} else {
+		n = decode_target(r.uri, w->scratch, &r.query);
+	}
 	if (n < 0) {
 		respond_text(&r, 400, "Bad Request\n");
 		return;

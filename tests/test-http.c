@@ -869,6 +869,15 @@ static void test_bad_paths(void)
 	}
 	/* still fine after all that */
 	CHECK_INT(status_with("/notes/hello", ""), 200);
+	/* absolute-form targets are served by their path */
+	CHECK(fetch(main_srv.port, "GET http://localhost/notes/hello?x HTTP/1.1\r\nHost: x\r\n\r\n",
+		    &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, hello->body, hello->body_len));
+	resp_free(&r);
+	CHECK(fetch(main_srv.port, "GET http://localhost HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 400);
+	resp_free(&r);
 	CHECK_INT(status_with("/.well-known", ""), 404);
 	CHECK_INT(status_with("/a...b", ""), 404);
 }
