@@ -1143,7 +1143,8 @@ static void serve_file(struct http_request *r, struct page *p)
 		close(fd);
 	} else {
 		/* chains added to a buffer that drains to a socket keep sendfile */
-		evbuffer_set_flags(out, EVBUFFER_FLAG_DRAINS_TO_FD);
+		if (evbuffer_set_flags(out, EVBUFFER_FLAG_DRAINS_TO_FD) < 0)
+			log_warn("http: %s: no sendfile for this response", p->path);
 		if (evbuffer_add_file(out, fd, (ev_off_t)off, (ev_off_t)len) < 0) {
 			close(fd);
 			log_warn("http: %s: cannot queue the file", p->path);
@@ -1658,7 +1659,7 @@ static void adopt(evutil_socket_t fd, short what, void *arg)
 		} else {
 			atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
 		}
-		bufferevent_decref(bev);
+		(void)bufferevent_decref(bev); /* 1 when it was the last reference */
 	}
 	w->npending = 0;
 }
@@ -1671,7 +1672,8 @@ static void resume_accept(evutil_socket_t fd, short what, void *arg)
 	struct worker *w = arg;
 
 	if (w->bound && !w->stopping)
-		evconnlistener_enable(evhttp_bound_socket_get_listener(w->bound));
+		if (evconnlistener_enable(evhttp_bound_socket_get_listener(w->bound)) < 0)
+			log_error("http: cannot resume accepting");
 }
 
 /* accept() failed for a reason other than EAGAIN (EMFILE...): pause, not spin. */
@@ -1681,10 +1683,9 @@ static void accept_error(struct evconnlistener *lev, void *arg)
 	struct timeval tv = { 0, 100 * 1000 };
 
 	log_warn("http: accept: %s; pausing for 100 ms", strerror(errno));
-	if (!w || evhttp_bound_socket_get_listener(w->bound) != lev)
+	if (!w || !w->bound || evhttp_bound_socket_get_listener(w->bound) != lev)
 		return;
-	evconnlistener_disable(lev);
-	if (event_add(w->resume_ev, &tv) < 0)
+	if (evconnlistener_disable(lev) < 0 || event_add(w->resume_ev, &tv) < 0)
 		log_warn("http: cannot schedule accept");
 }
 
@@ -1697,7 +1698,8 @@ static void check_stop(struct worker *w)
 	if (event_base_gettimeofday_cached(w->base, &now) < 0)
 		gettimeofday(&now, NULL);
 	if (w->inflight <= 0 || timercmp(&now, &w->deadline, >=))
-		event_base_loopbreak(w->base);
+		if (event_base_loopbreak(w->base) < 0)
+			log_error("http: cannot stop loop %d", w->index);
 }
 
 static void grace_tick(evutil_socket_t fd, short what, void *arg)
@@ -1868,7 +1870,7 @@ static void worker_free(struct worker *w)
 	if (!w)
 		return;
 	for (i = 0; i < w->npending; i++)
-		bufferevent_decref(w->pending[i]);
+		(void)bufferevent_decref(w->pending[i]);
 	free(w->pending);
 	if (w->http)
 		evhttp_free(w->http); /* closes the listener and every connection */
@@ -2102,7 +2104,11 @@ int http_server_run(struct http_server *srv)
 	}
 	for (i = 1; i < srv->nworkers; i++) {
 		if (srv->workers[i]->thread_started) {
-			pthread_join(srv->workers[i]->thread, NULL);
+			int err = pthread_join(srv->workers[i]->thread, NULL);
+			if (err) {
+				log_error("http: pthread_join: %s", strerror(err));
+				rc = -1;
+			}
 			srv->workers[i]->thread_started = 0;
 		}
 	}
@@ -2118,12 +2124,10 @@ int http_server_run(struct http_server *srv)
 		if (w->log.len)
 			flush_log(w);
 	}
-	if (srv->sig_int)
-		event_del(srv->sig_int);
-	if (srv->sig_term)
-		event_del(srv->sig_term);
-	if (srv->sig_hup)
-		event_del(srv->sig_hup);
+	if ((srv->sig_int && event_del(srv->sig_int) < 0) ||
+	    (srv->sig_term && event_del(srv->sig_term) < 0) ||
+	    (srv->sig_hup && event_del(srv->sig_hup) < 0))
+		log_warn("http: cannot remove the signal handlers");
 	return rc;
 }
 
@@ -2159,8 +2163,8 @@ void http_server_free(struct http_server *srv)
 	for (j = 0; j < srv->nhandlers; j++)
 		free(srv->handlers[j].prefix);
 	free(srv->handlers);
-	if (srv->log_fd >= 0)
-		close(srv->log_fd);
+	if (srv->log_fd >= 0 && close(srv->log_fd) < 0)
+		log_warn("http: %s: %s", srv->access_log, strerror(errno));
 	free(srv->listen);
 	free(srv->prefix);
 	free(srv->access_log);
