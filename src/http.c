@@ -156,6 +156,7 @@ struct worker {
 	struct event *grace_ev;
 	struct event *flush_ev;
 	struct event *resume_ev;  /* re-enables accepting after EMFILE */
+	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
 	struct bufferevent **pending; /* accepted, not yet adopted */
 	size_t npending, apending;
 	struct conn *conns;       /* adopted and open */
@@ -1681,10 +1682,15 @@ static void accept_error(struct evconnlistener *lev, void *arg)
 {
 	struct worker *w = this_worker;
 	struct timeval tv = { 0, 100 * 1000 };
+	int err = errno;
+	time_t now = time(NULL);
 
-	log_warn("http: accept: %s; pausing for 100 ms", strerror(errno));
 	if (!w || !w->bound || evhttp_bound_socket_get_listener(w->bound) != lev)
 		return;
+	if (now - w->accept_warned >= 10) {
+		log_warn("http: accept: %s; pausing in steps of 100 ms", strerror(err));
+		w->accept_warned = now;
+	}
 	if (evconnlistener_disable(lev) < 0 || event_add(w->resume_ev, &tv) < 0)
 		log_warn("http: cannot schedule accept");
 }
