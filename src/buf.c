@@ -4,6 +4,7 @@
 #include "buf.h"
 #include "xalloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,0 +1,1646 @@
+/*
+ * test-http.c: the HTTP front over real sockets.
+ *
+ * Builds a snapshot by hand (notes with gzip variants, an immutable asset,
+ * an attachment on disk, a redirect, the themed 404), starts the real
+ * server on 127.0.0.1:0 in a thread, and talks to it with a tiny raw
+ * HTTP/1.1 client written here, so that every byte on the wire is checked
+ * rather than what a client library makes of it.
+ */
+#include "buf.h"
+#include "gzip.h"
+#include "hash.h"
+#include "http.h"
+#include "log.h"
+#include "snapshot.h"
+#include "test.h"
+#include "xalloc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MTIME 1700000000 /* Tue, 14 Nov 2023 22:13:20 GMT */
+#define MTIME_STR "Tue, 14 Nov 2023 22:13:20 GMT"
+#define FILE_SIZE 100000
+#define BIG_SIZE (4 * 1024 * 1024)
+
+static char tmpdir[64];
+static char data_path[128], link_path[128], changed_path[128];
+static unsigned char file_bytes[FILE_SIZE];
+static struct snapshot_slot slot;
+static struct page *hello, *robots, *asset, *folder, *cafe, *notfound, *datafile, *big;
+
+/* ---- fixtures ---- */
+
+static char *make_html(const char *title, size_t target, size_t *len)
+{
+	struct buf b = BUF_INIT;
+	int i = 0;
+
+	buf_addf(&b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+		     "<title>%s</title><link rel=\"stylesheet\" href=\"/_quire/quire.0123abcd.css\">"
+		     "</head><body><nav class=\"tree\"><ul>",
+		 title);
+	while (b.len + 200 < target) {
+		buf_addf(&b, "<li><a href=\"/notes/n%d\">Note %d about %s</a></li><p>Lorem ipsum dolor "
+			     "sit amet %d, consectetur adipiscing elit, sed do eiusmod tempor.</p>\n",
+			 i * 7, i, title, i);
+		i++;
+	}
+	buf_adds(&b, "</ul></nav></body></html>\n");
+	return buf_detach(&b, len);
+}
+
+static struct page *note(enum page_kind kind, const char *path, const char *title, size_t size,
+			 int compress)
+{
+	struct page *p = page_new(kind, path, strlen(path));
+	size_t len;
+	char *html = make_html(title, size, &len);
+
+	CHECK(page_set_body(p, html, len, compress) == 0);
+	p->mtime = MTIME;
+	return p;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	CHECK(fwrite(data, 1, len, f) == len);
+	CHECK(fclose(f) == 0);
+}
+
+static struct page *file_page(const char *url, const char *file, off_t size)
+{
+	struct page *p = page_new(PAGE_FILE, url, strlen(url));
+
+	p->content_type = "application/octet-stream";
+	p->file = xstrdup(file);
+	p->file_size = size;
+	p->mtime = MTIME;
+	hash_etag(file_bytes, FILE_SIZE, p->etag);
+	return p;
+}
+
+static void build_snapshot(void)
+{
+	struct snapshot *s = snapshot_new(1);
+	struct page *p;
+	struct stat st;
+	size_t i;
+	char *body;
+
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/quire-http-XXXXXX");
+	CHECK(mkdtemp(tmpdir) != NULL);
+	for (i = 0; i < FILE_SIZE; i++)
+		file_bytes[i] = (unsigned char)(i * 31 + i / 256);
+	snprintf(data_path, sizeof(data_path), "%s/data.bin", tmpdir);
+	snprintf(link_path, sizeof(link_path), "%s/link.bin", tmpdir);
+	snprintf(changed_path, sizeof(changed_path), "%s/changed.bin", tmpdir);
+	write_file(data_path, file_bytes, FILE_SIZE);
+	write_file(changed_path, file_bytes, 10);
+	CHECK(symlink("/etc/passwd", link_path) == 0);
+	CHECK(stat("/etc/passwd", &st) == 0);
+
+	hello = note(PAGE_NOTE, "/notes/hello", "Hello", 10 * 1024, 1);
+	snapshot_put(s, page_ref(hello));
+	snapshot_put(s, note(PAGE_NOTE, "/", "Home", 4000, 1));
+	folder = note(PAGE_GENERATED, "/folder/", "Folder", 3000, 1);
+	snapshot_put(s, page_ref(folder));
+	cafe = note(PAGE_NOTE, "/café", "Café", 2000, 1);
+	snapshot_put(s, page_ref(cafe));
+	snapshot_put(s, note(PAGE_NOTE, "/with space", "Space", 1000, 1));
+
+	robots = page_new(PAGE_GENERATED, "/robots.txt", 11);
+	robots->content_type = "text/plain; charset=utf-8";
+	CHECK(page_set_body(robots, xstrdup("User-agent: *\nAllow: /\n"), 23, 1) == 0);
+	robots->mtime = MTIME;
+	snapshot_put(s, page_ref(robots));
+
+	asset = page_new(PAGE_ASSET, "/_quire/quire.0123abcd.css", 26);
+	asset->content_type = "text/css; charset=utf-8";
+	body = xmalloc(6000);
+	for (i = 0; i < 6000; i++)
+		body[i] = "body{color:#333}\n"[i % 17];
+	CHECK(page_set_body(asset, body, 6000, 1) == 0);
+	asset->immutable = 1;
+	asset->mtime = MTIME;
+	snapshot_put(s, page_ref(asset));
+
+	datafile = file_page("/files/data.bin", data_path, FILE_SIZE);
+	snapshot_put(s, page_ref(datafile));
+	snapshot_put(s, file_page("/files/link.bin", link_path, st.st_size));
+	snapshot_put(s, file_page("/files/gone.bin", "/nonexistent/quire/gone.bin", 5));
+	snapshot_put(s, file_page("/files/changed.bin", changed_path, FILE_SIZE));
+
+	p = page_new(PAGE_REDIRECT, "/old", 4);
+	p->location = xstrdup("/notes/hello");
+	snapshot_put(s, p);
+
+	big = note(PAGE_NOTE, "/big", "Big", BIG_SIZE, 0);
+	snapshot_put(s, page_ref(big));
+
+	notfound = note(PAGE_NOT_FOUND, "/404.html", "Not found", 3000, 1);
+	snapshot_set_not_found(s, page_ref(notfound));
+	s->nnotes = 5;
+	s->nattachments = 2;
+	s->load_ms = 12.5;
+	snapshot_slot_init(&slot);
+	snapshot_publish(&slot, s);
+}
+
+/* ---- the server in a thread ---- */
+
+struct running {
+	struct http_server *srv;
+	pthread_t thread;
+	int rc;
+	int port;
+};
+
+static void *run_main(void *arg)
+{
+	struct running *r = arg;
+
+	r->rc = http_server_run(r->srv);
+	return NULL;
+}
+
+static int start(struct running *r, struct http_options *opt)
+{
+	memset(r, 0, sizeof(*r));
+	r->rc = -99;
+	if (!opt->listen)
+		opt->listen = "127.0.0.1:0";
+	if (!opt->slot)
+		opt->slot = &slot;
+	r->srv = http_server_new(opt);
+	CHECK(r->srv != NULL);
+	if (!r->srv)
+		return -1;
+	r->port = http_server_port(r->srv);
+	CHECK(r->port > 0);
+	CHECK(pthread_create(&r->thread, NULL, run_main, r) == 0);
+	return 0;
+}
+
+static void stop(struct running *r)
+{
+	if (!r->srv)
+		return;
+	http_server_stop(r->srv);
+	CHECK(pthread_join(r->thread, NULL) == 0);
+	CHECK_INT(r->rc, 0);
+	http_server_free(r->srv);
+	r->srv = NULL;
+}
+
+static struct running main_srv;
+
+/* ---- a raw HTTP/1.1 client ---- */
+
+struct conn {
+	int fd;
+	struct buf in; /* received, not yet consumed from off */
+	size_t off;
+};
+
+struct resp {
+	int status;
+	int nh;
+	char *names[128], *values[128];
+	struct buf body;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int dial(int port, int rcvbuf)
+{
+	struct sockaddr_in sa;
+	struct timeval tv = { 10, 0 };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (rcvbuf > 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int conn_open(struct conn *c, int port)
+{
+	c->fd = dial(port, 0);
+	buf_init(&c->in, 0);
+	c->off = 0;
+	return c->fd;
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	buf_release(&c->in);
+}
+
+static int send_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Reads more bytes into c->in; returns the count, 0 at EOF, -1 on error or timeout. */
+static ssize_t fill(struct conn *c)
+{
+	ssize_t n;
+
+	if (c->off && c->off == c->in.len) {
+		buf_reset(&c->in);
+		c->off = 0;
+	}
+	buf_grow(&c->in, 65536);
+	do
+		n = recv(c->fd, c->in.ptr + c->in.len, 65536, 0);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		buf_setlen(&c->in, c->in.len + (size_t)n);
+	return n;
+}
+
+static void resp_free(struct resp *r)
+{
+	int i;
+
+	for (i = 0; i < r->nh; i++) {
+		free(r->names[i]);
+		free(r->values[i]);
+	}
+	buf_release(&r->body);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *hdr(const struct resp *r, const char *name)
+{
+	int i;
+
+	for (i = 0; i < r->nh; i++)
+		if (strcasecmp(r->names[i], name) == 0)
+			return r->values[i];
+	return NULL;
+}
+
+static int hdr_count(const struct resp *r, const char *name)
+{
+	int i, n = 0;
+
+	for (i = 0; i < r->nh; i++)
+		n += strcasecmp(r->names[i], name) == 0;
+	return n;
+}
+
+/*
+ * Reads one response from c. head: the request was HEAD (no body follows).
+ * Returns 0, or -1 when the connection closed or failed before a whole
+ * response arrived.
+ */
+static int read_resp(struct conn *c, struct resp *r, int head)
+{
+	char *end, *line, *next;
+	const char *cl;
+	size_t hlen, want;
+
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->body, 0);
+	for (;;) {
+		end = c->in.len > c->off ? strstr(c->in.ptr + c->off, "\r\n\r\n") : NULL;
+		if (end)
+			break;
+		if (fill(c) <= 0)
+			return -1;
+	}
+	hlen = (size_t)(end - (c->in.ptr + c->off)) + 4;
+	*end = '\0';
+	line = c->in.ptr + c->off;
+	if (sscanf(line, "HTTP/1.%*d %d", &r->status) != 1)
+		return -1;
+	for (line = strstr(line, "\r\n"); line; line = next) {
+		char *colon;
+		line += 2;
+		next = strstr(line, "\r\n");
+		if (next)
+			*next = '\0';
+		colon = strchr(line, ':');
+		if (!colon || r->nh == 128)
+			continue;
+		r->names[r->nh] = xstrndup(line, (size_t)(colon - line));
+		colon++;
+		while (*colon == ' ')
+			colon++;
+		r->values[r->nh++] = xstrdup(colon);
+	}
+	c->off += hlen;
+	cl = hdr(r, "Content-Length");
+	if (head || r->status == 304 || r->status == 204 || r->status < 200) {
+		want = 0;
+	} else if (cl) {
+		want = (size_t)strtoull(cl, NULL, 10);
+	} else {
+		/* until EOF */
+		for (;;) {
+			buf_add(&r->body, c->in.ptr + c->off, c->in.len - c->off);
+			c->off = c->in.len;
+			if (fill(c) <= 0)
+				return 0;
+		}
+	}
+	while (c->in.len - c->off < want) {
+		size_t have = c->in.len - c->off;
+		buf_add(&r->body, c->in.ptr + c->off, have);
+		want -= have;
+		c->off = c->in.len;
+		if (fill(c) <= 0)
+			return -1;
+	}
+	buf_add(&r->body, c->in.ptr + c->off, want);
+	c->off += want;
+	return 0;
+}
+
+/* One request on a fresh connection; returns read_resp's result. */
+static int fetch(int port, const char *raw, struct resp *r)
+{
+	struct conn c;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	if (conn_open(&c, port) < 0)
+		return -1;
+	rc = send_all(c.fd, raw, strlen(raw));
+	if (rc == 0)
+		rc = read_resp(&c, r, strncmp(raw, "HEAD ", 5) == 0);
+	conn_close(&c);
+	return rc;
+}
+
+/* GET path with extra header lines (each ending in \r\n, or ""). */
+static int get(const char *path, const char *extra, struct resp *r)
+{
+	char req[8192];
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n", path, extra);
+	return fetch(main_srv.port, req, r);
+}
+
+static int body_is(const struct resp *r, const void *data, size_t len)
+{
+	return r->body.len == len && memcmp(r->body.ptr, data, len) == 0;
+}
+
+/* ---- tests ---- */
+
+static void test_get_page(void)
+{
+	struct resp r;
+	char len[32];
+
+	CHECK(get("/notes/hello", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Content-Type"), "text/html; charset=utf-8");
+	snprintf(len, sizeof(len), "%zu", hello->body_len);
+	CHECK_STR(hdr(&r, "Content-Length"), len);
+	CHECK(body_is(&r, hello->body, hello->body_len));
+	CHECK_STR(hdr(&r, "ETag"), hello->etag);
+	CHECK_STR(hdr(&r, "Last-Modified"), MTIME_STR);
+	CHECK_STR(hdr(&r, "Cache-Control"), "no-cache");
+	CHECK_STR(hdr(&r, "Vary"), "Accept-Encoding");
+	CHECK(hdr(&r, "Content-Encoding") == NULL);
+	CHECK(hdr(&r, "Date") != NULL);
+	CHECK_INT(hdr_count(&r, "Date"), 1);
+	CHECK_INT(hdr_count(&r, "Content-Length"), 1);
+	CHECK(hello->body_len > 9000);
+	resp_free(&r);
+
+	CHECK(get("/", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+
+	/* an immutable asset */
+	CHECK(get("/_quire/quire.0123abcd.css", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Content-Type"), "text/css; charset=utf-8");
+	CHECK_STR(hdr(&r, "Cache-Control"), "public, max-age=31536000, immutable");
+	CHECK(body_is(&r, asset->body, asset->body_len));
+	resp_free(&r);
+
+	/* query strings are ignored for lookup; encoded paths are decoded */
+	CHECK(get("/notes/hello?x=1&y=%zz", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, hello->body, hello->body_len));
+	resp_free(&r);
+	CHECK(get("/caf%C3%A9", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, cafe->body, cafe->body_len));
+	resp_free(&r);
+	CHECK(get("/with%20space", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	CHECK(get("/%6Eotes/hello", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+}
+
+/* Sends Accept-Encoding: ae; returns 1 for a gzip answer (checked), 0 for identity. */
+static int gz_answer(const char *ae)
+{
+	struct resp r;
+	struct buf plain = BUF_INIT;
+	char extra[256];
+	int gz = -1;
+
+	snprintf(extra, sizeof(extra), "Accept-Encoding: %s\r\n", ae);
+	CHECK(get("/notes/hello", extra, &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Vary"), "Accept-Encoding");
+	if (hdr(&r, "Content-Encoding")) {
+		CHECK_STR(hdr(&r, "Content-Encoding"), "gzip");
+		CHECK_STR(hdr(&r, "ETag"), hello->gz_etag);
+		CHECK(body_is(&r, hello->gz, hello->gz_len));
+		CHECK(gzip_decompress(r.body.ptr, r.body.len, &plain) == 0);
+		CHECK(plain.len == hello->body_len && memcmp(plain.ptr, hello->body, plain.len) == 0);
+		gz = 1;
+	} else {
+		CHECK_STR(hdr(&r, "ETag"), hello->etag);
+		CHECK(body_is(&r, hello->body, hello->body_len));
+		gz = 0;
+	}
+	buf_release(&plain);
+	resp_free(&r);
+	return gz;
+}
+
+static void test_gzip(void)
+{
+	CHECK(hello->gz != NULL);
+	CHECK_INT(gz_answer("gzip"), 1);
+	CHECK_INT(gz_answer("gzip, deflate, br"), 1);
+	CHECK_INT(gz_answer("GZIP"), 1);
+	CHECK_INT(gz_answer("x-gzip"), 1);
+	CHECK_INT(gz_answer("*"), 1);
+	CHECK_INT(gz_answer("gzip;q=0.001"), 1);
+	CHECK_INT(gz_answer("br;q=1.0, gzip;q=0.8, *;q=0.1"), 1);
+	CHECK_INT(gz_answer("gzip, identity;q=0"), 1);
+	CHECK_INT(gz_answer("identity;q=0, *;q=0.5"), 1);
+	CHECK_INT(gz_answer("gzip;q=0"), 0);
+	CHECK_INT(gz_answer("gzip; q=0.000"), 0);
+	CHECK_INT(gz_answer("*;q=0"), 0);
+	CHECK_INT(gz_answer("deflate, br"), 0);
+	CHECK_INT(gz_answer("identity"), 0);
+	CHECK_INT(gz_answer("gzip;q=0.5, identity;q=1"), 0);
+	CHECK_INT(gz_answer("*;q=0, identity"), 0);
+	CHECK_INT(gz_answer(""), 0);
+	CHECK_INT(gz_answer("gzipx"), 0);
+
+	/* no Accept-Encoding at all */
+	{
+		struct resp r;
+		CHECK(get("/notes/hello", "", &r) == 0);
+		CHECK(hdr(&r, "Content-Encoding") == NULL);
+		resp_free(&r);
+	}
+	/* HEAD with gzip: Content-Length of the gzip bytes, no body */
+	{
+		struct resp r;
+		char len[32];
+		CHECK(fetch(main_srv.port,
+			    "HEAD /notes/hello HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n"
+			    "Connection: close\r\n\r\n",
+			    &r) == 0);
+		CHECK_INT(r.status, 200);
+		snprintf(len, sizeof(len), "%zu", hello->gz_len);
+		CHECK_STR(hdr(&r, "Content-Length"), len);
+		CHECK_STR(hdr(&r, "Content-Encoding"), "gzip");
+		CHECK_INT(r.body.len, 0);
+		resp_free(&r);
+	}
+}
+
+static int status_with(const char *path, const char *extra)
+{
+	struct resp r;
+	int st = -1;
+
+	if (get(path, extra, &r) == 0)
+		st = r.status;
+	resp_free(&r);
+	return st;
+}
+
+static void test_conditional(void)
+{
+	char extra[512];
+	struct resp r;
+
+	snprintf(extra, sizeof(extra), "If-None-Match: %s\r\n", hello->etag);
+	CHECK(get("/notes/hello", extra, &r) == 0);
+	CHECK_INT(r.status, 304);
+	CHECK_STR(hdr(&r, "ETag"), hello->etag);
+	CHECK_STR(hdr(&r, "Cache-Control"), "no-cache");
+	CHECK_STR(hdr(&r, "Vary"), "Accept-Encoding");
+	CHECK_INT(r.body.len, 0);
+	resp_free(&r);
+
+	snprintf(extra, sizeof(extra), "If-None-Match: \"aaaa\", %s , \"bbb\"\r\n", hello->etag);
+	CHECK_INT(status_with("/notes/hello", extra), 304);
+	snprintf(extra, sizeof(extra), "If-None-Match: W/%s\r\n", hello->etag);
+	CHECK_INT(status_with("/notes/hello", extra), 304);
+	CHECK_INT(status_with("/notes/hello", "If-None-Match: *\r\n"), 304);
+	CHECK_INT(status_with("/notes/hello", "If-None-Match: \"nope\"\r\n"), 200);
+	CHECK_INT(status_with("/notes/hello", "If-None-Match: W/\"nope\", \"x\"\r\n"), 200);
+	/* the gzip representation has its own tag */
+	snprintf(extra, sizeof(extra), "Accept-Encoding: gzip\r\nIf-None-Match: %s\r\n",
+		 hello->gz_etag);
+	CHECK(get("/notes/hello", extra, &r) == 0);
+	CHECK_INT(r.status, 304);
+	CHECK_STR(hdr(&r, "ETag"), hello->gz_etag);
+	resp_free(&r);
+	snprintf(extra, sizeof(extra), "If-None-Match: %s\r\n", hello->gz_etag);
+	CHECK_INT(status_with("/notes/hello", extra), 200);
+
+	/* If-Modified-Since */
+	CHECK_INT(status_with("/notes/hello", "If-Modified-Since: " MTIME_STR "\r\n"), 304);
+	CHECK_INT(status_with("/notes/hello", "If-Modified-Since: Wed, 15 Nov 2023 00:00:00 GMT\r\n"),
+		  304);
+	CHECK_INT(status_with("/notes/hello", "If-Modified-Since: Tue, 14 Nov 2023 22:13:19 GMT\r\n"),
+		  200);
+	CHECK_INT(status_with("/notes/hello", "If-Modified-Since: Tuesday, 14-Nov-23 22:13:20 GMT\r\n"),
+		  304);
+	CHECK_INT(status_with("/notes/hello", "If-Modified-Since: Tue Nov 14 22:13:20 2023\r\n"), 304);
+	CHECK_INT(status_with("/notes/hello", "If-Modified-Since: yesterday\r\n"), 200);
+	/* If-None-Match wins over If-Modified-Since */
+	CHECK_INT(status_with("/notes/hello", "If-None-Match: \"nope\"\r\n"
+					      "If-Modified-Since: " MTIME_STR "\r\n"),
+		  200);
+	/* files too */
+	snprintf(extra, sizeof(extra), "If-None-Match: %s\r\n", datafile->etag);
+	CHECK_INT(status_with("/files/data.bin", extra), 304);
+}
+
+static void test_head(void)
+{
+	struct conn c;
+	struct resp r;
+	char len[32];
+	const char *two = "HEAD /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n"
+			  "GET /robots.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+
+	CHECK(conn_open(&c, main_srv.port) >= 0);
+	CHECK(send_all(c.fd, two, strlen(two)) == 0);
+	CHECK(read_resp(&c, &r, 1) == 0);
+	CHECK_INT(r.status, 200);
+	snprintf(len, sizeof(len), "%zu", hello->body_len);
+	CHECK_STR(hdr(&r, "Content-Length"), len);
+	CHECK_STR(hdr(&r, "ETag"), hello->etag);
+	CHECK_STR(hdr(&r, "Content-Type"), "text/html; charset=utf-8");
+	resp_free(&r);
+	/* no body came after the HEAD response: the next bytes are the next response */
+	CHECK(read_resp(&c, &r, 0) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, robots->body, robots->body_len));
+	resp_free(&r);
+	conn_close(&c);
+
+	CHECK(fetch(main_srv.port, "HEAD /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+		    &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK_INT(r.body.len, 0);
+	snprintf(len, sizeof(len), "%zu", notfound->body_len);
+	CHECK_STR(hdr(&r, "Content-Length"), len);
+	resp_free(&r);
+}
+
+static void test_file(void)
+{
+	struct resp r;
+	char extra[256];
+
+	CHECK(get("/files/data.bin", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, file_bytes, FILE_SIZE));
+	CHECK_STR(hdr(&r, "Content-Length"), "100000");
+	CHECK_STR(hdr(&r, "Accept-Ranges"), "bytes");
+	CHECK_STR(hdr(&r, "ETag"), datafile->etag);
+	CHECK_STR(hdr(&r, "Last-Modified"), MTIME_STR);
+	CHECK_STR(hdr(&r, "Content-Type"), "application/octet-stream");
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=0-99\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK_STR(hdr(&r, "Content-Range"), "bytes 0-99/100000");
+	CHECK_STR(hdr(&r, "Content-Length"), "100");
+	CHECK(body_is(&r, file_bytes, 100));
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=1000-1999\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK_STR(hdr(&r, "Content-Range"), "bytes 1000-1999/100000");
+	CHECK(body_is(&r, file_bytes + 1000, 1000));
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=99990-\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK_STR(hdr(&r, "Content-Range"), "bytes 99990-99999/100000");
+	CHECK(body_is(&r, file_bytes + 99990, 10));
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=-10\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK_STR(hdr(&r, "Content-Range"), "bytes 99990-99999/100000");
+	CHECK(body_is(&r, file_bytes + 99990, 10));
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=-200000\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK(body_is(&r, file_bytes, FILE_SIZE));
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=99000-200000\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK_STR(hdr(&r, "Content-Range"), "bytes 99000-99999/100000");
+	resp_free(&r);
+
+	CHECK(get("/files/data.bin", "Range: bytes=100000-\r\n", &r) == 0);
+	CHECK_INT(r.status, 416);
+	CHECK_STR(hdr(&r, "Content-Range"), "bytes */100000");
+	CHECK_INT(r.body.len, 0);
+	resp_free(&r);
+	CHECK_INT(status_with("/files/data.bin", "Range: bytes=-0\r\n"), 416);
+
+	/* multiple ranges, bad syntax, reversed: the whole file */
+	CHECK(get("/files/data.bin", "Range: bytes=0-1,5-6\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, file_bytes, FILE_SIZE));
+	resp_free(&r);
+	CHECK_INT(status_with("/files/data.bin", "Range: bytes=5-2\r\n"), 200);
+	CHECK_INT(status_with("/files/data.bin", "Range: items=0-5\r\n"), 200);
+	CHECK_INT(status_with("/files/data.bin", "Range: bytes=x-5\r\n"), 200);
+
+	/* If-Range */
+	snprintf(extra, sizeof(extra), "Range: bytes=0-9\r\nIf-Range: %s\r\n", datafile->etag);
+	CHECK_INT(status_with("/files/data.bin", extra), 206);
+	CHECK_INT(status_with("/files/data.bin", "Range: bytes=0-9\r\nIf-Range: \"other\"\r\n"), 200);
+	snprintf(extra, sizeof(extra), "Range: bytes=0-9\r\nIf-Range: W/%s\r\n", datafile->etag);
+	CHECK_INT(status_with("/files/data.bin", extra), 200);
+	CHECK_INT(status_with("/files/data.bin", "Range: bytes=0-9\r\nIf-Range: " MTIME_STR "\r\n"),
+		  206);
+	CHECK_INT(status_with("/files/data.bin",
+			      "Range: bytes=0-9\r\nIf-Range: Wed, 15 Nov 2023 00:00:00 GMT\r\n"),
+		  200);
+
+	/* HEAD with a range */
+	CHECK(fetch(main_srv.port,
+		    "HEAD /files/data.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=10-19\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 206);
+	CHECK_STR(hdr(&r, "Content-Length"), "10");
+	CHECK_INT(r.body.len, 0);
+	resp_free(&r);
+}
+
+static void test_file_refused(void)
+{
+	struct resp r;
+
+	/* a symlink to /etc/passwd with the right size: never served */
+	CHECK(get("/files/link.bin", "", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK(r.body.ptr && !strstr(r.body.ptr, "root:"));
+	CHECK(body_is(&r, notfound->body, notfound->body_len));
+	resp_free(&r);
+	CHECK(get("/files/gone.bin", "", &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
+	/* a file of another size than the snapshot says */
+	CHECK(get("/files/changed.bin", "", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK(body_is(&r, notfound->body, notfound->body_len));
+	resp_free(&r);
+}
+
+static void check_redirect(const char *path, const char *location)
+{
+	struct resp r;
+
+	CHECK(get(path, "", &r) == 0);
+	CHECK_INT(r.status, 301);
+	CHECK_STR(hdr(&r, "Location"), location);
+	CHECK_INT(r.body.len, 0);
+	resp_free(&r);
+}
+
+static void test_redirects(void)
+{
+	check_redirect("/old", "/notes/hello");
+	check_redirect("/notes/hello/", "/notes/hello");
+	check_redirect("/notes/hello/?a=b", "/notes/hello?a=b");
+	check_redirect("/folder", "/folder/");
+	check_redirect("/folder?x=1", "/folder/?x=1");
+	check_redirect("/caf%c3%a9/", "/caf%C3%A9");
+	check_redirect("/with%20space/", "/with%20space");
+}
+
+static void test_not_found(void)
+{
+	struct resp r;
+	struct buf plain = BUF_INIT;
+
+	CHECK(get("/nope", "", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK(body_is(&r, notfound->body, notfound->body_len));
+	CHECK_STR(hdr(&r, "Content-Type"), "text/html; charset=utf-8");
+	resp_free(&r);
+	CHECK(get("/nope/deeper/", "Accept-Encoding: gzip\r\n", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK_STR(hdr(&r, "Content-Encoding"), "gzip");
+	CHECK(gzip_decompress(r.body.ptr, r.body.len, &plain) == 0);
+	CHECK(plain.len == notfound->body_len &&
+	      memcmp(plain.ptr, notfound->body, plain.len) == 0);
+	buf_release(&plain);
+	resp_free(&r);
+}
+
+static void test_methods(void)
+{
+	struct resp r;
+	const char *const reqs[] = {
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+		"PUT /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+		"DELETE /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n",
+		"OPTIONS /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n",
+		"PATCH /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+		CHECK(fetch(main_srv.port, reqs[i], &r) == 0);
+		CHECK_INT(r.status, 405);
+		CHECK_STR(hdr(&r, "Allow"), "GET, HEAD");
+		resp_free(&r);
+	}
+	CHECK(fetch(main_srv.port, "BREW /pot HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(r.status == 501 || r.status == 405);
+	resp_free(&r);
+	/* a body over max_body_size */
+	CHECK(fetch(main_srv.port,
+		    "POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\nabc",
+		    &r) == 0);
+	CHECK_INT(r.status, 413);
+	resp_free(&r);
+}
+
+static void test_bad_paths(void)
+{
+	static const char *const bad[] = {
+		"/%00", "/a%00b", "/%2e%2e/etc/passwd", "/%2E%2E/%2e%2e/etc/passwd",
+		"/../../etc/passwd", "/notes/../notes/hello", "/a/./b", "/a/%2e/b", "/.", "/a/..",
+		"/a%5cb", "/a%5Cb", "/a\\b", "/%ff", "/%c3%28", "/%C0%AE%C0%AE/", "/%ed%a0%80",
+		"/%f4%90%80%80", "/%e2%82", "/%zz", "/%4", "/%", "/a//b", "/a%2F%2Fb", "//etc/passwd",
+		"/a%2f..%2fb", "/%0a", "/%7f", "*", "notes/hello", "/a#b",
+	};
+	size_t i;
+	struct resp r;
+	char req[512];
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", bad[i]);
+		if (fetch(main_srv.port, req, &r) == 0) {
+			if (r.status != 400)
+				fprintf(stderr, "  %s -> %d\n", bad[i], r.status);
+			CHECK_INT(r.status, 400);
+		} else {
+			fprintf(stderr, "  %s -> no response\n", bad[i]);
+			CHECK(0);
+		}
+		resp_free(&r);
+	}
+	/* still fine after all that */
+	CHECK_INT(status_with("/notes/hello", ""), 200);
+	/* absolute-form targets are served by their path */
+	CHECK(fetch(main_srv.port, "GET http://localhost/notes/hello?x HTTP/1.1\r\nHost: x\r\n\r\n",
+		    &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, hello->body, hello->body_len));
+	resp_free(&r);
+	CHECK(fetch(main_srv.port, "GET http://localhost HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 400);
+	resp_free(&r);
+	CHECK_INT(status_with("/.well-known", ""), 404);
+	CHECK_INT(status_with("/a...b", ""), 404);
+}
+
+static void test_uri_limits(void)
+{
+	struct buf req = BUF_INIT;
+	struct resp r;
+	int rc;
+
+	buf_adds(&req, "GET /");
+	while (req.len < 5000)
+		buf_addc(&req, 'a');
+	buf_adds(&req, " HTTP/1.1\r\nHost: x\r\n\r\n");
+	CHECK(fetch(main_srv.port, req.ptr, &r) == 0);
+	CHECK_INT(r.status, 414);
+	resp_free(&r);
+
+	buf_reset(&req);
+	buf_adds(&req, "GET /");
+	while (req.len < 100 * 1024)
+		buf_addc(&req, 'b');
+	buf_adds(&req, " HTTP/1.1\r\nHost: x\r\n\r\n");
+	rc = fetch(main_srv.port, req.ptr, &r);
+	/* evhttp refuses a request line past max_header_size before we see it */
+	CHECK(rc < 0 || (r.status >= 400 && r.status < 500));
+	resp_free(&r);
+	buf_release(&req);
+	CHECK_INT(status_with("/notes/hello", ""), 200);
+}
+
+static void test_header_flood(void)
+{
+	struct buf req = BUF_INIT;
+	struct resp r;
+	int i, rc;
+
+	buf_adds(&req, "GET /notes/hello HTTP/1.1\r\nHost: x\r\n");
+	for (i = 0; i < 10000; i++)
+		buf_addf(&req, "X-H%d: v\r\n", i);
+	buf_adds(&req, "\r\n");
+	rc = fetch(main_srv.port, req.ptr, &r);
+	CHECK(rc < 0 || (r.status >= 400 && r.status < 500));
+	resp_free(&r);
+
+	buf_reset(&req);
+	buf_adds(&req, "GET /notes/hello HTTP/1.1\r\nHost: x\r\nX-Big: ");
+	while (req.len < 1024 * 1024)
+		buf_add(&req, "0123456789abcdef", 16);
+	buf_adds(&req, "\r\n\r\n");
+	rc = fetch(main_srv.port, req.ptr, &r);
+	CHECK(rc < 0 || (r.status >= 400 && r.status < 500));
+	resp_free(&r);
+	buf_release(&req);
+	CHECK_INT(status_with("/notes/hello", ""), 200);
+}
+
+static void test_keepalive(void)
+{
+	struct conn c;
+	struct resp r;
+	const char *req = "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n";
+	int i, ok = 0;
+
+	CHECK(conn_open(&c, main_srv.port) >= 0);
+	for (i = 0; i < 1000; i++) {
+		if (send_all(c.fd, req, strlen(req)) < 0 || read_resp(&c, &r, 0) < 0)
+			break;
+		ok += r.status == 200 && body_is(&r, hello->body, hello->body_len);
+		resp_free(&r);
+	}
+	CHECK_INT(ok, 1000);
+	conn_close(&c);
+
+	/* HTTP/1.0 without keep-alive: the server closes after the response */
+	CHECK(conn_open(&c, main_srv.port) >= 0);
+	CHECK(send_all(c.fd, "GET /robots.txt HTTP/1.0\r\n\r\n", 28) == 0);
+	CHECK(read_resp(&c, &r, 0) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	CHECK(fill(&c) == 0);
+	conn_close(&c);
+}
+
+static void test_pipelining(void)
+{
+	struct conn c;
+	struct resp r;
+	struct buf req = BUF_INIT;
+	int i, ok = 0;
+
+	for (i = 0; i < 50; i++)
+		buf_adds(&req, i % 2 ? "GET /robots.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+				     : "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n");
+	CHECK(conn_open(&c, main_srv.port) >= 0);
+	CHECK(send_all(c.fd, req.ptr, req.len) == 0);
+	for (i = 0; i < 50; i++) {
+		struct page *want = i % 2 ? robots : hello;
+		if (read_resp(&c, &r, 0) < 0)
+			break;
+		ok += r.status == 200 && body_is(&r, want->body, want->body_len);
+		resp_free(&r);
+	}
+	CHECK_INT(ok, 50);
+	conn_close(&c);
+	buf_release(&req);
+}
+
+/* N connections open at once, each doing one request, driven by poll(). */
+static void test_concurrent(void)
+{
+	enum { N = 2048 };
+	static const char req[] = "GET /robots.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct rlimit rl;
+	struct pollfd *pfd = xcalloc(N, sizeof(*pfd));
+	size_t *got = xcalloc(N, sizeof(*got));
+	int *state = xcalloc(N, sizeof(*state)); /* 0 connecting, 1 sent, 2 done, -1 failed */
+	char (*in)[512] = xcalloc(N, sizeof(*in));
+	struct sockaddr_in sa;
+	int i, done = 0, failed = 0;
+	double deadline;
+	struct resp r;
+
+	CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur < 3 * N + 256) {
+		rl.rlim_cur = rl.rlim_max < 3 * N + 256 ? rl.rlim_max : 3 * N + 256;
+		CHECK(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)main_srv.port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (i = 0; i < N; i++) {
+		pfd[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		CHECK(pfd[i].fd >= 0);
+		if (connect(pfd[i].fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
+		    errno != EINPROGRESS)
+			state[i] = -1;
+		pfd[i].events = POLLOUT;
+	}
+	deadline = now_s() + 30;
+	while (done + failed < N && now_s() < deadline) {
+		int n = poll(pfd, N, 1000);
+		if (n < 0 && errno == EINTR)
+			continue;
+		CHECK(n >= 0);
+		for (i = 0; i < N && n > 0; i++) {
+			if (!pfd[i].revents || state[i] < 0 || state[i] == 2)
+				continue;
+			if (state[i] == 0 && (pfd[i].revents & POLLOUT)) {
+				if (send(pfd[i].fd, req, sizeof(req) - 1, MSG_NOSIGNAL) !=
+				    (ssize_t)sizeof(req) - 1) {
+					state[i] = -1;
+					failed++;
+					pfd[i].events = 0;
+					continue;
+				}
+				state[i] = 1;
+				pfd[i].events = POLLIN;
+			} else if (state[i] == 1 && (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+				ssize_t k = recv(pfd[i].fd, in[i] + got[i], sizeof(in[i]) - 1 - got[i], 0);
+				char *end;
+				if (k <= 0) {
+					state[i] = -1;
+					failed++;
+					pfd[i].events = 0;
+					continue;
+				}
+				got[i] += (size_t)k;
+				in[i][got[i]] = '\0';
+				end = strstr(in[i], "\r\n\r\n");
+				if (end && strncmp(in[i], "HTTP/1.1 200", 12) == 0 &&
+				    (size_t)(end + 4 - in[i]) + robots->body_len == got[i]) {
+					state[i] = 2;
+					done++;
+					pfd[i].events = 0;
+				}
+			}
+		}
+	}
+	CHECK_INT(done, N);
+	CHECK_INT(failed, 0);
+	/* every connection is still open: the gauge sees them */
+	CHECK(get("/metrics", "", &r) == 0);
+	{
+		const char *g = r.body.ptr ? strstr(r.body.ptr, "\nquire_connections ") : NULL;
+		CHECK(g != NULL);
+		if (g)
+			CHECK(atoi(g + 19) >= N);
+	}
+	resp_free(&r);
+	for (i = 0; i < N; i++)
+		if (pfd[i].fd >= 0)
+			close(pfd[i].fd);
+	free(pfd);
+	free(got);
+	free(state);
+	free(in);
+}
+
+static void test_slow_client(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct conn slow, idle;
+	struct resp r;
+	double t0;
+	ssize_t n;
+	char req[128];
+
+	opt.read_timeout_s = 1;
+	if (start(&s, &opt) < 0)
+		return;
+	CHECK(conn_open(&slow, s.port) >= 0);
+	CHECK(conn_open(&idle, s.port) >= 0);
+	CHECK(send_all(slow.fd, "GET /notes/hello HTTP/1.1\r\nHo", 29) == 0);
+	t0 = now_s();
+	/* others are served meanwhile */
+	snprintf(req, sizeof(req), "GET /robots.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	CHECK(fetch(s.port, req, &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	n = fill(&slow); /* blocks until the server drops it (or our 10 s timeout) */
+	CHECK(n <= 0);
+	CHECK(now_s() - t0 < 5);
+	CHECK(now_s() - t0 >= 0.9);
+	/* an idle keep-alive connection is dropped too */
+	CHECK(fill(&idle) <= 0);
+	conn_close(&slow);
+	conn_close(&idle);
+	stop(&s);
+}
+
+static void test_max_connections(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct conn c[3], extra;
+	struct resp r;
+	const char *req = "GET /robots.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+	int i;
+	ssize_t n;
+
+	opt.max_connections = 3;
+	if (start(&s, &opt) < 0)
+		return;
+	for (i = 0; i < 3; i++) {
+		CHECK(conn_open(&c[i], s.port) >= 0);
+		CHECK(send_all(c[i].fd, req, strlen(req)) == 0);
+		CHECK(read_resp(&c[i], &r, 0) == 0);
+		CHECK_INT(r.status, 200);
+		resp_free(&r);
+	}
+	/* the fourth is accepted and closed at once */
+	CHECK(conn_open(&extra, s.port) >= 0);
+	send_all(extra.fd, req, strlen(req));
+	n = fill(&extra);
+	CHECK(n <= 0);
+	conn_close(&extra);
+	/* the others are still served */
+	for (i = 0; i < 3; i++) {
+		CHECK(send_all(c[i].fd, req, strlen(req)) == 0);
+		CHECK(read_resp(&c[i], &r, 0) == 0);
+		CHECK_INT(r.status, 200);
+		resp_free(&r);
+	}
+	/* a slot that frees up can be used again */
+	conn_close(&c[0]);
+	usleep(200 * 1000);
+	CHECK(conn_open(&extra, s.port) >= 0);
+	CHECK(send_all(extra.fd, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", 35) == 0);
+	CHECK(read_resp(&extra, &r, 0) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(r.body.ptr && strstr(r.body.ptr, "quire_connections_refused_total 1\n"));
+	CHECK(r.body.ptr && strstr(r.body.ptr, "quire_connections 3\n"));
+	resp_free(&r);
+	conn_close(&extra);
+	conn_close(&c[1]);
+	conn_close(&c[2]);
+	stop(&s);
+}
+
+static void test_publish_during_response(void)
+{
+	struct conn c;
+	struct resp r;
+	char *copy = xmemdup(big->body, big->body_len);
+	size_t len = big->body_len, i;
+	struct snapshot *cur, *next;
+	struct page *nb;
+	char *body;
+	const char *req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+
+	c.fd = dial(main_srv.port, 8192);
+	buf_init(&c.in, 0);
+	c.off = 0;
+	CHECK(c.fd >= 0);
+	CHECK(send_all(c.fd, req, strlen(req)) == 0);
+	CHECK(fill(&c) > 0); /* the response has started */
+
+	/* a new snapshot without the old /big, and the old one dropped */
+	cur = snapshot_acquire(&slot);
+	next = snapshot_clone(cur);
+	snapshot_unref(cur);
+	body = xmalloc(len);
+	for (i = 0; i < len; i++)
+		body[i] = (char)('a' + i % 26);
+	nb = page_new(PAGE_NOTE, "/big", 4);
+	CHECK(page_set_body(nb, body, len, 0) == 0);
+	snapshot_put(next, nb);
+	next->load_ms = 12.5;
+	page_unref(big);
+	big = NULL;
+	snapshot_publish(&slot, next);
+
+	CHECK(read_resp(&c, &r, 0) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, copy, len));
+	resp_free(&r);
+	/* the next request sees the new bytes */
+	CHECK(send_all(c.fd, req, strlen(req)) == 0);
+	CHECK(read_resp(&c, &r, 0) == 0);
+	CHECK(r.body.len == len && r.body.ptr[0] == 'a' && r.body.ptr[27] == 'b');
+	resp_free(&r);
+	conn_close(&c);
+	free(copy);
+}
+
+static void test_healthz(void)
+{
+	struct resp r;
+
+	CHECK(get("/healthz", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Content-Type"), "application/json");
+	CHECK_STR(hdr(&r, "Cache-Control"), "no-store");
+	CHECK(r.body.ptr && strncmp(r.body.ptr, "{\"status\":\"ok\",\"version\":", 25) == 0);
+	CHECK(r.body.ptr && strstr(r.body.ptr, "\"notes\":5,\"attachments\":2,\"uptime_s\":"));
+	resp_free(&r);
+}
+
+static uint64_t metric(const char *text, const char *name)
+{
+	const char *p = text;
+	size_t n = strlen(name);
+
+	while ((p = strstr(p, name))) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+		p += n;
+	}
+	return UINT64_MAX;
+}
+
+static void test_metrics(void)
+{
+	struct resp r;
+	uint64_t before, after, nm;
+	char extra[128];
+	int i;
+	const char *page2xx = "quire_requests_total{status=\"2xx\",kind=\"page\"}";
+
+	CHECK(get("/metrics", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(r.body.ptr != NULL);
+	if (!r.body.ptr)
+		return;
+	CHECK_STR(hdr(&r, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+	before = metric(r.body.ptr, page2xx);
+	nm = metric(r.body.ptr, "quire_not_modified_total");
+	CHECK(before != UINT64_MAX);
+	CHECK(strstr(r.body.ptr, "# TYPE quire_requests_total counter\n"));
+	CHECK(metric(r.body.ptr, "quire_snapshot_version") >= 1);
+	CHECK(metric(r.body.ptr, "quire_notes") == 5);
+	CHECK(metric(r.body.ptr, "quire_attachments") == 2);
+	CHECK(metric(r.body.ptr, "quire_response_bytes_total") > 0);
+	CHECK(metric(r.body.ptr, "quire_connections") >= 1);
+	CHECK(metric(r.body.ptr, "quire_requests_total{status=\"4xx\",kind=\"notfound\"}") >= 1);
+	CHECK(metric(r.body.ptr, "quire_requests_total{status=\"3xx\",kind=\"redirect\"}") >= 1);
+	CHECK(metric(r.body.ptr, "quire_requests_total{status=\"2xx\",kind=\"file\"}") >= 1);
+	CHECK(metric(r.body.ptr, "quire_requests_total{status=\"2xx\",kind=\"asset\"}") >= 1);
+	CHECK(metric(r.body.ptr, "quire_requests_total{status=\"2xx\",kind=\"health\"}") >= 1);
+	CHECK(strstr(r.body.ptr, "\nquire_load_duration_seconds 0.012500\n"));
+	CHECK(strstr(r.body.ptr, "\nquire_snapshot_age_seconds "));
+	resp_free(&r);
+	for (i = 0; i < 7; i++)
+		CHECK_INT(status_with("/notes/hello", ""), 200);
+	snprintf(extra, sizeof(extra), "If-None-Match: %s\r\n", hello->etag);
+	CHECK_INT(status_with("/notes/hello", extra), 304);
+	CHECK(get("/metrics", "", &r) == 0);
+	after = r.body.ptr ? metric(r.body.ptr, page2xx) : 0;
+	CHECK_INT(after - before, 7);
+	CHECK_INT(metric(r.body.ptr, "quire_not_modified_total") - nm, 1);
+	CHECK(metric(r.body.ptr, "quire_requests_total{status=\"2xx\",kind=\"metrics\"}") >= 1);
+	resp_free(&r);
+
+	CHECK(http_addr_is_loopback("127.0.0.1"));
+	CHECK(http_addr_is_loopback("127.1.2.3"));
+	CHECK(http_addr_is_loopback("::1"));
+	CHECK(http_addr_is_loopback("::ffff:127.0.0.1"));
+	CHECK(!http_addr_is_loopback("10.0.0.1"));
+	CHECK(!http_addr_is_loopback("::ffff:10.0.0.1"));
+	CHECK(!http_addr_is_loopback("1270.0.0.1"));
+	CHECK(!http_addr_is_loopback(NULL));
+}
+
+static void test_no_snapshot(void)
+{
+	struct snapshot_slot empty;
+	struct http_options opt = { 0 };
+	struct running s;
+	struct resp r;
+
+	snapshot_slot_init(&empty);
+	opt.slot = &empty;
+	if (start(&s, &opt) == 0) {
+		CHECK(fetch(s.port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+		CHECK_INT(r.status, 503);
+		CHECK_STR(hdr(&r, "Retry-After"), "1");
+		resp_free(&r);
+		stop(&s);
+	}
+	snapshot_slot_release(&empty);
+}
+
+static void test_prefix(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct resp r;
+
+	opt.url_prefix = "/docs/";
+	if (start(&s, &opt) < 0)
+		return;
+	CHECK(fetch(s.port, "GET /docs/notes/hello HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, hello->body, hello->body_len));
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docs/ HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docs HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 301);
+	CHECK_STR(hdr(&r, "Location"), "/docs/");
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docs?a=1 HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 301);
+	CHECK_STR(hdr(&r, "Location"), "/docs/?a=1");
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docs/folder HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 301);
+	CHECK_STR(hdr(&r, "Location"), "/docs/folder/");
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK(body_is(&r, notfound->body, notfound->body_len));
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docsx/notes/hello HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docs/healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /docs/%2e%2e/x HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 400);
+	resp_free(&r);
+	stop(&s);
+}
+
+static atomic_int api_calls;
+
+static void echo(struct http_request *req, void *ctx)
+{
+	struct buf b = BUF_INIT;
+	size_t len;
+	const char *body = http_request_body(req, &len);
+
+	atomic_fetch_add(&api_calls, 1);
+	CHECK(ctx == &api_calls);
+	CHECK(http_request_snapshot(req) != NULL);
+	CHECK(http_request_peer_is_loopback(req));
+	buf_addf(&b, "%d %s %s %s ", (int)http_request_method(req), http_request_path(req),
+		 http_request_query(req) ? http_request_query(req) : "-",
+		 http_request_header(req, "x-test") ? http_request_header(req, "x-test") : "-");
+	buf_add(&b, body, len);
+	http_reply_header(req, "X-Echo", "1");
+	http_reply_buf(req, 200, "text/plain", &b);
+}
+
+static void silent(struct http_request *req, void *ctx)
+{
+}
+
+static void test_handlers(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct resp r;
+
+	memset(&s, 0, sizeof(s));
+	opt.listen = "127.0.0.1:0";
+	opt.slot = &slot;
+	s.srv = http_server_new(&opt);
+	CHECK(s.srv != NULL);
+	if (!s.srv)
+		return;
+	CHECK(http_server_add_handler(s.srv, "/api/", echo, &api_calls) == 0);
+	CHECK(http_server_add_handler(s.srv, "/silent", silent, NULL) == 0);
+	CHECK(http_server_add_handler(s.srv, "bad", silent, NULL) < 0);
+	s.port = http_server_port(s.srv);
+	s.rc = -99;
+	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
+
+	CHECK(fetch(s.port,
+		    "POST /api/echo?x=1 HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\nContent-Length: 5\r\n"
+		    "\r\nhello",
+		    &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "X-Echo"), "1");
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "2 /api/echo x=1 yes hello") == 0);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /api/ HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "0 /api/ - - ") == 0);
+	resp_free(&r);
+	/* "/api" is not under "/api/" */
+	CHECK(fetch(s.port, "GET /api HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /silent HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 500);
+	resp_free(&r);
+	CHECK_INT(atomic_load(&api_calls), 2);
+	CHECK(fetch(s.port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(r.body.ptr && metric(r.body.ptr, "quire_requests_total{status=\"2xx\",kind=\"api\"}") == 2);
+	CHECK(r.body.ptr && metric(r.body.ptr, "quire_requests_total{status=\"5xx\",kind=\"api\"}") == 1);
+	resp_free(&r);
+	stop(&s);
+}
+
+static void test_threads(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct resp r;
+	int i, ok = 0;
+
+	opt.threads = 2;
+	if (start(&s, &opt) < 0)
+		return;
+	for (i = 0; i < 200; i++) {
+		if (fetch(s.port, "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0)
+			ok += r.status == 200 && body_is(&r, hello->body, hello->body_len);
+		resp_free(&r);
+	}
+	CHECK_INT(ok, 200);
+	CHECK(fetch(s.port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(r.body.ptr &&
+	      metric(r.body.ptr, "quire_requests_total{status=\"2xx\",kind=\"page\"}") == 200);
+	resp_free(&r);
+	stop(&s);
+}
+
+static void test_access_log(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct resp r;
+	char path[160], *text;
+	struct buf b = BUF_INIT;
+	FILE *f;
+	char chunk[4096];
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/access.log", tmpdir);
+	opt.access_log = path;
+	if (start(&s, &opt) < 0)
+		return;
+	CHECK(fetch(s.port, "GET /notes/hello?q=\"x\" HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	resp_free(&r);
+	CHECK(fetch(s.port, "HEAD /nope HTTP/1.0\r\n\r\n", &r) == 0);
+	resp_free(&r);
+	stop(&s);
+	f = fopen(path, "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(&b, chunk, n);
+	fclose(f);
+	text = b.ptr;
+	snprintf(chunk, sizeof(chunk), "\"GET /notes/hello?q=\\x22x\\x22 HTTP/1.1\" 200 %zu\n",
+		 hello->body_len);
+	CHECK(strncmp(text, "127.0.0.1 - - [", 15) == 0);
+	CHECK(strstr(text, chunk) != NULL);
+	CHECK(strstr(text, "\"HEAD /nope HTTP/1.0\" 404 0\n") != NULL);
+	buf_release(&b);
+	unlink(path);
+}
+
+static void test_graceful_stop(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	struct conn c, idle;
+	struct resp r;
+	const char *req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct page *b;
+	struct snapshot *cur;
+	char *copy;
+	size_t len;
+	int fd;
+
+	cur = snapshot_acquire(&slot);
+	b = page_ref(snapshot_get(cur, "/big", 4));
+	snapshot_unref(cur);
+	CHECK(b != NULL);
+	if (!b)
+		return;
+	copy = xmemdup(b->body, b->body_len);
+	len = b->body_len;
+	page_unref(b);
+
+	opt.shutdown_grace_s = 20;
+	if (start(&s, &opt) < 0)
+		return;
+	CHECK(conn_open(&idle, s.port) >= 0);
+	CHECK(send_all(idle.fd, "GET /robots.txt HTTP/1.1\r\nHost: x\r\n\r\n", 37) == 0);
+	CHECK(read_resp(&idle, &r, 0) == 0);
+	resp_free(&r);
+
+	c.fd = dial(s.port, 8192);
+	buf_init(&c.in, 0);
+	c.off = 0;
+	CHECK(c.fd >= 0);
+	CHECK(send_all(c.fd, req, strlen(req)) == 0);
+	CHECK(fill(&c) > 0); /* in flight */
+	http_server_stop(s.srv);
+	usleep(100 * 1000);
+	/* no longer accepting */
+	fd = dial(s.port, 0);
+	CHECK(fd < 0);
+	if (fd >= 0)
+		close(fd);
+	/* idle keep-alive connections are closed... */
+	CHECK(fill(&idle) == 0);
+	conn_close(&idle);
+	/* ...but the response in flight completes */
+	CHECK(read_resp(&c, &r, 0) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(body_is(&r, copy, len));
+	resp_free(&r);
+	conn_close(&c);
+	CHECK(pthread_join(s.thread, NULL) == 0);
+	CHECK_INT(s.rc, 0);
+	http_server_free(s.srv);
+	free(copy);
+}
+
+static atomic_int reloads;
+
+static void on_reload(void *ctx)
+{
+	atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+static void test_signals(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	double deadline;
+
+	opt.handle_signals = 1;
+	opt.on_reload = on_reload;
+	opt.reload_ctx = &reloads;
+	if (start(&s, &opt) < 0)
+		return;
+	usleep(100 * 1000); /* let run install its handlers */
+	CHECK(kill(getpid(), SIGHUP) == 0);
+	deadline = now_s() + 5;
+	while (atomic_load(&reloads) < 1 && now_s() < deadline)
+		usleep(10 * 1000);
+	CHECK_INT(atomic_load(&reloads), 1);
+	{
+		struct resp r;
+		CHECK(fetch(s.port, "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+		CHECK_INT(r.status, 200);
+		resp_free(&r);
+	}
+	CHECK(kill(getpid(), SIGTERM) == 0);
+	CHECK(pthread_join(s.thread, NULL) == 0);
+	CHECK_INT(s.rc, 0);
+	http_server_free(s.srv);
+}
+
+static void test_bad_options(void)
+{
+	struct http_options opt = { 0 };
+
+	opt.slot = &slot;
+	opt.listen = "127.0.0.1";
+	CHECK(http_server_new(&opt) == NULL);
+	opt.listen = "256.0.0.1:0";
+	CHECK(http_server_new(&opt) == NULL);
+	opt.listen = "127.0.0.1:0";
+	opt.access_log = "/nonexistent/dir/access.log";
+	CHECK(http_server_new(&opt) == NULL);
+}
+
+int main(void)
+{
+	struct http_options opt = { 0 };
+	double t0 = now_s();
+
+	log_set_level(getenv("QUIRE_TEST_VERBOSE") ? LOG_DEBUG : LOG_ERROR);
+	build_snapshot();
+	if (start(&main_srv, &opt) < 0) {
+		printf("0 passed, 1 failed\n");
+		return 1;
+	}
+	RUN(test_get_page);
+	RUN(test_gzip);
+	RUN(test_conditional);
+	RUN(test_head);
+	RUN(test_file);
+	RUN(test_file_refused);
+	RUN(test_redirects);
+	RUN(test_not_found);
+	RUN(test_methods);
+	RUN(test_bad_paths);
+	RUN(test_uri_limits);
+	RUN(test_header_flood);
+	RUN(test_keepalive);
+	RUN(test_pipelining);
+	RUN(test_concurrent);
+	RUN(test_publish_during_response);
+	RUN(test_healthz);
+	RUN(test_metrics);
+	stop(&main_srv);
+	RUN(test_slow_client);
+	RUN(test_max_connections);
+	RUN(test_no_snapshot);
+	RUN(test_prefix);
+	RUN(test_handlers);
+	RUN(test_threads);
+	RUN(test_access_log);
+	RUN(test_graceful_stop);
+	RUN(test_bad_options);
+	RUN(test_signals);
+
+	snapshot_slot_release(&slot);
+	page_unref(hello);
+	page_unref(robots);
+	page_unref(asset);
+	page_unref(folder);
+	page_unref(cafe);
+	page_unref(notfound);
+	page_unref(datafile);
+	page_unref(big);
+	unlink(data_path);
+	unlink(link_path);
+	unlink(changed_path);
+	rmdir(tmpdir);
+	fprintf(stderr, "test-http: %.1f s\n", now_s() - t0);
+	return test_done();
+}
