@@ -7,6 +7,7 @@
 #include "log.h"
 #include "markdown.h"
 #include "site.h"
+#include "serve.h"
 #include "snapshot.h"
 
 #include <getopt.h>
@@ -20,6 +21,7 @@ static const char usage[] =
 	"Publishes a folder of Markdown notes (an Obsidian vault) as a website.\n"
 	"\n"
 	"commands:\n"
+	"  serve   render the vault and serve it over HTTP\n"
 	"  check   lint the vault: broken links and embeds, bad frontmatter, ...\n"
 	"  export  write the rendered site as static files\n"
 	"\n"
@@ -172,6 +174,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	md_global_init();
+	if (strcmp(cmd, "serve") == 0)
+		return serve_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "check") == 0)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "export") == 0)
