@@ -1,0 +1,2013 @@
+/*
+ * search.c: the search index on SQLite FTS5.
+ *
+ * What. A database of one row per published note, two full-text indexes
+ * over it, a writer for the loader, read-only connections for the serving
+ * threads, and the parser that turns what a visitor typed into an FTS5
+ * query that cannot fail to parse.
+ *
+ * How, storing. The text lives once, in the plain table `doc` (url UNIQUE,
+ * so a put finds its row through a b-tree). Two FTS5 tables index it as
+ * external content, kept in step by triggers on doc:
+ *
+ *   fts  tokenize 'cjk unicode61 remove_diacritics 2': unicode61 (cafe =
+ *        café, Ångström = angstrom) wrapped by `cjk`, a tokenizer of ours
+ *        that hands everything but Chinese, Japanese and Korean text to
+ *        unicode61 unchanged and splits each CJK run, which unicode61
+ *        would keep as one token however long, into overlapping bigrams
+ *        (東京タワー: 東京 京タ タワ ワー), the last character also indexed
+ *        alone at the last bigram's position. A query of two or more CJK
+ *        characters is then a phrase of bigrams, an exact substring match;
+ *        a query of one character is the prefix query "東" *.
+ *   tri  tokenize 'trigram': substrings, for terms that are no word of any
+ *        note ("shell" finds PowerShell, "rameter" finds parameter).
+ *
+ * The writer stages puts and deletes in memory and applies them at commit
+ * in the order FTS5 writes cheaply (see struct staged); a put of what is
+ * stored costs one lookup.
+ *
+ * How, querying. The visitor's text never reaches MATCH as such. It is
+ * split into terms (words, "phrases", prefix*, -excluded); each term is
+ * emitted as an FTS5 string, double-quoted with inner quotes doubled, so
+ * NEAR(, AND, col:, ^ and * are only text to search for. Terms without a
+ * letter or digit are dropped. Exclusions become NOT (...); a query of
+ * exclusions alone is a 400: FTS5 cannot express "every note but", and
+ * listing the vault is not search. One statement visits every matching
+ * row: quire_rank(), our copy of FTS5's bm25() (title 10, headings 5, tags
+ * 3, body 1; the same scores), keeps the best offset + limit rows in a
+ * heap with where their matches are, and total is counted on the way.
+ * Snippets are then made in C from the doc row: the index's tokenizer runs
+ * over the matched column up to the last match to turn token positions
+ * into bytes; about 30 words around the window with most distinct terms,
+ * overlapping matches merged, are marked with \x01 and \x02 (which
+ * search_put() replaces in any text) and split into JSON segments. When
+ * the words find nothing, some positive term is no word of any note and
+ * every term has three characters (the least a trigram matches), the query
+ * runs again on tri.
+ *
+ * Rejected:
+ * - ORDER BY rank with bm25() and snippet() in the query. bm25() spends
+ *   most of its time on a docsize lookup per row (12 ms for a word in 8,000
+ *   of 10,000 notes; 1 to 4 ms now, the lengths being cached per reader);
+ *   FTS5 then sorts every row; and each result's snippet re-evaluates the
+ *   whole expression (a prefix query merges its doclists again per row:
+ *   70 ms for "param*"). And highlight() and snippet() in SQLite 3.40
+ *   repeat text when matches overlap (trigram "人人人" in 人人人人 prints the
+ *   row twice), which bigrams and trigrams produce routinely.
+ * - CJK through the trigram table alone: trigram cannot match one or two
+ *   characters, the length of most Chinese and Japanese words, and
+ *   LIKE '%東京%' on fewer than three characters reads every row.
+ * - Merging trigram hits into word results, or looking for substrings of
+ *   words that are in the index but never together: they are the same
+ *   notes again or fragments (the "cat" of "concatenate"), ranked on
+ *   trigram statistics that cannot be compared with word scores.
+ * - One FTS5 table storing its own content: a put must find the old row by
+ *   url, and FTS5 has no index on an UNINDEXED column (a full scan per
+ *   put); and the trigram table would store the text a second time.
+ *
+ * The index is a cache: a file that is not a database, corrupt on the first
+ * reads, or of another user_version is deleted and recreated, and the
+ * caller is told to put every note again.
+ */
+#include "search.h"
+#include "log.h"
+#include "unicode.h"
+#include "xalloc.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+/* Bump when the tables, the tokenizers or the rank change. */
+#define SCHEMA_VERSION 1
+#define BUSY_TIMEOUT_MS 5000
+
+/* Columns of fts and tri, in order. */
+enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
+
+/* The snippet: words around the anchor, bytes at most (whole words win). */
+#define SNIP_HITS_MAX 64      /* matches considered when choosing the window */
+#define SNIP_SPAN 200         /* bytes after a match where other terms count */
+#define SNIP_WORDS_BEFORE 6
+#define SNIP_BYTES_BEFORE 60
+#define SNIP_WORDS 30
+#define SNIP_BYTES 240
+
+/* The fewest letters or digits a prefix query needs. */
+#define PREFIX_MIN 3
+
+#define MARK_OPEN '\x01'
+#define MARK_CLOSE '\x02'
+
+/* The tokenizers must be those of index_tokenizer[], which readers run for snippets. */
+static const char schema_sql[] =
+	"CREATE TABLE doc("
+	" id INTEGER PRIMARY KEY,"
+	" url TEXT NOT NULL UNIQUE,"
+	" title TEXT NOT NULL,"
+	" headings TEXT NOT NULL,"
+	" tags TEXT NOT NULL,"
+	" body TEXT NOT NULL);"
+	"CREATE VIRTUAL TABLE fts USING fts5(url UNINDEXED, title, headings, tags, body,"
+	" content='doc', content_rowid='id',"
+	" tokenize='cjk unicode61 remove_diacritics 2');"
+	"CREATE VIRTUAL TABLE tri USING fts5(url UNINDEXED, title, headings, tags, body,"
+	" content='doc', content_rowid='id', tokenize='trigram');"
+	"CREATE TRIGGER doc_insert AFTER INSERT ON doc BEGIN"
+	" INSERT INTO fts(rowid, url, title, headings, tags, body)"
+	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
+	" INSERT INTO tri(rowid, url, title, headings, tags, body)"
+	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
+	"END;"
+	"CREATE TRIGGER doc_delete AFTER DELETE ON doc BEGIN"
+	" INSERT INTO fts(fts, rowid, url, title, headings, tags, body)"
+	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
+	" INSERT INTO tri(tri, rowid, url, title, headings, tags, body)"
+	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
+	"END;"
+	"CREATE TRIGGER doc_update AFTER UPDATE ON doc BEGIN"
+	" INSERT INTO fts(fts, rowid, url, title, headings, tags, body)"
+	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
+	" INSERT INTO tri(tri, rowid, url, title, headings, tags, body)"
+	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
+	" INSERT INTO fts(rowid, url, title, headings, tags, body)"
+	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
+	" INSERT INTO tri(rowid, url, title, headings, tags, body)"
+	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
+	"END;";
+
+/* ---- CJK ---------------------------------------------------------------- */
+
+/* Scripts written without spaces between words, plus Hangul. */
+static int is_cjk(uint32_t c)
+{
+	return (c >= 0x1100 && c <= 0x11FF) ||  /* Hangul Jamo */
+	       (c >= 0x2E80 && c <= 0x2FDF) ||  /* CJK and Kangxi radicals */
+	       (c >= 0x3005 && c <= 0x3007) ||  /* 々 〆 〇 */
+	       (c >= 0x3021 && c <= 0x3029) ||  /* Hangzhou numerals */
+	       (c >= 0x3031 && c <= 0x3035) ||  /* kana repeat marks */
+	       (c >= 0x3041 && c <= 0x30FF && c != 0x30A0 && c != 0x30FB) || /* kana */
+	       (c >= 0x3131 && c <= 0x318E) ||  /* Hangul compatibility Jamo */
+	       (c >= 0x31F0 && c <= 0x31FF) ||  /* katakana extensions */
+	       (c >= 0x3400 && c <= 0x4DBF) ||  /* extension A */
+	       (c >= 0x4E00 && c <= 0x9FFF) ||  /* unified ideographs */
+	       (c >= 0xA960 && c <= 0xA97F) ||  /* Hangul Jamo extended A */
+	       (c >= 0xAC00 && c <= 0xD7FF) ||  /* Hangul syllables, Jamo extended B */
+	       (c >= 0xF900 && c <= 0xFAFF) ||  /* compatibility ideographs */
+	       (c >= 0xFF66 && c <= 0xFF9F) ||  /* halfwidth katakana */
+	       (c >= 0x20000 && c <= 0x3134F);  /* extensions B to G */
+}
+
+/*
+ * The code point at s (n > 0 bytes) if it is CJK, else 0; *len gets the
+ * sequence's length either way (1 for a byte that starts no valid
+ * sequence). CJK needs three or four bytes, so ASCII and two-byte letters
+ * take the fast path.
+ */
+static uint32_t cjk_at(const char *s, int n, int *len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t c;
+
+	*len = 1;
+	if (u[0] < 0xE1) {
+		if (u[0] >= 0xC2 && u[0] < 0xE0 && n >= 2 && (u[1] & 0xC0) == 0x80)
+			*len = 2;
+		else if (u[0] == 0xE0 && n >= 3 && (u[1] & 0xC0) == 0x80 && (u[2] & 0xC0) == 0x80)
+			*len = 3;
+		return 0;
+	}
+	if (u[0] < 0xF0) {
+		if (n < 3 || (u[1] & 0xC0) != 0x80 || (u[2] & 0xC0) != 0x80)
+			return 0;
+		*len = 3;
+		c = (uint32_t)(u[0] & 0x0F) << 12 | (uint32_t)(u[1] & 0x3F) << 6 | (u[2] & 0x3F);
+	} else {
+		if (u[0] > 0xF4 || n < 4 || (u[1] & 0xC0) != 0x80 || (u[2] & 0xC0) != 0x80 ||
+		    (u[3] & 0xC0) != 0x80)
+			return 0;
+		*len = 4;
+		c = (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3F) << 12 |
+		    (uint32_t)(u[2] & 0x3F) << 6 | (u[3] & 0x3F);
+	}
+	return is_cjk(c) ? c : 0;
+}
+
+/* ---- The cjk tokenizer -------------------------------------------------- */
+
+struct cjk_tokenizer {
+	fts5_tokenizer parent;   /* the wrapped tokenizer's methods */
+	Fts5Tokenizer *inst;     /* and its instance, owned */
+};
+
+struct cjk_call {
+	void *ctx;
+	int (*token)(void *ctx, int tflags, const char *tok, int n, int start, int end);
+	int base;                /* offset of the segment handed to the parent */
+};
+
+static int cjk_create(void *api_ptr, const char **argv, int argc, Fts5Tokenizer **out)
+{
+	fts5_api *api = api_ptr;
+	struct cjk_tokenizer *t;
+	void *user = NULL;
+	const char *parent = argc > 0 ? argv[0] : "unicode61";
+	int rc;
+
+	t = xcalloc(1, sizeof(*t));
+	rc = api->xFindTokenizer(api, parent, &user, &t->parent);
+	if (rc == SQLITE_OK)
+		rc = t->parent.xCreate(user, argc > 0 ? argv + 1 : argv, argc > 0 ? argc - 1 : 0,
+				       &t->inst);
+	if (rc != SQLITE_OK) {
+		free(t);
+		return rc;
+	}
+	*out = (Fts5Tokenizer *)t;
+	return SQLITE_OK;
+}
+
+static void cjk_delete(Fts5Tokenizer *tok)
+{
+	struct cjk_tokenizer *t = (struct cjk_tokenizer *)tok;
+
+	t->parent.xDelete(t->inst);
+	free(t);
+}
+
+static int shifted(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	struct cjk_call *c = p;
+
+	return c->token(c->ctx, tflags, tok, n, start + c->base, end + c->base);
+}
+
+/*
+ * Emits the run of CJK characters text[start..end) as bigrams, or as one
+ * unigram when it is one character long. Outside queries, the last
+ * character also goes in alone at the last bigram's position, so that a
+ * one-character query (a prefix query on the bigrams) finds it too.
+ */
+static int cjk_run(const char *text, int start, int end, int flags, struct cjk_call *c)
+{
+	int prev = -1, cur = start, len, rc;
+
+	while (cur < end) {
+		cjk_at(text + cur, end - cur, &len);
+		if (prev >= 0) {
+			rc = c->token(c->ctx, 0, text + prev, cur + len - prev, prev, cur + len);
+			if (rc != SQLITE_OK)
+				return rc;
+		}
+		prev = cur;
+		cur += len;
+	}
+	if (prev == start)
+		return c->token(c->ctx, 0, text + prev, end - prev, prev, end);
+	if (prev >= 0 && !(flags & FTS5_TOKENIZE_QUERY))
+		return c->token(c->ctx, FTS5_TOKEN_COLOCATED, text + prev, end - prev, prev, end);
+	return SQLITE_OK;
+}
+
+static int cjk_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *text, int n,
+			int (*token)(void *, int, const char *, int, int, int))
+{
+	struct cjk_tokenizer *t = (struct cjk_tokenizer *)tok;
+	struct cjk_call c = { ctx, token, 0 };
+	int seg = 0, i = 0, rc;
+
+	while (i < n) {
+		int len, j;
+
+		if ((unsigned char)text[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if (!cjk_at(text + i, n - i, &len)) {
+			i += len;
+			continue;
+		}
+		if (i > seg) {
+			c.base = seg;
+			rc = t->parent.xTokenize(t->inst, &c, flags, text + seg, i - seg, shifted);
+			if (rc != SQLITE_OK)
+				return rc;
+		}
+		for (j = i + len; j < n && cjk_at(text + j, n - j, &len); j += len)
+			;
+		rc = cjk_run(text, i, j, flags, &c);
+		if (rc != SQLITE_OK)
+			return rc;
+		seg = i = j;
+	}
+	if (n > seg) {
+		c.base = seg;
+		return t->parent.xTokenize(t->inst, &c, flags, text + seg, n - seg, shifted);
+	}
+	return SQLITE_OK;
+}
+
+/* ---- Snippets ----------------------------------------------------------- */
+
+struct hit {
+	int phrase;
+	int first, last;   /* token positions */
+	int start, end;    /* bytes, once mapped; -1 before */
+};
+
+struct hit_map {
+	struct hit *hits;
+	int n;
+	int done;          /* hits before this one are fully mapped */
+	int pos;           /* position of the next token */
+	int max;           /* the last position needed */
+};
+
+static int map_token(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	struct hit_map *m = p;
+	int pos, i;
+
+	if (tflags & FTS5_TOKEN_COLOCATED)
+		return SQLITE_OK;
+	pos = m->pos++;
+	for (i = m->done; i < m->n && m->hits[i].first <= pos; i++) {
+		if (m->hits[i].first == pos)
+			m->hits[i].start = start;
+		if (m->hits[i].last == pos)
+			m->hits[i].end = end;
+		if (i == m->done && m->hits[i].last <= pos)
+			m->done++;
+	}
+	return pos >= m->max ? SQLITE_DONE : SQLITE_OK;
+}
+
+static int by_position(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->last < y->last ? -1 : x->last > y->last;
+}
+
+static int is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static int prev_char(const char *t, int p)
+{
+	p--;
+	while (p > 0 && ((unsigned char)t[p] & 0xC0) == 0x80)
+		p--;
+	return p;
+}
+
+static int next_char(const char *t, int len, int p)
+{
+	p++;
+	while (p < len && ((unsigned char)t[p] & 0xC0) == 0x80)
+		p++;
+	return p;
+}
+
+/* A few words before the anchor, cut at a word start when there is one. */
+static int window_start(const char *t, int anchor)
+{
+	/* an anchor inside a word (a substring match) does not count its own word */
+	int p = anchor, words = anchor > 0 && !is_ws(t[anchor - 1]) ? -1 : 0, k;
+
+	while (p > 0) {
+		int q = prev_char(t, p);
+		if (anchor - q > SNIP_BYTES_BEFORE)
+			break;
+		p = q;
+		if (!is_ws(t[p]) && (p == 0 || is_ws(t[p - 1])) && ++words >= SNIP_WORDS_BEFORE)
+			return p;
+	}
+	if (p == 0 || is_ws(t[p - 1]))
+		return p;
+	for (k = p; k < anchor; k++) {
+		if (is_ws(t[k])) {
+			while (k < anchor && is_ws(t[k]))
+				k++;
+			return k;
+		}
+	}
+	return p;
+}
+
+/* Up to SNIP_WORDS words or SNIP_BYTES bytes from start, and past min. */
+static int window_end(const char *t, int len, int start, int min)
+{
+	int p = start, words = 0, last_ws = -1;
+
+	while (p < len) {
+		if (p >= min) {
+			if (p - start >= SNIP_BYTES)
+				break;
+			if (!is_ws(t[p]) && (p == start || is_ws(t[p - 1])) && words >= SNIP_WORDS)
+				break;
+		}
+		if (!is_ws(t[p]) && (p == start || is_ws(t[p - 1])))
+			words++;
+		if (is_ws(t[p]))
+			last_ws = p;
+		p = next_char(t, len, p);
+	}
+	if (p < len && !is_ws(t[p]) && p > start && !is_ws(t[p - 1]) && last_ws >= min)
+		p = last_ws;
+	while (p > start && p > min && is_ws(t[p - 1]))
+		p--;
+	return p;
+}
+
+static int only_ws(const char *t, int from, int to)
+{
+	for (; from < to; from++)
+		if (!is_ws(t[from]))
+			return 0;
+	return 1;
+}
+
+/*
+ * Appends t[start..end) with whitespace runs as one space, control
+ * characters dropped, and the byte ranges of hits (sorted by start)
+ * between MARK_OPEN and MARK_CLOSE, overlapping ones merged.
+ */
+static void emit_window(struct buf *out, const char *t, int len, int start, int end,
+			const struct hit *hits, int n)
+{
+	int p, h = 0, open_end = -1, in_ws = 0;
+
+	if (start > 0 && !only_ws(t, 0, start))
+		buf_adds(out, "\xE2\x80\xA6");
+	for (p = start; p < end; p++) {
+		unsigned char c = (unsigned char)t[p];
+
+		if (open_end < 0) {
+			while (h < n && (hits[h].start < p || hits[h].end <= hits[h].start))
+				h++;
+			if (h < n && hits[h].start == p) {
+				buf_addc(out, MARK_OPEN);
+				open_end = hits[h].end;
+			}
+		}
+		if (open_end >= 0) {
+			/* absorb every hit that starts inside the open one */
+			while (h < n && hits[h].start < open_end) {
+				if (hits[h].end > open_end)
+					open_end = hits[h].end;
+				h++;
+			}
+		}
+		if (is_ws((char)c)) {
+			if (!in_ws)
+				buf_addc(out, ' ');
+			in_ws = 1;
+		} else if (c >= 0x20) {
+			buf_addc(out, (char)c);
+			in_ws = 0;
+		}
+		if (open_end >= 0 && (p + 1 == open_end || p + 1 == end)) {
+			buf_addc(out, MARK_CLOSE);
+			open_end = -1;
+		}
+	}
+	if (end < len && !only_ws(t, end, len))
+		buf_adds(out, "\xE2\x80\xA6");
+}
+
+/* A tokenizer of the reader's own, to find a row's matches in its text. */
+struct row_tokenizer {
+	fts5_tokenizer api;
+	Fts5Tokenizer *inst;     /* owned */
+};
+
+/*
+ * Appends to out about 30 words of text (len bytes): around the window
+ * with most distinct phrases among hits (token positions in this text,
+ * sorted), matches between MARK_OPEN and MARK_CLOSE; the first words when
+ * there are no hits. Tokenizes only up to the last hit. An SQLite code.
+ */
+static int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
+			struct row_tokenizer *tk)
+{
+	struct hit_map map = { hits, n, 0, 0, -1 };
+	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i, rc;
+
+	for (i = 0; i < n; i++) {
+		hits[i].start = hits[i].end = -1;
+		if (hits[i].last > map.max)
+			map.max = hits[i].last;
+	}
+	if (n > 0) {
+		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text, len, map_token);
+		if (rc != SQLITE_OK && rc != SQLITE_DONE)
+			return rc;
+	}
+	/* the anchor: the hit followed closely by most distinct phrases */
+	for (i = 0; i < n; i++) {
+		uint64_t seen = 0;
+		int j, score = 0;
+
+		if (hits[i].start < 0 || hits[i].end < 0)
+			continue;
+		for (j = i; j < n && hits[j].start <= hits[i].start + SNIP_SPAN; j++) {
+			uint64_t bit = (uint64_t)1 << (hits[j].phrase & 63);
+			if (hits[j].start >= 0 && hits[j].end >= 0 && !(seen & bit)) {
+				seen |= bit;
+				score++;
+			}
+		}
+		if (score > best_score) {
+			best_score = score;
+			best = i;
+		}
+	}
+	if (best >= 0) {
+		anchor = hits[best].start;
+		anchor_end = hits[best].end;
+	}
+	start = window_start(text, anchor);
+	while (start < len && start < anchor && is_ws(text[start]))
+		start++;
+	end = window_end(text, len, start, anchor_end);
+	emit_window(out, text, len, start, end, hits, n);
+	return SQLITE_OK;
+}
+
+/* ---- Connections -------------------------------------------------------- */
+
+static int db_error(sqlite3 *db, const char *what)
+{
+	return log_error("search: %s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+}
+
+/* Closes db, logging a failure (statements left unfinalized). Accepts NULL. */
+static void close_db(sqlite3 *db)
+{
+	if (sqlite3_close(db) != SQLITE_OK)
+		db_error(db, "closing");
+}
+
+static int is_corruption(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+
+/* FTS5's extension interface on db. An SQLite code. */
+static int fts5_api_of(sqlite3 *db, fts5_api **out)
+{
+	fts5_api *api = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "SELECT fts5(?1)", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_pointer(st, 1, (void *)&api, "fts5_api_ptr", NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_ROW ? SQLITE_OK : rc;
+	}
+	sqlite3_finalize(st);
+	if (rc == SQLITE_OK && (!api || api->iVersion < 2))
+		rc = SQLITE_ERROR;
+	*out = api;
+	return rc;
+}
+
+/* Registers the cjk tokenizer on db. An SQLite code. */
+static int register_fts(sqlite3 *db)
+{
+	fts5_api *api = NULL;
+	fts5_tokenizer tok = { cjk_create, cjk_delete, cjk_tokenize };
+	int rc;
+
+	rc = fts5_api_of(db, &api);
+	if (rc == SQLITE_OK)
+		rc = api->xCreateTokenizer(api, "cjk", api, &tok, NULL);
+	return rc;
+}
+
+/* Opens path with flags, ready for the schema. An SQLite code; *out NULL on error. */
+static int open_db(const char *path, int flags, sqlite3 **out)
+{
+	sqlite3 *db = NULL;
+	int rc;
+
+	*out = NULL;
+	rc = sqlite3_open_v2(path, &db, flags, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
+	if (rc == SQLITE_OK)
+		rc = register_fts(db);
+	if (rc != SQLITE_OK) {
+		log_error("search: cannot open %s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+		close_db(db);
+		return rc;
+	}
+	*out = db;
+	return SQLITE_OK;
+}
+
+/* Runs sql, which returns one integer row or none (*v untouched). An SQLite code. */
+static int query_int(sqlite3 *db, const char *sql, long long *v)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW) {
+			*v = sqlite3_column_int64(st, 0);
+			rc = sqlite3_step(st);
+		}
+		rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/*
+ * The first reads of an opened index: the version, then a row of doc and a
+ * lookup in each index (which read their structure records). *version gets
+ * 0 for a new file. An SQLite code: CORRUPT or NOTADB for a bad file.
+ */
+static int probe(sqlite3 *db, long long *version)
+{
+	long long n = 0;
+	int rc;
+
+	*version = 0;
+	rc = query_int(db, "PRAGMA user_version", version);
+	if (rc != SQLITE_OK || *version != SCHEMA_VERSION)
+		return rc;
+	rc = query_int(db, "SELECT count(*) FROM (SELECT id FROM doc LIMIT 1)", &n);
+	if (rc == SQLITE_OK)
+		rc = query_int(db, "SELECT rowid FROM fts WHERE fts MATCH '\"quire\"' LIMIT 1", &n);
+	if (rc == SQLITE_OK)
+		rc = query_int(db, "SELECT rowid FROM tri WHERE tri MATCH '\"quire\"' LIMIT 1", &n);
+	return rc;
+}
+
+static int remove_files(const char *path)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal" };
+	struct buf p = BUF_INIT;
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
+		buf_reset(&p);
+		buf_addf(&p, "%s%s", path, suffixes[i]);
+		if (unlink(p.ptr) < 0 && errno != ENOENT)
+			ret = log_error("search: cannot remove %s: %s", p.ptr, strerror(errno));
+	}
+	buf_release(&p);
+	return ret;
+}
+
+/* ---- The writer --------------------------------------------------------- */
+
+/*
+ * Puts and deletes wait in memory until the commit (or until they hold
+ * STAGE_MAX bytes), which applies them in the order FTS5 writes cheaply:
+ * the old rows deleted by ascending id, then the new ones inserted with
+ * fresh, ascending ids. FTS5 keeps pending changes in a hash and must flush
+ * it to a new segment whenever a row id is not above the last one written,
+ * so replacing rows in place (delete 7, insert 7, delete 3, ...) would
+ * write a segment, and start merge work, for every note.
+ */
+#define STAGE_MAX (8 << 20)
+
+enum stage_op { OP_PUT, OP_DELETE, OP_KEEP };
+
+struct staged {
+	enum stage_op op;        /* OP_KEEP: a put of what is stored, cancelling earlier ones */
+	char *url;               /* owned */
+	char *field[4];          /* OP_PUT: title, headings, tags, body, owned */
+	size_t len[4];
+	sqlite3_int64 old_id;    /* the row replaced or deleted, 0 for none */
+	size_t seq;              /* the last call for a url wins */
+};
+
+struct search {
+	sqlite3 *db;
+	sqlite3_stmt *find, *insert, *remove, *begin, *commit, *rollback;
+	int in_tx;
+	struct staged *staged;
+	size_t nstaged, astaged, staged_bytes;
+	struct buf field[5];     /* sanitized copies for put, reused */
+};
+
+static int exec(sqlite3 *db, const char *sql, const char *what)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+
+	if (rc != SQLITE_OK) {
+		log_error("search: %s: %s", what, msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+	}
+	return rc;
+}
+
+static int create_schema(sqlite3 *db)
+{
+	struct buf sql = BUF_INIT;
+	int rc;
+
+	buf_addf(&sql, "BEGIN; %s PRAGMA user_version = %d; COMMIT;", schema_sql, SCHEMA_VERSION);
+	rc = exec(db, sql.ptr, "creating the index");
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
+		exec(db, "ROLLBACK", "rolling back");
+	buf_release(&sql);
+	return rc;
+}
+
+/* Switches db to WAL, warning when the file system refuses. An SQLite code. */
+static int set_wal(sqlite3 *db, const char *path)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	rc = sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *mode = (const char *)sqlite3_column_text(st, 0);
+		if (!mode || strcmp(mode, "wal") != 0)
+			log_warn("search: %s: no WAL (%s); readers will wait for commits", path,
+				 mode ? mode : "?");
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_OK)
+		db_error(db, "journal_mode");
+	return rc;
+}
+
+/*
+ * Opens the writer's connection, rebuilding a bad or outdated file once.
+ * An SQLite code.
+ */
+static int open_writer(const char *path, sqlite3 **out, int *fresh)
+{
+	const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+	sqlite3 *db = NULL;
+	long long version = 0;
+	int attempt, rc = SQLITE_OK;
+
+	*out = NULL;
+	*fresh = 0;
+	for (attempt = 0; attempt < 2; attempt++) {
+		rc = open_db(path, flags, &db);
+		if (rc != SQLITE_OK)
+			return rc;
+		rc = probe(db, &version);
+		if (rc == SQLITE_OK && version == SCHEMA_VERSION)
+			break;
+		if (rc == SQLITE_OK && version == 0) {
+			long long objects = 0;
+			rc = query_int(db, "SELECT count(*) FROM sqlite_schema", &objects);
+			if (rc == SQLITE_OK && objects == 0) {
+				*fresh = 1;
+				break;
+			}
+		}
+		if (rc != SQLITE_OK && !is_corruption(rc)) {
+			db_error(db, path);
+			close_db(db);
+			return rc;
+		}
+		if (rc != SQLITE_OK)
+			log_warn("search: %s is damaged (%s); rebuilding the index", path,
+				 sqlite3_errstr(rc));
+		else
+			log_info("search: %s has schema %lld, not %d; rebuilding the index", path,
+				 version, SCHEMA_VERSION);
+		close_db(db);
+		db = NULL;
+		if (remove_files(path) < 0)
+			return SQLITE_CANTOPEN;
+		*fresh = 1;
+	}
+	if (!db) {
+		log_error("search: %s is still unusable after a rebuild", path);
+		return SQLITE_CORRUPT;
+	}
+	/* WAL: readers see the last commit while the writer works; NORMAL: the index is a cache */
+	rc = set_wal(db, path);
+	if (rc == SQLITE_OK)
+		rc = exec(db, "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768;", "setting up");
+	if (rc == SQLITE_OK && *fresh)
+		rc = create_schema(db);
+	if (rc != SQLITE_OK) {
+		close_db(db);
+		return rc;
+	}
+	*out = db;
+	return SQLITE_OK;
+}
+
+static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+
+	if (rc != SQLITE_OK)
+		db_error(db, "preparing a statement");
+	return rc;
+}
+
+struct search *search_open(const char *path, int *fresh)
+{
+	struct search *s = xcalloc(1, sizeof(*s));
+	int i, rc;
+
+	for (i = 0; i < 5; i++)
+		buf_init(&s->field[i], 0);
+	rc = open_writer(path, &s->db, fresh);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db,
+			     "SELECT id, title IS ?2 AND headings IS ?3 AND tags IS ?4 AND body IS ?5"
+			     " FROM doc WHERE url = ?1",
+			     &s->find);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db,
+			     "INSERT INTO doc(url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5)",
+			     &s->insert);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "DELETE FROM doc WHERE id = ?1", &s->remove);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "BEGIN IMMEDIATE", &s->begin);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "COMMIT", &s->commit);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "ROLLBACK", &s->rollback);
+	if (rc != SQLITE_OK) {
+		search_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void search_free(struct search *s)
+{
+	int i;
+
+	if (!s)
+		return;
+	search_rollback(s);
+	sqlite3_finalize(s->find);
+	sqlite3_finalize(s->insert);
+	sqlite3_finalize(s->remove);
+	sqlite3_finalize(s->begin);
+	sqlite3_finalize(s->commit);
+	sqlite3_finalize(s->rollback);
+	close_db(s->db);
+	for (i = 0; i < 5; i++)
+		buf_release(&s->field[i]);
+	free(s->staged);
+	free(s);
+}
+
+/* Steps a statement that returns no rows and resets it. 0 or -1. */
+static int run_once(sqlite3 *db, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return db_error(db, what);
+	return 0;
+}
+
+static void clear_staged(struct search *s)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i < s->nstaged; i++) {
+		free(s->staged[i].url);
+		for (k = 0; k < 4; k++)
+			free(s->staged[i].field[k]);
+	}
+	s->nstaged = 0;
+	s->staged_bytes = 0;
+}
+
+static int by_url_then_seq(const void *a, const void *b)
+{
+	const struct staged *x = a, *y = b;
+	int c = strcmp(x->url, y->url);
+
+	if (c)
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int by_id(const void *a, const void *b)
+{
+	sqlite3_int64 x = *(const sqlite3_int64 *)a, y = *(const sqlite3_int64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Writes the staged changes into the open transaction. 0 or -1 (logged). */
+static int apply_staged(struct search *s)
+{
+	sqlite3_int64 *ids;
+	size_t i, nids = 0;
+	int k, rc = SQLITE_OK;
+
+	if (!s->nstaged)
+		return 0;
+	qsort(s->staged, s->nstaged, sizeof(*s->staged), by_url_then_seq);
+	ids = xcalloc(s->nstaged, sizeof(*ids));
+	for (i = 0; i < s->nstaged; i++) {
+		struct staged *c = &s->staged[i];
+
+		if (i + 1 < s->nstaged && strcmp(c->url, s->staged[i + 1].url) == 0)
+			c->op = OP_KEEP; /* a later call decides */
+		else if (c->op != OP_KEEP && c->old_id > 0)
+			ids[nids++] = c->old_id;
+	}
+	qsort(ids, nids, sizeof(*ids), by_id);
+	for (i = 0; i < nids && rc == SQLITE_OK; i++) {
+		rc = sqlite3_bind_int64(s->remove, 1, ids[i]);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(s->remove);
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+		sqlite3_reset(s->remove);
+	}
+	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
+		struct staged *c = &s->staged[i];
+
+		if (c->op != OP_PUT)
+			continue;
+		rc = sqlite3_bind_text(s->insert, 1, c->url, -1, SQLITE_STATIC);
+		for (k = 0; k < 4 && rc == SQLITE_OK; k++)
+			rc = sqlite3_bind_text(s->insert, k + 2, c->field[k], (int)c->len[k],
+					       SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(s->insert);
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+		sqlite3_reset(s->insert);
+	}
+	sqlite3_clear_bindings(s->insert);
+	free(ids);
+	clear_staged(s);
+	if (rc != SQLITE_OK)
+		return db_error(s->db, "writing the index");
+	return 0;
+}
+
+/*
+ * The row stored for url: its id, or 0; *same tells whether it holds the
+ * sanitized fields in s->field (when fields is set). An SQLite code.
+ */
+static int find_row(struct search *s, const char *url, int fields, sqlite3_int64 *id, int *same)
+{
+	int rc, i;
+
+	*id = 0;
+	*same = 0;
+	rc = sqlite3_bind_text(s->find, 1, url, -1, SQLITE_STATIC);
+	for (i = 1; i < 5 && rc == SQLITE_OK; i++) {
+		if (fields)
+			rc = sqlite3_bind_text(s->find, i + 1, s->field[i].ptr, (int)s->field[i].len,
+					       SQLITE_STATIC);
+		else
+			rc = sqlite3_bind_null(s->find, i + 1);
+	}
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(s->find);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(s->find, 0);
+		*same = sqlite3_column_int(s->find, 1);
+		rc = SQLITE_DONE;
+	}
+	sqlite3_reset(s->find);
+	sqlite3_clear_bindings(s->find);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Stages op for url (sanitized in s->field[0]), with the fields for OP_PUT. 0 or -1. */
+static int stage(struct search *s, enum stage_op op, sqlite3_int64 old_id)
+{
+	struct staged *c;
+	int k;
+
+	ALLOC_GROW(s->staged, s->nstaged + 1, s->astaged);
+	c = &s->staged[s->nstaged];
+	memset(c, 0, sizeof(*c));
+	c->op = op;
+	c->url = xstrdup(s->field[0].ptr);
+	c->old_id = old_id;
+	c->seq = s->nstaged++;
+	s->staged_bytes += s->field[0].len + sizeof(*c);
+	if (op == OP_PUT) {
+		for (k = 0; k < 4; k++) {
+			c->len[k] = s->field[k + 1].len;
+			c->field[k] = xmemdup(s->field[k + 1].ptr, c->len[k] + 1);
+			s->staged_bytes += c->len[k];
+		}
+	}
+	return s->staged_bytes >= STAGE_MAX ? apply_staged(s) : 0;
+}
+
+int search_begin(struct search *s)
+{
+	if (s->in_tx)
+		return log_error("search: a transaction is already open");
+	if (run_once(s->db, s->begin, "begin") < 0)
+		return -1;
+	s->in_tx = 1;
+	return 0;
+}
+
+int search_commit(struct search *s)
+{
+	if (!s->in_tx)
+		return log_error("search: commit without a transaction");
+	if (apply_staged(s) < 0 || run_once(s->db, s->commit, "commit") < 0) {
+		search_rollback(s);
+		return -1;
+	}
+	s->in_tx = 0;
+	return 0;
+}
+
+void search_rollback(struct search *s)
+{
+	clear_staged(s);
+	if (!s->in_tx)
+		return;
+	s->in_tx = 0;
+	if (sqlite3_get_autocommit(s->db))
+		return; /* SQLite already rolled back (a full disk, say) */
+	run_once(s->db, s->rollback, "rollback");
+}
+
+/* Sanitizes v into s->field[i]: U+FFFD for invalid UTF-8 and control characters. */
+static void set_field(struct search *s, int i, const char *v)
+{
+	buf_reset(&s->field[i]);
+	if (v)
+		utf8_sanitize(v, strlen(v), &s->field[i], NULL);
+}
+
+int search_put(struct search *s, const char *url, const char *title, const char *headings,
+	       const char *tags, const char *text)
+{
+	const char *v[5] = { url, title, headings, tags, text };
+	sqlite3_int64 id;
+	int i, same, implicit = !s->in_tx, ret;
+
+	if (!url || !*url)
+		return log_error("search: put without a url");
+	if (implicit && search_begin(s) < 0)
+		return -1;
+	for (i = 0; i < 5; i++)
+		set_field(s, i, v[i]);
+	if (find_row(s, s->field[0].ptr, 1, &id, &same) != SQLITE_OK)
+		ret = db_error(s->db, "put");
+	else
+		ret = stage(s, same ? OP_KEEP : OP_PUT, id);
+	if (implicit)
+		return ret < 0 ? (search_rollback(s), -1) : search_commit(s);
+	return ret;
+}
+
+int search_delete(struct search *s, const char *url)
+{
+	sqlite3_int64 id;
+	int same, implicit = !s->in_tx, ret;
+
+	if (!url || !*url)
+		return log_error("search: delete without a url");
+	if (implicit && search_begin(s) < 0)
+		return -1;
+	set_field(s, 0, url);
+	if (find_row(s, s->field[0].ptr, 0, &id, &same) != SQLITE_OK)
+		ret = db_error(s->db, "delete");
+	else
+		ret = stage(s, OP_DELETE, id);
+	if (implicit)
+		return ret < 0 ? (search_rollback(s), -1) : search_commit(s);
+	return ret;
+}
+
+int search_optimize(struct search *s)
+{
+	if (s->in_tx)
+		return log_error("search: optimize inside a transaction");
+	if (exec(s->db, "INSERT INTO fts(fts) VALUES('optimize');"
+			" INSERT INTO tri(tri) VALUES('optimize');"
+			" PRAGMA wal_checkpoint(TRUNCATE);", "optimize") != SQLITE_OK)
+		return -1;
+	return 0;
+}
+
+/* ---- Parsing queries ---------------------------------------------------- */
+
+struct term {
+	const char *s;   /* into the query */
+	size_t n;
+	const char *core; /* s without leading and trailing non-alphanumerics */
+	size_t core_n;
+	size_t chars;    /* code points in core */
+	int neg, prefix;
+};
+
+struct query {
+	struct term t[SEARCH_TERMS_MAX];
+	int n, npos;
+};
+
+/* Length of the blank at s (a space or control character), or 0. */
+static int blank_at(const char *s, size_t len)
+{
+	unsigned char c = (unsigned char)s[0];
+	int32_t cp;
+	int n;
+
+	if (c < 0x80)
+		return c <= 0x20 || c == 0x7f;
+	n = utf8_decode(s, len, &cp);
+	if (n < 0)
+		return 1;
+	return unicode_is_space(cp) ? n : 0;
+}
+
+static int char_len(const char *s, size_t len)
+{
+	int32_t cp;
+	int n = (unsigned char)s[0] < 0x80 ? 1 : utf8_decode(s, len, &cp);
+
+	return n < 1 ? 1 : n;
+}
+
+/*
+ * Fills in core, chars and the CJK prefix rule; returns 0 for a term with
+ * no letter or digit (nothing to search for).
+ */
+static int classify(struct term *t)
+{
+	const char *end = t->s + t->n, *p, *last = NULL;
+	int run = 0, last_cjk_run = 0, alnum = 0;
+
+	t->core = NULL;
+	t->chars = 0;
+	for (p = t->s; p < end;) {
+		int32_t cp = 0;
+		int n = utf8_decode(p, (size_t)(end - p), &cp), l;
+
+		if (n < 1)
+			n = 1;
+		if (cjk_at(p, (int)(end - p), &l)) {
+			run++;
+			last_cjk_run = run;
+		} else {
+			run = 0;
+			if (unicode_is_alnum(cp))
+				last_cjk_run = 0;
+		}
+		if (unicode_is_alnum(cp) || is_cjk((uint32_t)cp)) {
+			if (!t->core)
+				t->core = p;
+			last = p + n;
+			alnum++;
+		}
+		p += n;
+	}
+	if (!t->core)
+		return 0;
+	t->core_n = (size_t)(last - t->core);
+	for (p = t->core; p < last; p += char_len(p, (size_t)(last - p)))
+		t->chars++;
+	/* one CJK character is no bigram: look for the bigrams it starts */
+	if (last_cjk_run == 1)
+		t->prefix = 1;
+	/*
+	 * FTS5 merges the doclists of every word with the prefix: "th*" costs
+	 * 25 ms on 10,000 notes, "par*" 5 ms. Shorter ones are words.
+	 */
+	else if (t->prefix && alnum < PREFIX_MIN)
+		t->prefix = 0;
+	return 1;
+}
+
+/* Splits q into terms. 0, or -1 with *err set (a 400). */
+static int parse(const char *q, size_t len, struct query *out, const char **err)
+{
+	size_t i = 0;
+	int blank_only = 1;
+
+	out->n = out->npos = 0;
+	while (i < len) {
+		struct term t = { 0 };
+		int b = blank_at(q + i, len - i);
+
+		if (b) {
+			i += (size_t)b;
+			continue;
+		}
+		blank_only = 0;
+		if (q[i] == '-' && i + 1 < len && !blank_at(q + i + 1, len - i - 1)) {
+			t.neg = 1;
+			i++;
+		}
+		if (q[i] == '"') {
+			const char *close = memchr(q + i + 1, '"', len - i - 1);
+
+			t.s = q + i + 1;
+			t.n = close ? (size_t)(close - t.s) : len - i - 1;
+			i = close ? (size_t)(close - q) + 1 : len;
+			if (i < len && q[i] == '*') {
+				t.prefix = 1;
+				while (i < len && q[i] == '*')
+					i++;
+			}
+		} else {
+			t.s = q + i;
+			while (i < len && q[i] != '"' && !blank_at(q + i, len - i))
+				i += (size_t)char_len(q + i, len - i);
+			t.n = (size_t)(q + i - t.s);
+			while (t.n > 0 && t.s[t.n - 1] == '*') {
+				t.prefix = 1;
+				t.n--;
+			}
+		}
+		if (!classify(&t))
+			continue;
+		if (out->n == SEARCH_TERMS_MAX) {
+			*err = "too many terms in the query";
+			return -1;
+		}
+		out->t[out->n++] = t;
+		if (!t.neg)
+			out->npos++;
+	}
+	if (blank_only) {
+		*err = "empty query";
+		return -1;
+	}
+	if (out->n > 0 && out->npos == 0) {
+		*err = "a query needs a term that is not excluded";
+		return -1;
+	}
+	return 0;
+}
+
+/* Appends s as an FTS5 string: double-quoted, inner quotes doubled. */
+static void add_string(struct buf *b, const char *s, size_t n)
+{
+	const char *q;
+
+	buf_addc(b, '"');
+	while (n > 0 && (q = memchr(s, '"', n))) {
+		buf_add(b, s, (size_t)(q - s) + 1);
+		buf_addc(b, '"');
+		n -= (size_t)(q - s) + 1;
+		s = q + 1;
+	}
+	buf_add(b, s, n);
+	buf_addc(b, '"');
+}
+
+/* Appends term t to b for the word index: its string, and " *" for a prefix. */
+static void add_term(struct buf *b, const struct term *t)
+{
+	add_string(b, t->s, t->n);
+	if (t->prefix)
+		buf_adds(b, " *");
+}
+
+/* Whether every term has the three characters a trigram needs. */
+static int trigram_terms(const struct query *q)
+{
+	int i;
+
+	for (i = 0; i < q->n; i++)
+		if (q->t[i].chars < 3)
+			return 0;
+	return q->n > 0;
+}
+
+/*
+ * The MATCH expression: (p1 AND p2 ..) NOT (n1 OR n2 ..). For the trigram
+ * table (substrings), each term's core without prefix stars; returns -1
+ * when a term is too short for trigrams.
+ */
+static int build_match(const struct query *q, int trigram, struct buf *b)
+{
+	int neg, i, first;
+
+	buf_reset(b);
+	for (neg = 0; neg < 2; neg++) {
+		first = 1;
+		for (i = 0; i < q->n; i++) {
+			const struct term *t = &q->t[i];
+
+			if (t->neg != neg)
+				continue;
+			if (trigram && t->chars < 3)
+				return -1;
+			if (first)
+				buf_adds(b, neg ? " NOT (" : "(");
+			else
+				buf_adds(b, neg ? " OR " : " AND ");
+			first = 0;
+			if (trigram)
+				add_string(b, t->core, t->core_n);
+			else
+				add_term(b, t);
+		}
+		if (!first)
+			buf_addc(b, ')');
+	}
+	return 0;
+}
+
+/* ---- Readers ------------------------------------------------------------ */
+
+enum { IDX_WORDS, IDX_TRIGRAM };
+
+/* The most row ids the length cache covers; beyond, FTS5 is asked per row. */
+#define LENGTHS_MAX (1 << 24)
+
+/* The tokenizers of fts and tri, as schema_sql declares them. */
+static const struct {
+	const char *name;
+	const char *args[3];
+	int nargs;
+} index_tokenizer[2] = {
+	{ "cjk", { "unicode61", "remove_diacritics", "2" }, 3 },
+	{ "trigram", { NULL, NULL, NULL }, 0 },
+};
+
+/* What one index's queries keep in the reader. */
+struct index_state {
+	struct search_reader *reader;
+	uint32_t *len;       /* tokens in each row, by rowid; 0: unknown */
+	size_t cap;
+	long long version;   /* data_version the lengths were read at; -1: never */
+	long long nrow;      /* rows in the index, set by quire_rank() */
+	struct row_tokenizer tok;
+};
+
+/* A ranked row and where its matches are, for the snippet. */
+struct ranked {
+	double score;
+	sqlite3_int64 rowid;
+	int slot;            /* its hits: slots[slot] */
+};
+
+struct slot {
+	int col;             /* the column the hits are in */
+	int n;
+	struct hit hits[SNIP_HITS_MAX];
+};
+
+struct search_reader {
+	sqlite3 *db;
+	sqlite3_stmt *begin, *commit, *rollback, *version, *doc, *exists;
+	sqlite3_stmt *scan[2];     /* per index, prepared on first use */
+	sqlite3_stmt *sizes[2];
+	struct index_state idx[2];
+	long long data_version;    /* of the open read transaction */
+	/* the query under way: the best k rows in a heap with the worst at the root */
+	struct ranked *top;
+	size_t ntop, k;
+	struct slot *slots;
+	size_t nslots;
+	struct buf match, snippet;
+};
+
+static const char *const scan_sql[2] = {
+	"SELECT quire_rank_fts(fts, ?2, ?3) FROM fts WHERE fts MATCH ?1",
+	"SELECT quire_rank_tri(tri, ?2, ?3) FROM tri WHERE tri MATCH ?1",
+};
+static const char *const sizes_sql[2] = {
+	"SELECT id, sz FROM fts_docsize",
+	"SELECT id, sz FROM tri_docsize",
+};
+
+/* ---- quire_rank() ------------------------------------------------------- */
+
+static const double col_weight[NCOLS] = { 0.0, 10.0, 5.0, 3.0, 1.0 };
+#define BM25_K1 1.2
+#define BM25_B 0.75
+
+struct rank_query {
+	int nphrase;                    /* the positive phrases, which come first */
+	double avgdl;
+	double idf[SEARCH_TERMS_MAX];
+};
+
+static int count_row(const Fts5ExtensionApi *x, Fts5Context *fc, void *n)
+{
+	(*(sqlite3_int64 *)n)++;
+	return SQLITE_OK;
+}
+
+/*
+ * The natural logarithm of x > 0, as 2 atanh((m - 1) / (m + 1)) + e ln 2
+ * for x = m 2^e: the IDF needs no more, and the build links no libm.
+ */
+static double ln(double x)
+{
+	uint64_t bits;
+	double m, z, z2, term, sum = 0;
+	int e, k;
+
+	if (!(x > 0))
+		return 0;
+	memcpy(&bits, &x, sizeof(bits));
+	e = (int)(bits >> 52 & 0x7FF) - 1023;
+	bits = (bits & 0x000FFFFFFFFFFFFFu) | 0x3FF0000000000000u;
+	memcpy(&m, &bits, sizeof(m));
+	z = (m - 1) / (m + 1);
+	z2 = z * z;
+	for (term = z, k = 1; k < 40; k += 2, term *= z2)
+		sum += term / k;
+	return 2 * sum + e * 0.69314718055994530942;
+}
+
+static double idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit)
+{
+	double idf = ln(((double)nrow - (double)nhit + 0.5) / ((double)nhit + 0.5));
+
+	return idf > 0 ? idf : 1e-6;
+}
+
+static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
+				     struct index_state *st, int npos, int with_idf, int *rc)
+{
+	struct rank_query *rq = xcalloc(1, sizeof(*rq));
+	sqlite3_int64 nrow = 0, ntok = 0;
+	int i;
+
+	rq->nphrase = npos;
+	if (rq->nphrase > x->xPhraseCount(fc))
+		rq->nphrase = x->xPhraseCount(fc);
+	if (rq->nphrase > SEARCH_TERMS_MAX)
+		rq->nphrase = SEARCH_TERMS_MAX;
+	*rc = x->xRowCount(fc, &nrow);
+	if (*rc == SQLITE_OK)
+		*rc = x->xColumnTotalSize(fc, -1, &ntok);
+	rq->avgdl = nrow > 0 && ntok > 0 ? (double)ntok / (double)nrow : 1.0;
+	st->nrow = nrow;
+	for (i = 0; *rc == SQLITE_OK && i < rq->nphrase; i++) {
+		sqlite3_int64 nhit = 0;
+
+		rq->idf[i] = 1.0;
+		if (with_idf) {
+			*rc = x->xQueryPhrase(fc, i, &nhit, count_row);
+			rq->idf[i] = idf_of(nrow, nhit);
+		}
+	}
+	if (*rc == SQLITE_OK)
+		*rc = x->xSetAuxdata(fc, rq, free);
+	else
+		free(rq);
+	return *rc == SQLITE_OK ? rq : NULL;
+}
+
+/* a ranks above b: a higher score, or the same and an older row */
+static int above(const struct ranked *a, const struct ranked *b)
+{
+	return a->score > b->score || (a->score == b->score && a->rowid < b->rowid);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	return above(a, b) ? -1 : above(b, a) ? 1 : 0;
+}
+
+/* Puts x in the heap r->top, which is full when it holds r->k rows, evicting the worst. */
+static void heap_put(struct search_reader *r, struct ranked x)
+{
+	struct ranked *h = r->top;
+	size_t i, c;
+
+	if (r->ntop < r->k) {
+		for (i = r->ntop++; i > 0 && above(&h[(i - 1) / 2], &x); i = (i - 1) / 2)
+			h[i] = h[(i - 1) / 2];
+		h[i] = x;
+		return;
+	}
+	for (i = 0; (c = 2 * i + 1) < r->ntop; i = c) {
+		if (c + 1 < r->ntop && above(&h[c], &h[c + 1]))
+			c++;
+		if (!above(&x, &h[c]))
+			break;
+		h[i] = h[c];
+	}
+	h[i] = x;
+}
+
+/*
+ * Records where the row's matches are: the first SNIP_HITS_MAX, by
+ * position, of the first column among body, title, headings and tags that
+ * has any. An SQLite code.
+ */
+static int capture_hits(const Fts5ExtensionApi *x, Fts5Context *fc, struct slot *sl)
+{
+	static const int order[] = { COL_BODY, COL_TITLE, COL_HEADINGS, COL_TAGS };
+	int has[NCOLS] = { 0 };
+	int ninst = 0, i, rc;
+
+	sl->col = COL_BODY;
+	sl->n = 0;
+	rc = x->xInstCount(fc, &ninst);
+	for (i = 0; rc == SQLITE_OK && i < ninst; i++) {
+		int ph, c, off;
+		rc = x->xInst(fc, i, &ph, &c, &off);
+		if (rc == SQLITE_OK && c >= 0 && c < NCOLS)
+			has[c] = 1;
+	}
+	for (i = 0; i < 4; i++) {
+		if (has[order[i]]) {
+			sl->col = order[i];
+			break;
+		}
+	}
+	for (i = 0; rc == SQLITE_OK && i < ninst; i++) {
+		struct hit *h;
+		int ph, c, off;
+
+		rc = x->xInst(fc, i, &ph, &c, &off);
+		if (rc != SQLITE_OK || c != sl->col)
+			continue;
+		if (sl->n == SNIP_HITS_MAX) {
+			int j, worst = 0;
+			for (j = 1; j < sl->n; j++)
+				if (sl->hits[j].first > sl->hits[worst].first)
+					worst = j;
+			if (off >= sl->hits[worst].first)
+				continue;
+			sl->hits[worst] = sl->hits[--sl->n];
+		}
+		h = &sl->hits[sl->n++];
+		h->phrase = ph;
+		h->first = off;
+		h->last = off + x->xPhraseSize(fc, ph) - 1;
+	}
+	qsort(sl->hits, (size_t)sl->n, sizeof(*sl->hits), by_position);
+	return rc;
+}
+
+/*
+ * quire_rank(table, npos, with_idf): scores the row with FTS5's bm25()
+ * (fts5_aux.c: per phrase, its weighted frequency against the row's length
+ * and the average, k1 = 1.2, b = 0.75), higher is better, over the first
+ * npos phrases; and keeps it in the reader's heap of the best rows, with
+ * where its matches are, when it ranks among them. Two things make it
+ * cheaper than bm25(), which spends most of its time on a docsize lookup
+ * per row: the row's length comes from the reader's cache; and with_idf =
+ * 0 leaves the IDF out (as 1), which for a single phrase changes no order
+ * and saves a pass over its rows (the caller scales the scores it shows).
+ */
+static void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+		    sqlite3_value **argv)
+{
+	struct index_state *st = x->xUserData(fc);
+	struct search_reader *r = st->reader;
+	struct rank_query *rq = x->xGetAuxdata(fc, 0);
+	struct ranked row = { 0, x->xRowid(fc), 0 };
+	double dl = 0;
+	int i, rc = SQLITE_OK;
+
+	if (!rq) {
+		if (argc != 2)
+			rc = SQLITE_MISUSE;
+		else
+			rq = rank_setup(x, fc, st, sqlite3_value_int(argv[0]),
+					sqlite3_value_int(argv[1]), &rc);
+		if (!rq) {
+			sqlite3_result_error_code(ctx, rc);
+			return;
+		}
+	}
+	if (row.rowid >= 0 && (size_t)row.rowid < st->cap && st->len[row.rowid]) {
+		dl = st->len[row.rowid];
+	} else {
+		int n = 0;
+		rc = x->xColumnSize(fc, -1, &n);
+		dl = n;
+	}
+	for (i = 0; rc == SQLITE_OK && i < rq->nphrase; i++) {
+		Fts5PhraseIter it;
+		double freq = 0;
+		int col = -1, off;
+
+		rc = x->xPhraseFirst(fc, i, &it, &col, &off);
+		for (; rc == SQLITE_OK && col >= 0; x->xPhraseNext(fc, &it, &col, &off))
+			if (col < NCOLS)
+				freq += col_weight[col];
+		row.score += rq->idf[i] * freq * (BM25_K1 + 1.0) /
+			     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / rq->avgdl));
+	}
+	if (rc == SQLITE_OK && (r->ntop < r->k || above(&row, &r->top[0]))) {
+		row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
+		rc = capture_hits(x, fc, &r->slots[row.slot]);
+		heap_put(r, row);
+	}
+	if (rc != SQLITE_OK)
+		sqlite3_result_error_code(ctx, rc);
+	else
+		sqlite3_result_double(ctx, row.score);
+}
+
+/* ---- Opening readers ---------------------------------------------------- */
+
+struct search_reader *search_reader_open(const char *path)
+{
+	struct search_reader *r;
+	sqlite3 *db = NULL;
+	fts5_api *api = NULL;
+	int rc, i;
+
+	if (open_db(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &db) != SQLITE_OK)
+		return NULL;
+	r = xcalloc(1, sizeof(*r));
+	r->db = db;
+	buf_init(&r->match, 0);
+	buf_init(&r->snippet, 0);
+	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
+	/* map the file: readers share the OS page cache instead of each caching pages */
+	rc = exec(db, "PRAGMA mmap_size = 268435456;", "setting up a reader");
+	if (rc == SQLITE_OK)
+		rc = fts5_api_of(db, &api);
+	for (i = 0; i < 2; i++) {
+		struct index_state *st = &r->idx[i];
+		void *user = NULL;
+
+		st->reader = r;
+		st->version = -1;
+		if (rc == SQLITE_OK)
+			rc = api->xFindTokenizer(api, index_tokenizer[i].name, &user, &st->tok.api);
+		if (rc == SQLITE_OK)
+			rc = st->tok.api.xCreate(user, (const char **)index_tokenizer[i].args,
+						 index_tokenizer[i].nargs, &st->tok.inst);
+	}
+	if (rc == SQLITE_OK)
+		rc = api->xCreateFunction(api, "quire_rank_fts", &r->idx[IDX_WORDS], rank_fn, NULL);
+	if (rc == SQLITE_OK)
+		rc = api->xCreateFunction(api, "quire_rank_tri", &r->idx[IDX_TRIGRAM], rank_fn, NULL);
+	if (rc == SQLITE_OK)
+		rc = prepare(db, "BEGIN", &r->begin);
+	if (rc == SQLITE_OK)
+		rc = prepare(db, "COMMIT", &r->commit);
+	if (rc == SQLITE_OK)
+		rc = prepare(db, "ROLLBACK", &r->rollback);
+	if (rc == SQLITE_OK)
+		rc = prepare(db, "PRAGMA data_version", &r->version);
+	if (rc != SQLITE_OK) {
+		db_error(db, "opening a reader");
+		search_reader_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void search_reader_free(struct search_reader *r)
+{
+	int i;
+
+	if (!r)
+		return;
+	for (i = 0; i < 2; i++) {
+		sqlite3_finalize(r->scan[i]);
+		sqlite3_finalize(r->sizes[i]);
+		free(r->idx[i].len);
+		if (r->idx[i].tok.inst)
+			r->idx[i].tok.api.xDelete(r->idx[i].tok.inst);
+	}
+	sqlite3_finalize(r->begin);
+	sqlite3_finalize(r->commit);
+	sqlite3_finalize(r->rollback);
+	sqlite3_finalize(r->version);
+	sqlite3_finalize(r->doc);
+	sqlite3_finalize(r->exists);
+	close_db(r->db);
+	buf_release(&r->match);
+	buf_release(&r->snippet);
+	free(r->top);
+	free(r->slots);
+	free(r);
+}
+
+static sqlite3_stmt *cached(struct search_reader *r, sqlite3_stmt **slot, const char *sql)
+{
+	if (!*slot && prepare(r->db, sql, slot) != SQLITE_OK)
+		return NULL;
+	return *slot;
+}
+
+/* Starts a read transaction and notes the file's data_version. 0 or -1. */
+static int read_begin(struct search_reader *r)
+{
+	int rc;
+
+	if (run_once(r->db, r->begin, "begin") < 0)
+		return -1;
+	rc = sqlite3_step(r->version);
+	if (rc == SQLITE_ROW)
+		r->data_version = sqlite3_column_int64(r->version, 0);
+	sqlite3_reset(r->version);
+	if (rc != SQLITE_ROW) {
+		db_error(r->db, "data_version");
+		run_once(r->db, r->rollback, "rollback");
+		return -1;
+	}
+	return 0;
+}
+
+/* One SQLite varint (the format FTS5 stores sizes in); its length, or 0. */
+static int get_varint(const unsigned char *p, int n, uint64_t *v)
+{
+	uint64_t x = 0;
+	int i;
+
+	for (i = 0; i < 8 && i < n; i++) {
+		x = x << 7 | (p[i] & 0x7F);
+		if (!(p[i] & 0x80)) {
+			*v = x;
+			return i + 1;
+		}
+	}
+	if (i == 8 && n > 8) {
+		*v = x << 8 | p[8];
+		return 9;
+	}
+	return 0;
+}
+
+/*
+ * Reads every row's length (the sum of its column sizes) from the index's
+ * docsize table, unless they were read at this data_version. 0 or -1.
+ */
+static int load_lengths(struct search_reader *r, int idx)
+{
+	struct index_state *st = &r->idx[idx];
+	sqlite3_stmt *q;
+	int rc;
+
+	if (st->version == r->data_version)
+		return 0;
+	q = cached(r, &r->sizes[idx], sizes_sql[idx]);
+	if (!q)
+		return -1;
+	if (st->cap)
+		memset(st->len, 0, st->cap * sizeof(*st->len));
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		sqlite3_int64 id = sqlite3_column_int64(q, 0);
+		const unsigned char *sz = sqlite3_column_blob(q, 1);
+		int n = sqlite3_column_bytes(q, 1), k;
+		uint64_t total = 0, v;
+
+		if (id < 0 || id >= LENGTHS_MAX)
+			continue;
+		if ((size_t)id >= st->cap) {
+			size_t cap = st->cap ? st->cap : 1024;
+			while (cap <= (size_t)id)
+				cap *= 2;
+			st->len = xrealloc(st->len, cap * sizeof(*st->len));
+			memset(st->len + st->cap, 0, (cap - st->cap) * sizeof(*st->len));
+			st->cap = cap;
+		}
+		while (sz && n > 0 && (k = get_varint(sz, n, &v)) > 0) {
+			total += v;
+			sz += k;
+			n -= k;
+		}
+		st->len[id] = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
+	}
+	sqlite3_reset(q);
+	if (rc != SQLITE_DONE)
+		return db_error(r->db, "reading row lengths");
+	st->version = r->data_version;
+	return 0;
+}
+
+/* Appends the snippet's runs as segments, splitting on the markers. */
+static void add_segments(struct buf *out, const char *s, size_t n)
+{
+	size_t i, from = 0;
+	int match = 0, first = 1;
+
+	buf_adds(out, "\"segments\":[");
+	for (i = 0; i <= n; i++) {
+		if (i < n && s[i] != MARK_OPEN && s[i] != MARK_CLOSE)
+			continue;
+		if (i > from) {
+			buf_adds(out, first ? "{\"text\":\"" : ",{\"text\":\"");
+			buf_add_json(out, s + from, i - from);
+			buf_adds(out, match ? "\",\"match\":true}" : "\",\"match\":false}");
+			first = 0;
+		}
+		if (i < n)
+			match = s[i] == MARK_OPEN;
+		from = i + 1;
+	}
+	buf_addc(out, ']');
+}
+
+/* Appends one result: the row's URL, title, score and snippet. 0 or -1. */
+static int add_result(struct search_reader *r, int idx, const struct ranked *row, double scale,
+		      int first, struct buf *out)
+{
+	struct slot *sl = &r->slots[row->slot];
+	sqlite3_stmt *st = cached(r, &r->doc,
+				  "SELECT url, title, headings, tags, body FROM doc WHERE id = ?1");
+	const char *url, *title, *text;
+	int rc;
+
+	if (!st)
+		return -1;
+	rc = sqlite3_bind_int64(st, 1, row->rowid);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) { /* cannot happen inside the read transaction */
+		sqlite3_reset(st);
+		return 0;
+	}
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return db_error(r->db, "reading a result");
+	}
+	url = (const char *)sqlite3_column_text(st, COL_URL);
+	title = (const char *)sqlite3_column_text(st, COL_TITLE);
+	text = (const char *)sqlite3_column_text(st, sl->col);
+	buf_reset(&r->snippet);
+	rc = make_snippet(&r->snippet, text ? text : "", text ? sqlite3_column_bytes(st, sl->col) : 0,
+			  sl->hits, sl->n, &r->idx[idx].tok);
+	if (rc == SQLITE_OK) {
+		buf_adds(out, first ? "{\"url\":\"" : ",{\"url\":\"");
+		buf_adds_json(out, url ? url : "");
+		buf_adds(out, "\",\"title\":\"");
+		buf_adds_json(out, title ? title : "");
+		buf_addf(out, "\",\"score\":%.6g,", row->score * scale);
+		add_segments(out, r->snippet.ptr, r->snippet.len);
+		buf_addc(out, '}');
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_OK)
+		return log_error("search: snippet: %s", sqlite3_errstr(rc));
+	return 0;
+}
+
+/*
+ * Ranks every row matching r->match in index idx, keeping the best
+ * offset + limit, then appends the page's results to out; *total gets the
+ * number of matching rows. Inside a read transaction. 0 or -1 (logged).
+ */
+static int run_query(struct search_reader *r, int idx, int npos, int limit, int offset,
+		     struct buf *out, long long *total)
+{
+	sqlite3_stmt *st;
+	double scale = 1.0;
+	size_t i;
+	int rc;
+
+	*total = 0;
+	r->ntop = 0;
+	r->k = (size_t)offset + (size_t)limit;
+	if (r->nslots < r->k) {
+		r->slots = xrealloc(r->slots, r->k * sizeof(*r->slots));
+		r->nslots = r->k;
+	}
+	if (load_lengths(r, idx) < 0 || !(st = cached(r, &r->scan[idx], scan_sql[idx])))
+		return -1;
+	rc = sqlite3_bind_text(st, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(st, 2, npos);
+	/*
+	 * Several phrases need their IDFs to be weighed against each other,
+	 * one pass over each phrase's rows; substrings go without (a pass over
+	 * a trigram phrase costs as much as the query).
+	 */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(st, 3, npos > 1 && idx == IDX_WORDS);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		(*total)++;
+		rc = SQLITE_OK;
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return db_error(r->db, "query");
+	qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
+	/* one phrase was ranked without its IDF: every row has the same one */
+	if (npos == 1)
+		scale = idf_of(r->idx[idx].nrow, *total);
+	for (i = (size_t)offset; i < r->ntop; i++)
+		if (add_result(r, idx, &r->top[i], scale, i == (size_t)offset, out) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * Whether substrings are worth looking for, once the words found nothing:
+ * when some positive term is no word of any note (a fragment, "rameter").
+ * Terms that are words and merely never meet would only find noise as
+ * substrings ("man" in "manual"). 1, 0, or -1 (logged).
+ */
+static int want_substrings(struct search_reader *r, const struct query *q)
+{
+	sqlite3_stmt *st;
+	int i, rc;
+
+	if (q->npos == 1 && q->n == 1)
+		return 1; /* the query that found nothing was that term alone */
+	st = cached(r, &r->exists, "SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT 1");
+	if (!st)
+		return -1;
+	for (i = 0; i < q->n; i++) {
+		if (q->t[i].neg)
+			continue;
+		buf_reset(&r->match);
+		add_term(&r->match, &q->t[i]);
+		rc = sqlite3_bind_text(st, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc == SQLITE_DONE)
+			return 1;
+		if (rc != SQLITE_ROW)
+			return db_error(r->db, "query");
+	}
+	return 0;
+}
+
+static int bad_request(struct buf *out, const char *msg)
+{
+	buf_adds(out, "{\"error\":\"");
+	buf_adds_json(out, msg);
+	buf_adds(out, "\"}");
+	return -1;
+}
+
+int search_query(struct search_reader *r, const char *q, int limit, int offset, struct buf *out)
+{
+	struct query parsed;
+	struct buf results = BUF_INIT;
+	const char *err = NULL;
+	long long total = 0;
+	size_t len = q ? strlen(q) : 0;
+	int ret = 0;
+
+	if (len == 0)
+		return bad_request(out, "empty query");
+	if (len > SEARCH_QUERY_MAX)
+		return bad_request(out, "query longer than 256 bytes");
+	if (!utf8_valid(q, len))
+		return bad_request(out, "query is not valid UTF-8");
+	if (limit < 1 || limit > SEARCH_LIMIT_MAX)
+		return bad_request(out, "limit must be between 1 and 50");
+	if (offset < 0 || offset > SEARCH_OFFSET_MAX)
+		return bad_request(out, "offset must be between 0 and 1000");
+	if (parse(q, len, &parsed, &err) < 0)
+		return bad_request(out, err);
+	if (parsed.n > 0) {
+		if (read_begin(r) < 0) {
+			ret = -1;
+		} else {
+			build_match(&parsed, 0, &r->match);
+			ret = run_query(r, IDX_WORDS, parsed.npos, limit, offset, &results, &total);
+			if (ret == 0 && total == 0 && trigram_terms(&parsed))
+				ret = want_substrings(r, &parsed);
+			if (ret == 1) {
+				build_match(&parsed, 1, &r->match);
+				ret = run_query(r, IDX_TRIGRAM, parsed.npos, limit, offset, &results,
+						&total);
+			}
+			if (ret == 0)
+				ret = run_once(r->db, r->commit, "commit");
+			else if (!sqlite3_get_autocommit(r->db))
+				run_once(r->db, r->rollback, "rollback");
+		}
+	}
+	if (ret < 0) {
+		buf_adds(out, "{\"error\":\"search failed\"}");
+		buf_release(&results);
+		return -2;
+	}
+	buf_adds(out, "{\"query\":\"");
+	buf_add_json(out, q, len);
+	buf_addf(out, "\",\"total\":%lld,\"results\":[", total);
+	buf_add(out, results.ptr, results.len);
+	buf_adds(out, "]}");
+	buf_release(&results);
+	return 0;
+}

@@ -1,0 +1,1277 @@
+/*
+ * test-search.c: the search index on a real SQLite file in a temporary
+ * folder: words, phrases, prefixes, exclusions, accents, ranking, Chinese
+ * and Japanese, substrings, updates and deletes, paging, snippet segments,
+ * hostile queries, readers on threads during commits, and rebuilding a
+ * corrupt or outdated file. Every response is parsed by the small JSON
+ * parser below, which also proves it valid.
+ */
+#include "search.h"
+#include "test.h"
+#include "unicode.h"
+#include "xalloc.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* ---- A strict little JSON parser ------------------------------------------ */
+
+enum jtype { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+
+struct jv {
+	enum jtype type;
+	int b;
+	double num;
+	char *str;          /* J_STR, decoded */
+	size_t n;           /* J_ARR, J_OBJ */
+	char **keys;        /* J_OBJ */
+	struct jv **items;
+};
+
+struct jp {
+	const char *s;
+	int depth;
+};
+
+static void jfree(struct jv *v)
+{
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 0; i < v->n; i++) {
+		if (v->keys)
+			free(v->keys[i]);
+		jfree(v->items[i]);
+	}
+	free(v->keys);
+	free(v->items);
+	free(v->str);
+	free(v);
+}
+
+static void jws(struct jp *p)
+{
+	while (*p->s == ' ' || *p->s == '\t' || *p->s == '\n' || *p->s == '\r')
+		p->s++;
+}
+
+static int hex4(const char *s, unsigned *out)
+{
+	unsigned v = 0;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		char c = s[i];
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (unsigned)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static void put_utf8(struct buf *b, unsigned cp)
+{
+	if (cp < 0x80) {
+		buf_addc(b, (int)cp);
+	} else if (cp < 0x800) {
+		buf_addc(b, (int)(0xC0 | cp >> 6));
+		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
+	} else if (cp < 0x10000) {
+		buf_addc(b, (int)(0xE0 | cp >> 12));
+		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
+		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
+	} else {
+		buf_addc(b, (int)(0xF0 | cp >> 18));
+		buf_addc(b, (int)(0x80 | (cp >> 12 & 0x3F)));
+		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
+		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
+	}
+}
+
+static char *jstring(struct jp *p)
+{
+	struct buf b = BUF_INIT;
+
+	if (*p->s != '"')
+		return NULL;
+	p->s++;
+	for (;;) {
+		unsigned char c = (unsigned char)*p->s;
+		if (c == '"') {
+			p->s++;
+			return buf_detach(&b, NULL);
+		}
+		if (c < 0x20)
+			goto fail; /* raw control characters (and the end) are invalid */
+		if (c != '\\') {
+			buf_addc(&b, c);
+			p->s++;
+			continue;
+		}
+		p->s++;
+		switch (*p->s) {
+		case '"': buf_addc(&b, '"'); break;
+		case '\\': buf_addc(&b, '\\'); break;
+		case '/': buf_addc(&b, '/'); break;
+		case 'b': buf_addc(&b, '\b'); break;
+		case 'f': buf_addc(&b, '\f'); break;
+		case 'n': buf_addc(&b, '\n'); break;
+		case 'r': buf_addc(&b, '\r'); break;
+		case 't': buf_addc(&b, '\t'); break;
+		case 'u': {
+			unsigned cp, lo;
+			if (hex4(p->s + 1, &cp) < 0)
+				goto fail;
+			p->s += 4;
+			if (cp >= 0xD800 && cp < 0xDC00) {
+				if (p->s[1] != '\\' || p->s[2] != 'u' || hex4(p->s + 3, &lo) < 0 ||
+				    lo < 0xDC00 || lo > 0xDFFF)
+					goto fail;
+				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+				p->s += 6;
+			} else if (cp >= 0xDC00 && cp < 0xE000) {
+				goto fail;
+			}
+			put_utf8(&b, cp);
+			break;
+		}
+		default:
+			goto fail;
+		}
+		p->s++;
+	}
+fail:
+	buf_release(&b);
+	return NULL;
+}
+
+static struct jv *jvalue(struct jp *p);
+
+static struct jv *jcontainer(struct jp *p, int obj)
+{
+	struct jv *v = xcalloc(1, sizeof(*v));
+	size_t alloc = 0, kalloc = 0;
+
+	v->type = obj ? J_OBJ : J_ARR;
+	p->s++;
+	jws(p);
+	if (*p->s == (obj ? '}' : ']')) {
+		p->s++;
+		return v;
+	}
+	for (;;) {
+		struct jv *item;
+		char *key = NULL;
+
+		jws(p);
+		if (obj) {
+			key = jstring(p);
+			if (!key)
+				goto fail;
+			jws(p);
+			if (*p->s != ':') {
+				free(key);
+				goto fail;
+			}
+			p->s++;
+		}
+		item = jvalue(p);
+		if (!item) {
+			free(key);
+			goto fail;
+		}
+		ALLOC_GROW(v->items, v->n + 1, alloc);
+		if (obj) {
+			ALLOC_GROW(v->keys, v->n + 1, kalloc);
+			v->keys[v->n] = key;
+		}
+		v->items[v->n++] = item;
+		jws(p);
+		if (*p->s == ',') {
+			p->s++;
+			continue;
+		}
+		if (*p->s == (obj ? '}' : ']')) {
+			p->s++;
+			return v;
+		}
+		goto fail;
+	}
+fail:
+	jfree(v);
+	return NULL;
+}
+
+static struct jv *jvalue(struct jp *p)
+{
+	struct jv *v;
+	const char *start;
+
+	jws(p);
+	if (++p->depth > 64)
+		return NULL;
+	if (*p->s == '{' || *p->s == '[') {
+		v = jcontainer(p, *p->s == '{');
+		p->depth--;
+		return v;
+	}
+	p->depth--;
+	v = xcalloc(1, sizeof(*v));
+	if (*p->s == '"') {
+		v->type = J_STR;
+		v->str = jstring(p);
+		if (!v->str) {
+			free(v);
+			return NULL;
+		}
+		return v;
+	}
+	if (strncmp(p->s, "true", 4) == 0 || strncmp(p->s, "false", 5) == 0) {
+		v->type = J_BOOL;
+		v->b = *p->s == 't';
+		p->s += v->b ? 4 : 5;
+		return v;
+	}
+	if (strncmp(p->s, "null", 4) == 0) {
+		p->s += 4;
+		return v;
+	}
+	/* number: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)? */
+	start = p->s;
+	if (*p->s == '-')
+		p->s++;
+	if (*p->s == '0')
+		p->s++;
+	else if (*p->s >= '1' && *p->s <= '9')
+		while (*p->s >= '0' && *p->s <= '9')
+			p->s++;
+	else
+		goto fail;
+	if (*p->s == '.') {
+		p->s++;
+		if (!(*p->s >= '0' && *p->s <= '9'))
+			goto fail;
+		while (*p->s >= '0' && *p->s <= '9')
+			p->s++;
+	}
+	if (*p->s == 'e' || *p->s == 'E') {
+		p->s++;
+		if (*p->s == '+' || *p->s == '-')
+			p->s++;
+		if (!(*p->s >= '0' && *p->s <= '9'))
+			goto fail;
+		while (*p->s >= '0' && *p->s <= '9')
+			p->s++;
+	}
+	v->type = J_NUM;
+	v->num = strtod(start, NULL);
+	return v;
+fail:
+	free(v);
+	return NULL;
+}
+
+/* The parsed document, or NULL when s (len bytes) is not exactly one valid JSON value. */
+static struct jv *jparse(const char *s, size_t len)
+{
+	struct jp p = { s, 0 };
+	struct jv *v;
+
+	if (strlen(s) != len || !utf8_valid(s, len))
+		return NULL;
+	v = jvalue(&p);
+	if (!v)
+		return NULL;
+	jws(&p);
+	if (*p.s) {
+		jfree(v);
+		return NULL;
+	}
+	return v;
+}
+
+static struct jv *jget(const struct jv *o, const char *key)
+{
+	size_t i;
+
+	if (!o || o->type != J_OBJ)
+		return NULL;
+	for (i = 0; i < o->n; i++)
+		if (strcmp(o->keys[i], key) == 0)
+			return o->items[i];
+	return NULL;
+}
+
+static struct jv *jat(const struct jv *a, size_t i)
+{
+	return a && a->type == J_ARR && i < a->n ? a->items[i] : NULL;
+}
+
+static void test_json_parser(void)
+{
+	static const char *const good[] = { "{}", "[]", "{\"a\":[1,-2.5e3,true,false,null,\"\\u00e9\\ud83d\\ude00\"]}",
+					    " \"x\\n\" " };
+	static const char *const bad[] = { "", "{", "{\"a\":}", "[1,]", "\"\x01\"", "01", "\"\\ud800\"",
+					   "{} {}", "\"abc", "[\"\\x\"]", "1." };
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(*good); i++) {
+		struct jv *v = jparse(good[i], strlen(good[i]));
+		CHECK(v != NULL);
+		jfree(v);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct jv *v = jparse(bad[i], strlen(bad[i]));
+		if (v)
+			fprintf(stderr, "  accepted: %s\n", bad[i]);
+		CHECK(v == NULL);
+		jfree(v);
+	}
+}
+
+/* ---- Fixtures --------------------------------------------------------------- */
+
+static char dir[] = "/tmp/quire-test-search-XXXXXX";
+static char db_path[256];
+
+static struct search *writer;
+static struct search_reader *reader;
+
+static void put(const char *url, const char *title, const char *headings, const char *tags,
+		const char *text)
+{
+	CHECK(search_put(writer, url, title, headings, tags, text) == 0);
+}
+
+/*
+ * Runs a query that must succeed; returns the parsed response (the caller
+ * frees it) or NULL after marking the test failed.
+ */
+static struct jv *query_page(const char *q, int limit, int offset)
+{
+	struct buf out = BUF_INIT;
+	struct jv *v;
+	int rc = search_query(reader, q, limit, offset, &out);
+
+	if (rc != 0)
+		fprintf(stderr, "  query [%s] failed (%d): %s\n", q, rc, out.ptr);
+	CHECK(rc == 0);
+	v = jparse(out.ptr, out.len);
+	if (!v)
+		fprintf(stderr, "  query [%s]: invalid JSON: %s\n", q, out.ptr);
+	CHECK(v != NULL);
+	buf_release(&out);
+	if (rc != 0) {
+		jfree(v);
+		return NULL;
+	}
+	return v;
+}
+
+static struct jv *query(const char *q)
+{
+	return query_page(q, 10, 0);
+}
+
+/* The URLs of the results, space-separated, in order ("" for none, "ERROR" on failure). */
+static const char *urls_of(const struct jv *v)
+{
+	static char out[4096];
+	struct jv *results = jget(v, "results");
+	size_t i;
+
+	if (!results || results->type != J_ARR)
+		return "ERROR";
+	out[0] = '\0';
+	for (i = 0; i < results->n; i++) {
+		struct jv *url = jget(results->items[i], "url");
+		if (!url || url->type != J_STR)
+			return "ERROR";
+		if (i)
+			strncat(out, " ", sizeof(out) - strlen(out) - 1);
+		strncat(out, url->str, sizeof(out) - strlen(out) - 1);
+	}
+	return out;
+}
+
+static const char *urls(const char *q)
+{
+	struct jv *v = query(q);
+	const char *u = v ? urls_of(v) : "ERROR";
+
+	jfree(v);
+	return u;
+}
+
+static int by_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The URLs of the results in byte order, for results whose ranks tie. */
+static const char *sorted_urls(const char *q)
+{
+	static char out[4096];
+	char *words[64], *copy;
+	size_t n = 0, i;
+
+	copy = xstrdup(urls(q));
+	for (char *w = strtok(copy, " "); w && n < 64; w = strtok(NULL, " "))
+		words[n++] = w;
+	qsort(words, n, sizeof(*words), by_string);
+	out[0] = '\0';
+	for (i = 0; i < n; i++) {
+		if (i)
+			strncat(out, " ", sizeof(out) - strlen(out) - 1);
+		strncat(out, words[i], sizeof(out) - strlen(out) - 1);
+	}
+	free(copy);
+	return out;
+}
+
+static long long total_of(const struct jv *v)
+{
+	struct jv *t = jget(v, "total");
+
+	return t && t->type == J_NUM ? (long long)t->num : -1;
+}
+
+/* Segments of result i as "text|[match]|text", matched runs in brackets. */
+static const char *segments_of(const struct jv *v, size_t i)
+{
+	static char out[4096];
+	struct jv *segs = jget(jat(jget(v, "results"), i), "segments");
+	size_t k;
+
+	if (!segs || segs->type != J_ARR)
+		return "ERROR";
+	out[0] = '\0';
+	for (k = 0; k < segs->n; k++) {
+		struct jv *text = jget(segs->items[k], "text");
+		struct jv *match = jget(segs->items[k], "match");
+		if (!text || text->type != J_STR || !match || match->type != J_BOOL)
+			return "ERROR";
+		strncat(out, match->b ? "[" : "", sizeof(out) - strlen(out) - 1);
+		strncat(out, text->str, sizeof(out) - strlen(out) - 1);
+		strncat(out, match->b ? "]" : "", sizeof(out) - strlen(out) - 1);
+	}
+	return out;
+}
+
+static void reopen_reader(void)
+{
+	search_reader_free(reader);
+	reader = search_reader_open(db_path);
+	CHECK(reader != NULL);
+}
+
+static void setup(void)
+{
+	int fresh = 0;
+
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		exit(2);
+	}
+	snprintf(db_path, sizeof(db_path), "%s/search.db", dir);
+	/* a reader cannot open an index that does not exist yet */
+	CHECK(search_reader_open(db_path) == NULL);
+	writer = search_open(db_path, &fresh);
+	if (!writer) {
+		fprintf(stderr, "cannot open %s\n", db_path);
+		exit(2);
+	}
+	CHECK_INT(fresh, 1);
+	reader = search_reader_open(db_path);
+	if (!reader)
+		exit(2);
+}
+
+static void teardown(void)
+{
+	char p[300];
+
+	search_reader_free(reader);
+	search_free(writer);
+	snprintf(p, sizeof(p), "%s-wal", db_path);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s-shm", db_path);
+	unlink(p);
+	unlink(db_path);
+	rmdir(dir);
+}
+
+/* ---- Tests ------------------------------------------------------------------ */
+
+static void test_words(void)
+{
+	CHECK(search_begin(writer) == 0);
+	put("/animals/fox", "The fox", "Habitat\nDiet", "animals wild",
+	    "The quick brown fox jumps over the lazy dog near the river bank.");
+	put("/animals/dog", "Dogs", "Breeds", "animals pets",
+	    "A lazy dog sleeps all day. Dogs are loyal companions.");
+	put("/programming", "Programming notes", "Languages", "code",
+	    "Programming in C is fun; a programmer writes programs every day.");
+	CHECK(search_begin(writer) < 0); /* one transaction at a time */
+	CHECK(search_commit(writer) == 0);
+
+	CHECK_STR(urls("fox"), "/animals/fox");
+	CHECK_STR(urls("FOX"), "/animals/fox");
+	CHECK_STR(urls("fox river"), "/animals/fox");
+	CHECK_STR(urls("fox loyal"), "");
+	CHECK_STR(urls("elephant"), "");
+	/* tags and headings are searched too */
+	CHECK_STR(urls("pets"), "/animals/dog");
+	CHECK_STR(urls("breeds"), "/animals/dog");
+}
+
+static void test_phrases(void)
+{
+	CHECK_STR(sorted_urls("\"lazy dog\""), "/animals/dog /animals/fox");
+	CHECK_STR(urls("\"quick brown fox\""), "/animals/fox");
+	CHECK_STR(urls("\"brown quick\""), "");
+	CHECK_STR(urls("\"dog sleeps\" lazy"), "/animals/dog");
+}
+
+static void test_prefixes(void)
+{
+	CHECK_STR(urls("progr*"), "/programming");
+	CHECK_STR(urls("\"quick bro\"*"), "/animals/fox");
+	CHECK_STR(urls("compan*"), "/animals/dog");
+	/* prefixes shorter than three characters are searched as words */
+	CHECK_STR(sorted_urls("a*"), "/animals/dog /programming");
+	CHECK_STR(urls("pr*"), "");
+	CHECK_STR(urls("pro*"), "/programming");
+}
+
+static void test_exclusion(void)
+{
+	CHECK_STR(urls("lazy -fox"), "/animals/dog");
+	CHECK_STR(urls("lazy -\"brown fox\""), "/animals/dog");
+	CHECK_STR(urls("animals -loyal -river"), "");
+	CHECK_STR(sorted_urls("lazy -cat"), "/animals/dog /animals/fox");
+}
+
+static void test_only_exclusion(void)
+{
+	struct buf out = BUF_INIT;
+	struct jv *v;
+
+	CHECK_INT(search_query(reader, "-fox", 10, 0, &out), -1);
+	v = jparse(out.ptr, out.len);
+	CHECK(v && jget(v, "error") && jget(v, "error")->type == J_STR);
+	jfree(v);
+	buf_reset(&out);
+	CHECK_INT(search_query(reader, "-fox -dog", 10, 0, &out), -1);
+	buf_release(&out);
+}
+
+static void test_accents(void)
+{
+	CHECK(search_begin(writer) == 0);
+	put("/cafe", "Café society", "", "", "We met at the café near the Ångström lab.");
+	put("/plain", "Plain", "", "", "The cafe served strong coffee; angstrom units are tiny.");
+	CHECK(search_commit(writer) == 0);
+
+	CHECK_STR(urls("café -society"), "/plain");
+	CHECK_STR(urls("cafe -society"), "/plain");
+	CHECK_STR(urls("CAFÉ coffee"), "/plain");
+	CHECK_STR(urls("Ångström lab"), "/cafe");
+	CHECK_STR(urls("angstrom lab"), "/cafe");
+	CHECK_STR(urls("ångström tiny"), "/plain");
+	/* NFD input (e + combining acute) finds the NFC text too */
+	CHECK_STR(urls("cafe\xCC\x81 near"), "/cafe");
+}
+
+static void test_title_ranked_above_body(void)
+{
+	struct jv *v;
+	struct jv *results;
+
+	CHECK(search_begin(writer) == 0);
+	put("/z-body", "Some page", "", "", "This page mentions zebra once, in passing, among many other words.");
+	put("/a-title", "Zebra", "", "", "Striped animals of Africa, among many other words in the text.");
+	put("/m-heading", "Another page", "Zebra crossing", "", "Roads and rules, among many other words.");
+	CHECK(search_commit(writer) == 0);
+
+	v = query("zebra");
+	CHECK_STR(urls_of(v), "/a-title /m-heading /z-body");
+	results = jget(v, "results");
+	if (results && results->n == 3) {
+		double s0 = jget(results->items[0], "score")->num;
+		double s1 = jget(results->items[1], "score")->num;
+		double s2 = jget(results->items[2], "score")->num;
+		CHECK(s0 > s1 && s1 > s2 && s2 > 0);
+	}
+	jfree(v);
+}
+
+static void test_chinese(void)
+{
+	struct jv *v;
+
+	CHECK(search_begin(writer) == 0);
+	put("/zh/search", "搜索引擎简介", "", "", "搜索引擎是一种信息检索系统，用户输入关键词。");
+	put("/zh/other", "数据库", "", "", "数据库管理系统用于存储数据。");
+	CHECK(search_commit(writer) == 0);
+
+	CHECK_STR(urls("搜索"), "/zh/search");
+	CHECK_STR(urls("引擎"), "/zh/search");
+	CHECK_STR(urls("搜索引擎"), "/zh/search");
+	CHECK_STR(urls("信息检索"), "/zh/search");
+	CHECK_STR(sorted_urls("系统"), "/zh/other /zh/search");
+	CHECK_STR(urls("系统 -数据"), "/zh/search");
+	CHECK_STR(urls("检索数据"), "");
+	/* one character: the first, a middle and the last of a run */
+	CHECK_STR(urls("擎"), "/zh/search");
+	CHECK_STR(urls("词"), "/zh/search");
+	CHECK_STR(urls("储"), "/zh/other");
+
+	v = query("引擎");
+	CHECK_STR(segments_of(v, 0), "搜索[引擎]是一种信息检索系统，用户输入关键词。");
+	jfree(v);
+}
+
+static void test_japanese(void)
+{
+	struct jv *v;
+
+	CHECK(search_begin(writer) == 0);
+	put("/ja/tower", "観光", "", "", "東京タワーは東京の名所です。");
+	put("/ja/kyoto", "旅行", "", "", "京都の寺を見に行きました。");
+	CHECK(search_commit(writer) == 0);
+
+	CHECK_STR(urls("東京"), "/ja/tower");
+	CHECK_STR(urls("タワー"), "/ja/tower");
+	CHECK_STR(urls("東京タワー"), "/ja/tower");
+	CHECK_STR(urls("京都"), "/ja/kyoto");
+	CHECK_STR(urls("\"東京 名所\""), "");
+	CHECK_STR(urls("名所"), "/ja/tower");
+
+	v = query("東京");
+	CHECK_STR(segments_of(v, 0), "[東京]タワーは[東京]の名所です。");
+	jfree(v);
+}
+
+static void test_substrings(void)
+{
+	struct jv *v;
+
+	CHECK(search_begin(writer) == 0);
+	put("/pwsh", "PowerShell", "", "", "Get-ChildItem lists the items in a PowerShell drive.");
+	CHECK(search_commit(writer) == 0);
+
+	/* no word "shell" anywhere: the trigram index finds the substring */
+	v = query("shell");
+	CHECK_STR(urls_of(v), "/pwsh");
+	CHECK_INT(total_of(v), 1);
+	CHECK_STR(segments_of(v, 0), "Get-ChildItem lists the items in a Power[Shell] drive.");
+	jfree(v);
+	CHECK_STR(urls("childitem"), "/pwsh");
+	CHECK_STR(urls("gram"), "/programming");
+	CHECK_STR(urls("ildit lists"), "/pwsh");
+	/* too short for trigrams: nothing */
+	CHECK_STR(urls("sh"), "");
+	/* every term must be three characters */
+	CHECK_STR(urls("shell dr"), "");
+	/* an exclusion applies to substrings as well */
+	CHECK_STR(urls("shell -drive"), "");
+
+	/* substrings are for terms that are no word at all, not for words that never meet */
+	CHECK(search_begin(writer) == 0);
+	put("/sub/cat", "Feline", "", "", "A cat sat.");
+	put("/sub/dog", "Canine", "", "", "A dog ran.");
+	put("/sub/both", "Compound", "", "", "Concatenate the hotdogs.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("cat dog"), "");
+	CHECK_STR(urls("cat hotdo"), "/sub/both");
+	CHECK_STR(urls("atena"), "/sub/both");
+}
+
+static void test_update_replaces(void)
+{
+	struct jv *v;
+
+	CHECK(search_begin(writer) == 0);
+	put("/note", "Draft", "", "", "The aardvark is a nocturnal burrowing mammal.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("aardvark"), "/note");
+
+	CHECK(search_begin(writer) == 0);
+	put("/note", "Final", "", "", "The pangolin eats ants.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("aardvark"), "");
+	CHECK_STR(urls("draft"), "");
+	CHECK_STR(urls("pangolin"), "/note");
+	v = query("pangolin");
+	CHECK_STR(jget(jat(jget(v, "results"), 0), "title") ? jget(jat(jget(v, "results"), 0), "title")->str : NULL,
+		  "Final");
+	CHECK_INT(total_of(v), 1);
+	jfree(v);
+
+	/* the same content again is a no-op, outside a transaction too */
+	CHECK(search_put(writer, "/note", "Final", NULL, NULL, "The pangolin eats ants.") == 0);
+	CHECK_STR(urls("pangolin"), "/note");
+}
+
+static void test_delete(void)
+{
+	CHECK(search_begin(writer) == 0);
+	CHECK(search_delete(writer, "/note") == 0);
+	CHECK(search_delete(writer, "/never-was") == 0);
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("pangolin"), "");
+	CHECK_STR(urls("pangol*"), "");
+}
+
+static void test_batches(void)
+{
+	struct buf big = BUF_INIT;
+	char url[64], word[64];
+	size_t base;
+	int i;
+
+	/* the last call for a URL wins, whatever came before it in the batch */
+	CHECK(search_begin(writer) == 0);
+	put("/batch/a", "A", "", "", "first version with gnu");
+	put("/batch/b", "B", "", "", "bison");
+	put("/batch/a", "A", "", "", "second version with yak");
+	CHECK(search_delete(writer, "/batch/b") == 0);
+	put("/batch/c", "C", "", "", "ibex");
+	CHECK(search_delete(writer, "/batch/c") == 0);
+	put("/batch/c", "C", "", "", "ibex again");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("gnu"), "");
+	CHECK_STR(urls("yak"), "/batch/a");
+	CHECK_STR(urls("bison"), "");
+	CHECK_STR(urls("ibex"), "/batch/c");
+
+	/* a put of what is stored cancels an earlier change in the batch */
+	CHECK(search_begin(writer) == 0);
+	put("/batch/a", "A", "", "", "third version with moose");
+	put("/batch/a", "A", "", "", "second version with yak");
+	CHECK(search_delete(writer, "/batch/c") == 0);
+	put("/batch/c", "C", "", "", "ibex again");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("yak"), "/batch/a");
+	CHECK_STR(urls("moose"), "");
+	CHECK_STR(urls("ibex"), "/batch/c");
+
+	/* more text than is staged at once: applied in chunks, same result */
+	for (i = 0; i < 2000; i++)
+		buf_adds(&big, "lorem ipsum dolor sit amet consectetur adipiscing elit ");
+	base = big.len;
+	CHECK(search_begin(writer) == 0);
+	for (i = 0; i < 100; i++) {
+		snprintf(url, sizeof(url), "/big/%d", i);
+		snprintf(word, sizeof(word), "bigword%dx ", i);
+		buf_setlen(&big, base);
+		buf_adds(&big, word);
+		put(url, "Big", "", "", big.ptr);
+	}
+	put("/big/0", "Big", "", "", "replaced after its first version was written");
+	CHECK(search_delete(writer, "/big/1") == 0);
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("bigword0x"), "");
+	CHECK_STR(urls("bigword1x"), "");
+	CHECK_STR(urls("bigword99x"), "/big/99");
+	CHECK_STR(urls("replaced"), "/big/0");
+	{
+		struct jv *v = query("lorem");
+		CHECK_INT(total_of(v), 98);
+		jfree(v);
+	}
+	CHECK(search_begin(writer) == 0);
+	for (i = 0; i < 100; i++) {
+		snprintf(url, sizeof(url), "/big/%d", i);
+		CHECK(search_delete(writer, url) == 0);
+	}
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("lorem"), "");
+	buf_release(&big);
+}
+
+static void test_rollback(void)
+{
+	CHECK(search_begin(writer) == 0);
+	put("/rolled", "Rolled back", "", "", "quetzalcoatl");
+	search_rollback(writer);
+	CHECK_STR(urls("quetzalcoatl"), "");
+	CHECK(search_commit(writer) < 0);
+}
+
+static void test_paging(void)
+{
+	char url[64];
+	char seen[25] = { 0 };
+	int i, k, offset;
+
+	CHECK(search_begin(writer) == 0);
+	for (i = 0; i < 25; i++) {
+		struct buf text = BUF_INIT;
+
+		snprintf(url, sizeof(url), "/page/%02d", i);
+		for (k = 0; k <= i; k++)
+			buf_adds(&text, "wombat ");
+		buf_addf(&text, "filler text number %d", i);
+		put(url, "Page", "", "", text.ptr);
+		buf_release(&text);
+	}
+	CHECK(search_commit(writer) == 0);
+
+	for (offset = 0; offset <= 30; offset += 10) {
+		struct jv *v = query_page("wombat", 10, offset);
+		struct jv *results = jget(v, "results");
+		size_t want = offset < 20 ? 10 : offset == 20 ? 5 : 0;
+
+		CHECK_INT(total_of(v), 25);
+		CHECK(results && results->n == want);
+		for (i = 0; results && i < (int)results->n; i++) {
+			struct jv *u = jget(results->items[i], "url");
+			int at = u ? atoi(u->str + 6) : -1;
+			CHECK(at >= 0 && at < 25 && !seen[at]);
+			if (at >= 0 && at < 25)
+				seen[at] = 1;
+		}
+		jfree(v);
+	}
+	for (i = 0; i < 25; i++)
+		CHECK(seen[i]);
+	/* past the end: no results, the total still */
+	{
+		struct jv *v = query_page("wombat", 50, 1000);
+		CHECK_INT(total_of(v), 25);
+		CHECK(jget(v, "results") && jget(v, "results")->n == 0);
+		jfree(v);
+	}
+	/* all of them in one page */
+	{
+		struct jv *v = query_page("wombat", 50, 0);
+		CHECK_INT(total_of(v), 25);
+		CHECK(jget(v, "results") && jget(v, "results")->n == 25);
+		jfree(v);
+	}
+}
+
+static void test_bad_requests(void)
+{
+	static const struct {
+		const char *q;
+		int limit, offset;
+	} cases[] = {
+		{ "fox", 0, 0 }, { "fox", 51, 0 }, { "fox", -1, 0 }, { "fox", 10, -1 },
+		{ "fox", 10, 1001 }, { "", 10, 0 }, { "   ", 10, 0 }, { " \t\n ", 10, 0 },
+		{ "\xE3\x80\x80", 10, 0 }, /* an ideographic space */
+		{ "a b c d e f g h i j k l m n o p q", 10, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		struct buf out = BUF_INIT;
+		struct jv *v, *e;
+		int rc = search_query(reader, cases[i].q, cases[i].limit, cases[i].offset, &out);
+
+		if (rc != -1)
+			fprintf(stderr, "  case %zu: rc %d: %s\n", i, rc, out.ptr);
+		CHECK_INT(rc, -1);
+		v = jparse(out.ptr, out.len);
+		e = jget(v, "error");
+		CHECK(e && e->type == J_STR && e->str[0]);
+		jfree(v);
+		buf_release(&out);
+	}
+	{
+		struct buf out = BUF_INIT;
+		CHECK_INT(search_query(reader, NULL, 10, 0, &out), -1);
+		buf_release(&out);
+	}
+}
+
+static void test_segments(void)
+{
+	struct jv *v, *segs;
+	struct buf joined = BUF_INIT;
+	size_t k;
+
+	CHECK(search_begin(writer) == 0);
+	put("/snip", "Snippets", "", "",
+	    "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron\n\n"
+	    "pi rho sigma tau upsilon phi chi psi omega. The <b>marmot</b> & \"friends\" whistle loudly\t"
+	    "when the marmot sees an eagle; then alpha beta gamma delta epsilon zeta eta theta iota "
+	    "kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega again and again.");
+	put("/title-only", "Marsupial facts", "", "", "Nothing in the body about it.");
+	CHECK(search_commit(writer) == 0);
+
+	v = query("marmot eagle");
+	CHECK_STR(segments_of(v, 0),
+		  "…upsilon phi chi psi omega. The <b>[marmot]</b> & \"friends\" whistle loudly when "
+		  "the [marmot] sees an [eagle]; then alpha beta gamma delta epsilon zeta eta theta iota "
+		  "kappa lambda mu…");
+	/* segments alternate, are never empty, and join into the snippet */
+	segs = jget(jat(jget(v, "results"), 0), "segments");
+	for (k = 0; segs && k < segs->n; k++) {
+		struct jv *t = jget(segs->items[k], "text"), *m = jget(segs->items[k], "match");
+		CHECK(t && t->str[0]);
+		if (k > 0) {
+			struct jv *pm = jget(segs->items[k - 1], "match");
+			CHECK(pm->b != m->b);
+		}
+		buf_adds(&joined, t->str);
+	}
+	CHECK(strstr(joined.ptr, "<b>marmot</b>") != NULL);
+	buf_release(&joined);
+	jfree(v);
+
+	/* the body has no match: the title is the snippet */
+	v = query("marsupial");
+	CHECK_STR(segments_of(v, 0), "[Marsupial] facts");
+	jfree(v);
+
+	/* a match at the start of the body: no ellipsis before */
+	v = query("alpha snippets");
+	CHECK_STR(segments_of(v, 0),
+		  "[Alpha] beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron "
+		  "pi rho sigma tau upsilon phi chi psi omega. The <b>marmot</b> & \"friends\" whistle "
+		  "loudly…");
+	jfree(v);
+}
+
+static void test_escaping_and_sanitizing(void)
+{
+	struct jv *v;
+
+	CHECK(search_begin(writer) == 0);
+	put("/esc/\"quoted\"", "Title with \"quotes\" and \\ backslash </script>", "", "",
+	    "Bad \xFF bytes \xC3 and control\x01 chars\x02 near the okapi.");
+	CHECK(search_commit(writer) == 0);
+	v = query("okapi");
+	CHECK_STR(urls_of(v), "/esc/\"quoted\"");
+	CHECK_STR(jget(jat(jget(v, "results"), 0), "title")->str,
+		  "Title with \"quotes\" and \\ backslash </script>");
+	/* the markers in the text were replaced before indexing; the snippet stays intact */
+	CHECK_STR(segments_of(v, 0),
+		  "…\xEF\xBF\xBD and control\xEF\xBF\xBD chars\xEF\xBF\xBD near the [okapi].");
+	jfree(v);
+	/* and '<' never appears raw in the output */
+	{
+		struct buf out = BUF_INIT;
+		CHECK(search_query(reader, "okapi <script>", 10, 0, &out) == 0);
+		CHECK(strchr(out.ptr, '<') == NULL);
+		buf_release(&out);
+	}
+}
+
+static void test_hostile_queries(void)
+{
+	static const char *const hostile[] = {
+		"\"", "\"\"", "\"\"\"", "\"fox", "fox\"", "fo\"x", "*", "**", "fox*", "*fox", "f*o*x",
+		"NEAR(", "NEAR(fox dog)", "NEAR(fox dog, 2)", "^fox", "^", "title:fox", "body:dog",
+		"title:", ":", "{title body}:fox", "fox AND dog", "fox OR dog", "NOT fox", "AND OR NOT",
+		"AND", "OR", "NOT", "fox NOT", "(", ")", "(fox", "fox)", "-", "--fox", "- fox", "-\"\"",
+		"+fox", "fox + dog", "'", "';DROP TABLE doc;--", "\\", "%", "_", "fox%", "\x01\x02",
+		"\x7f", "\xEF\xBF\xBD", "🦊", "🦊*", "\"🦊\"", "\xE2\x80\x8B", "é*", "\"a\" * *",
+		"fox -", "fox -*", "-* fox", "\"NEAR(\" -\"AND\"", "a:b:c", "rank:1", "rowid:1",
+		"fts:fox", "url:x", "* * * *", "\"*\"", "東*", "*東", "\"東京\"*", "-東京 東",
+		"0", "0x1F", "1e10", "null", "true", "{\"a\":1}", "<script>alert(1)</script>",
+	};
+	static const char *const invalid_utf8[] = { "\xFF", "fox \xC3", "\xC0\xAF", "\xED\xA0\x80",
+						    "\xF4\x90\x80\x80", "ok \xE2\x82" };
+	struct buf big = BUF_INIT, out = BUF_INIT;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(hostile) / sizeof(*hostile); i++) {
+		struct jv *v;
+
+		buf_reset(&out);
+		rc = search_query(reader, hostile[i], 10, 0, &out);
+		if (rc != 0 && rc != -1)
+			fprintf(stderr, "  [%s]: rc %d: %s\n", hostile[i], rc, out.ptr);
+		CHECK(rc == 0 || rc == -1);
+		v = jparse(out.ptr, out.len);
+		if (!v)
+			fprintf(stderr, "  [%s]: invalid JSON: %s\n", hostile[i], out.ptr);
+		CHECK(v != NULL);
+		CHECK(rc == 0 ? jget(v, "results") != NULL : jget(v, "error") != NULL);
+		jfree(v);
+	}
+	for (i = 0; i < sizeof(invalid_utf8) / sizeof(*invalid_utf8); i++) {
+		struct jv *v;
+
+		buf_reset(&out);
+		CHECK_INT(search_query(reader, invalid_utf8[i], 10, 0, &out), -1);
+		v = jparse(out.ptr, out.len);
+		CHECK(v && jget(v, "error"));
+		jfree(v);
+	}
+	/* the operators really are text: these find the fox note as words do */
+	CHECK_STR(urls("NEAR fox"), "/animals/fox");
+	CHECK_STR(urls("(fox) river"), "/animals/fox");
+	CHECK_STR(urls("NEAR(fox river)"), "");     /* the phrase "near fox" */
+	CHECK_STR(urls("fox AND river"), "");       /* "and" is a word the note lacks */
+	CHECK_STR(urls("title:fox"), "");           /* nor "title" */
+	CHECK_STR(urls("^fox"), "/animals/fox");
+	CHECK_STR(urls("\"fox"), "/animals/fox");
+
+	/* 10 KB: refused before parsing */
+	for (i = 0; i < 10240; i++)
+		buf_addc(&big, "\"*-:(^ ab"[i % 9]);
+	buf_reset(&out);
+	CHECK_INT(search_query(reader, big.ptr, 10, 0, &out), -1);
+	/* 256 bytes of operators: accepted or refused, never an error */
+	buf_setlen(&big, 256);
+	buf_reset(&out);
+	rc = search_query(reader, big.ptr, 10, 0, &out);
+	CHECK(rc == 0 || rc == -1);
+	{
+		struct jv *v = jparse(out.ptr, out.len);
+		CHECK(v != NULL);
+		jfree(v);
+	}
+	/* 256 bytes of one-letter prefixes and CJK characters */
+	buf_reset(&big);
+	for (i = 0; big.len + 4 <= 256; i++)
+		buf_adds(&big, i % 2 ? "x* " : "東 ");
+	buf_reset(&out);
+	rc = search_query(reader, big.ptr, 10, 0, &out);
+	CHECK(rc == 0 || rc == -1);
+	buf_release(&big);
+	buf_release(&out);
+}
+
+/* ---- Readers during commits ------------------------------------------------- */
+
+struct reader_job {
+	int stop;
+	pthread_mutex_t lock;
+	int queries, errors, bad_json;
+};
+
+static int job_stopped(struct reader_job *j)
+{
+	int s;
+
+	pthread_mutex_lock(&j->lock);
+	s = j->stop;
+	pthread_mutex_unlock(&j->lock);
+	return s;
+}
+
+static void *reader_thread(void *arg)
+{
+	static const char *const qs[] = { "busy", "busy bee", "\"busy bee\"", "hive*", "honey -wax",
+					  "蜂蜜", "bee", "ive", "nothing-here" };
+	struct reader_job *j = arg;
+	struct search_reader *r = search_reader_open(db_path);
+	struct buf out = BUF_INIT;
+	int n = 0, errors = 0, bad = 0;
+
+	if (!r)
+		errors++;
+	while (r && (!job_stopped(j) || n < 50)) {
+		struct jv *v;
+		int rc;
+
+		buf_reset(&out);
+		rc = search_query(r, qs[n % (int)(sizeof(qs) / sizeof(*qs))], 10, 0, &out);
+		if (rc != 0)
+			errors++;
+		v = jparse(out.ptr, out.len);
+		if (!v)
+			bad++;
+		jfree(v);
+		n++;
+	}
+	buf_release(&out);
+	search_reader_free(r);
+	pthread_mutex_lock(&j->lock);
+	j->queries += n;
+	j->errors += errors;
+	j->bad_json += bad;
+	pthread_mutex_unlock(&j->lock);
+	return NULL;
+}
+
+static void test_readers_during_commits(void)
+{
+	struct reader_job job = { 0 };
+	pthread_t threads[6];
+	char url[64], text[256];
+	int i, batch, started = 0;
+
+	pthread_mutex_init(&job.lock, NULL);
+	CHECK(search_begin(writer) == 0);
+	put("/bees/0", "Bees", "", "", "A busy bee makes honey in the hive. 蜂蜜");
+	CHECK(search_commit(writer) == 0);
+	for (i = 0; i < 6; i++)
+		if (pthread_create(&threads[i], NULL, reader_thread, &job) == 0)
+			started++;
+	CHECK_INT(started, 6);
+	for (batch = 0; batch < 40; batch++) {
+		CHECK(search_begin(writer) == 0);
+		for (i = 0; i < 25; i++) {
+			snprintf(url, sizeof(url), "/bees/%d", 1 + (batch * 25 + i) % 300);
+			snprintf(text, sizeof(text),
+				 "The busy bee %d visits flower %d and brings honey to the hive; wax %d. 蜂蜜",
+				 batch, i, batch % 3);
+			put(url, "Bee note", "Hive", "bees", text);
+		}
+		if (batch % 5 == 4) {
+			snprintf(url, sizeof(url), "/bees/%d", 1 + batch);
+			CHECK(search_delete(writer, url) == 0);
+		}
+		CHECK(search_commit(writer) == 0);
+	}
+	pthread_mutex_lock(&job.lock);
+	job.stop = 1;
+	pthread_mutex_unlock(&job.lock);
+	for (i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	CHECK(job.queries >= 6 * 50);
+	CHECK_INT(job.errors, 0);
+	CHECK_INT(job.bad_json, 0);
+	pthread_mutex_destroy(&job.lock);
+	{
+		struct jv *v = query("busy bee");
+		CHECK(total_of(v) > 200);
+		jfree(v);
+	}
+}
+
+/* ---- Rebuilding ------------------------------------------------------------- */
+
+static void close_all(void)
+{
+	search_reader_free(reader);
+	reader = NULL;
+	search_free(writer);
+	writer = NULL;
+}
+
+static void open_all(int want_fresh)
+{
+	int fresh = -1;
+
+	writer = search_open(db_path, &fresh);
+	CHECK(writer != NULL);
+	CHECK_INT(fresh, want_fresh);
+	if (!writer)
+		exit(2);
+	reopen_reader();
+}
+
+static void test_reopen_keeps(void)
+{
+	close_all();
+	open_all(0);
+	CHECK_STR(urls("fox river"), "/animals/fox");
+}
+
+static void test_corrupt_rebuilds(void)
+{
+	static const char garbage[] = "this is not an SQLite database, just garbage bytes......";
+	int fd, i;
+
+	close_all();
+	fd = open(db_path, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0);
+	for (i = 0; i < 100; i++)
+		CHECK(write(fd, garbage, sizeof(garbage)) == (ssize_t)sizeof(garbage));
+	close(fd);
+	open_all(1);
+	CHECK_STR(urls("fox"), "");
+	CHECK(search_begin(writer) == 0);
+	put("/again", "Again", "", "", "The index works again after the rebuild.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("rebuild"), "/again");
+
+	/* a damaged page in the middle: the header is fine, the first reads are not */
+	close_all();
+	fd = open(db_path, O_WRONLY);
+	CHECK(fd >= 0);
+	for (i = 1; i < 6; i++)
+		CHECK(pwrite(fd, garbage, sizeof(garbage), 4096 * i + 8) == (ssize_t)sizeof(garbage));
+	close(fd);
+	open_all(1);
+	CHECK_STR(urls("rebuild"), "");
+}
+
+static void test_old_version_rebuilds(void)
+{
+	/* user_version is the big-endian integer at offset 60 of the header */
+	static const unsigned char old[4] = { 0, 0, 0, 0 };
+	static const unsigned char future[4] = { 0, 0, 1, 0 };
+	int fd;
+
+	CHECK(search_begin(writer) == 0);
+	put("/kept", "Kept", "", "", "Persistence of the capybara.");
+	CHECK(search_commit(writer) == 0);
+	close_all();
+	open_all(0);
+	CHECK_STR(urls("capybara"), "/kept");
+
+	close_all();
+	fd = open(db_path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, old, 4, 60) == 4);
+	close(fd);
+	open_all(1);
+	CHECK_STR(urls("capybara"), "");
+
+	CHECK(search_put(writer, "/kept", "Kept", "", "", "Persistence of the capybara.") == 0);
+	close_all();
+	fd = open(db_path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, future, 4, 60) == 4);
+	close(fd);
+	open_all(1);
+	CHECK_STR(urls("capybara"), "");
+}
+
+static void test_unwritable(void)
+{
+	int fresh = -1;
+
+	CHECK(search_open("/nonexistent-dir/quire/search.db", &fresh) == NULL);
+}
+
+int main(void)
+{
+	setup();
+	RUN(test_json_parser);
+	RUN(test_words);
+	RUN(test_phrases);
+	RUN(test_prefixes);
+	RUN(test_exclusion);
+	RUN(test_only_exclusion);
+	RUN(test_accents);
+	RUN(test_title_ranked_above_body);
+	RUN(test_chinese);
+	RUN(test_japanese);
+	RUN(test_substrings);
+	RUN(test_update_replaces);
+	RUN(test_delete);
+	RUN(test_batches);
+	RUN(test_rollback);
+	RUN(test_paging);
+	RUN(test_bad_requests);
+	RUN(test_segments);
+	RUN(test_escaping_and_sanitizing);
+	RUN(test_hostile_queries);
+	RUN(test_readers_during_commits);
+	RUN(test_reopen_keeps);
+	RUN(test_corrupt_rebuilds);
+	RUN(test_old_version_rebuilds);
+	RUN(test_unwritable);
+	teardown();
+	return test_done();
+}
