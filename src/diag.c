@@ -34,13 +34,13 @@ void diag_list_release(struct diag_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-void diag_forget(struct diag_list *l, const char *path)
+void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind)
 {
 	size_t i, j = 0;
 
 	pthread_mutex_lock(&l->lock);
 	for (i = 0; i < l->n; i++) {
-		if (strcmp(l->items[i].path, path) == 0) {
+		if (l->items[i].kind == kind && (!path || strcmp(l->items[i].path, path) == 0)) {
 			if (l->items[i].level == DIAG_ERROR)
 				l->nerrors--;
 			else
@@ -54,20 +54,21 @@ void diag_forget(struct diag_list *l, const char *path)
 	pthread_mutex_unlock(&l->lock);
 }
 
-void diag_add(struct diag_list *l, enum diag_level level, const char *path, int line,
-	      const char *fmt, ...)
+static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+		int line, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
+static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+		int line, const char *fmt, va_list ap)
 {
 	struct buf msg = BUF_INIT;
 	struct diag *d;
-	va_list ap;
 
-	va_start(ap, fmt);
 	buf_vaddf(&msg, fmt, ap);
-	va_end(ap);
 	pthread_mutex_lock(&l->lock);
 	ALLOC_GROW(l->items, l->n + 1, l->alloc);
 	d = &l->items[l->n++];
 	d->level = level;
+	d->kind = kind;
 	d->path = xstrdup(path);
 	d->line = line;
 	d->msg = buf_detach(&msg, NULL);
@@ -76,6 +77,26 @@ void diag_add(struct diag_list *l, enum diag_level level, const char *path, int 
 	else
 		l->nwarnings++;
 	pthread_mutex_unlock(&l->lock);
+}
+
+void diag_add(struct diag_list *l, enum diag_level level, const char *path, int line,
+	      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add(l, DIAG_OTHER, level, path, line, fmt, ap);
+	va_end(ap);
+}
+
+void diag_addk(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+	       int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add(l, kind, level, path, line, fmt, ap);
+	va_end(ap);
 }
 
 static int cmp(const void *a, const void *b)

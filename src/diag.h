@@ -14,8 +14,18 @@
 
 enum diag_level { DIAG_WARNING, DIAG_ERROR };
 
+/* What produced a diagnostic, so that redoing that step can drop its old ones. */
+enum diag_kind {
+	DIAG_PARSE,   /* reading the file and its frontmatter */
+	DIAG_LINK,    /* rendering: broken links and embeds */
+	DIAG_EMBED,   /* composing: embed cycles, missing sections */
+	DIAG_URL,     /* URL and alias collisions */
+	DIAG_OTHER,
+};
+
 struct diag {
 	enum diag_level level;
+	enum diag_kind kind;
 	char *path;   /* vault-relative path, or "quire.yml" */
 	int line;     /* 1-based, 0 when unknown */
 	char *msg;
@@ -30,11 +40,18 @@ struct diag_list {
 
 void diag_list_init(struct diag_list *l);
 void diag_list_release(struct diag_list *l);
-/* Drops every diagnostic about path (before it is parsed again). */
-void diag_forget(struct diag_list *l, const char *path);
+/*
+ * Drops the diagnostics of one kind about path (NULL: about any path),
+ * before the step that made them runs again.
+ */
+void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind);
 
+/* Adds a diagnostic of kind DIAG_OTHER. */
 void diag_add(struct diag_list *l, enum diag_level level, const char *path, int line,
 	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Adds a diagnostic of the given kind. */
+void diag_addk(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+	       int line, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* Sorts by path, line, then message: the order check prints in. */
 void diag_sort(struct diag_list *l);

@@ -75,7 +75,7 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 		return NULL;
 	}
 	log_diags(l->site);
-	snap = site_snapshot(l->site, 1);
+	snap = site_snapshot(l->site, NULL);
 	publish(l, snap);
 	return l;
 }
@@ -95,7 +95,8 @@ static void full_reload(struct loader *l)
 		return;
 	}
 	log_diags(s);
-	snap = site_snapshot(s, l->version + 1);
+	snap = site_snapshot(s, NULL);
+	snap->version = l->version + 1;
 	site_free(l->site);
 	l->site = s;
 	log_info("reloaded %zu notes in %.0f ms, snapshot %llu", s->nnotes, s->load_ms,

@@ -69,6 +69,16 @@ static void print_loaded(const struct site *s)
 		s->load_ms > 0 ? (double)s->nnotes * 1000.0 / s->load_ms : 0.0);
 }
 
+static void print_summary(const struct site *s)
+{
+	struct site_stats st;
+
+	site_stats(s, &st);
+	printf("%zu notes, %zu attachments, %zu links (%zu broken), %zu errors, %zu warnings\n",
+	       st.notes, st.attachments, st.links + st.embeds, st.broken, s->diags.nerrors,
+	       s->diags.nwarnings);
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -101,9 +111,7 @@ static int cmd_check(int argc, char **argv)
 	print_loaded(s);
 	if (!quiet)
 		print_diags(&s->diags);
-	printf("%zu notes, %zu attachments, %zu links (%zu broken), %zu errors, %zu warnings\n",
-	       s->nnotes, s->nfiles, s->nlinks + s->nembeds, s->nbroken, s->diags.nerrors,
-	       s->diags.nwarnings);
+	print_summary(s);
 	failed = s->diags.nerrors > 0 || (strict && s->diags.nwarnings > 0);
 	site_free(s);
 	return failed ? 1 : 0;
@@ -143,7 +151,7 @@ static int cmd_export(int argc, char **argv)
 	if (!s)
 		return 1;
 	print_loaded(s);
-	snap = site_snapshot(s, 1);
+	snap = site_snapshot(s, NULL);
 	if (s->diags.nerrors || s->diags.nwarnings)
 		fprintf(stderr, "%zu errors, %zu warnings: run quire check --vault %s\n",
 			s->diags.nerrors, s->diags.nwarnings, vault);

@@ -72,7 +72,7 @@ static void set_string(char **dst, const struct yml_node *v, const char *key, co
 	if (yml_is_null(v))
 		return;
 	if (v->type != YML_SCALAR) {
-		diag_add(diags, DIAG_ERROR, path, v->line, "frontmatter '%s' must be text", key);
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, v->line, "frontmatter '%s' must be text", key);
 		return;
 	}
 	free(*dst);
@@ -108,14 +108,14 @@ static void set_list(struct strlist *l, const struct yml_node *v, const char *ke
 		return;
 	}
 	if (v->type != YML_SEQ) {
-		diag_add(diags, DIAG_ERROR, path, v->line, "frontmatter '%s' must be a list", key);
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, v->line, "frontmatter '%s' must be a list", key);
 		return;
 	}
 	for (i = 0; i < v->nitems; i++) {
 		const struct yml_node *it = v->items[i];
 		const char *s;
 		if (it->type != YML_SCALAR) {
-			diag_add(diags, DIAG_WARNING, path, it->line,
+			diag_addk(diags, DIAG_PARSE, DIAG_WARNING, path, it->line,
 				 "frontmatter '%s': an item that is not text was ignored", key);
 			continue;
 		}
@@ -135,7 +135,7 @@ static void set_bool(int *dst, const struct yml_node *v, const char *key, const 
 	if (yml_is_null(v))
 		return;
 	if (b < 0) {
-		diag_add(diags, DIAG_ERROR, path, v->line, "frontmatter '%s' must be true or false",
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, v->line, "frontmatter '%s' must be true or false",
 			 key);
 		return;
 	}
@@ -150,7 +150,7 @@ static void set_date(char **dst, const struct yml_node *v, const char *key, cons
 	if (yml_is_null(v))
 		return;
 	if (v->type != YML_SCALAR || !(d = iso_date(v->value))) {
-		diag_add(diags, DIAG_WARNING, path, v->line,
+		diag_addk(diags, DIAG_PARSE, DIAG_WARNING, path, v->line,
 			 "frontmatter '%s' is not a date like 2024-05-31, ignored", key);
 		return;
 	}
@@ -166,7 +166,7 @@ static void read_frontmatter(struct note *n, const struct yml_node *root, struct
 	if (!root)
 		return;
 	if (root->type != YML_MAP) {
-		diag_add(diags, DIAG_ERROR, path, root->line, "frontmatter must be a map of keys");
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, root->line, "frontmatter must be a map of keys");
 		return;
 	}
 	if ((v = yml_get(root, "title")))
@@ -290,16 +290,16 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 	if (!root)
 		*keep_private |= contains(yaml, len, "publish") || contains(yaml, len, "draft");
 	if (*keep_private)
-		diag_add(diags, DIAG_ERROR, path, why_line,
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, why_line,
 			 "invalid frontmatter: %s; 'publish' or 'draft' could not be read, so the "
 			 "note is kept private",
 			 why);
 	else if (root)
-		diag_add(diags, DIAG_WARNING, path, why_line,
+		diag_addk(diags, DIAG_PARSE, DIAG_WARNING, path, why_line,
 			 "invalid frontmatter: %s; the other keys were read line by line%s%s%s", why,
 			 lost.len ? " (lost: " : "", lost.ptr, lost.len ? ")" : "");
 	else
-		diag_add(diags, DIAG_ERROR, path, why_line, "invalid frontmatter: %s", why);
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, why_line, "invalid frontmatter: %s", why);
 	buf_release(&kept);
 	buf_release(&lost);
 	buf_release(&err);
@@ -325,7 +325,7 @@ void note_parse(struct note *n, const char *path, const char *src, size_t len, t
 
 	nbad = utf8_sanitize(src, len, &clean, &bad_line);
 	if (nbad)
-		diag_add(diags, DIAG_WARNING, path, bad_line,
+		diag_addk(diags, DIAG_PARSE, DIAG_WARNING, path, bad_line,
 			 "%zu invalid UTF-8 sequence%s or control character%s replaced", nbad,
 			 nbad == 1 ? "" : "s", nbad == 1 ? "" : "s");
 
@@ -358,7 +358,7 @@ void note_parse(struct note *n, const char *path, const char *src, size_t len, t
 			}
 		}
 		if (body == clean.ptr)
-			diag_add(diags, DIAG_ERROR, path, 1,
+			diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, 1,
 				 "frontmatter is not closed by a '---' line; read as text");
 	}
 	if (!n->title || !n->title[0]) {

@@ -1,11 +1,12 @@
 /*
  * render.c: fragments and pages.
  *
- * A fragment depends only on its note and on which names resolve to what;
- * an embedded note is a splice point in it, not a copy. Composing a page
- * follows the splices into the embedded notes' fragments (a section of one
- * for ![[note#Heading]], a block for ![[note#^id]]), so an edit to an
- * embedded note re-composes its embedders without re-parsing them.
+ * A fragment depends only on its note and on what its names resolve to
+ * (kind and URL); an embedded note is a splice point in it, not a copy.
+ * Composing a page follows the splices into the embedded notes' fragments
+ * (a section of one for ![[note#Heading]], a block for ![[note#^id]]), so
+ * an edit to an embedded note re-composes its embedders without
+ * re-parsing them.
  *
  * Rejected: rendering embeds inside markdown.c by recursion. It would make
  * a fragment depend on other notes' bodies, force an order on rendering,
@@ -14,65 +15,72 @@
 #include "render.h"
 #include "log.h"
 #include "resolve.h"
-#include "unicode.h"
 #include "xalloc.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+void render_resolve(const struct site *s, const struct site_note *n, const struct md_ref *ref,
+		    struct site_ref *out)
+{
+	void *item = NULL;
+	enum resolve_kind kind;
+
+	if (!ref->target[0]) {
+		kind = RESOLVE_NOTE; /* [[#Heading]]: this note */
+		item = (void *)n;
+	} else {
+		kind = resolver_find(s->resolver, n->note.path, ref->target, &item);
+	}
+	out->kind = MD_TARGET_BROKEN;
+	out->target = NULL;
+	if (kind == RESOLVE_NOTE) {
+		const struct site_note *t = item;
+		out->kind = t->published ? MD_TARGET_NOTE : MD_TARGET_PLAIN;
+		out->target = item;
+	} else if (kind == RESOLVE_FILE) {
+		out->kind = MD_TARGET_ATTACHMENT;
+		out->target = item;
+	}
+}
+
 struct body_ctx {
 	struct site *s;
-	size_t note;
-	size_t cap;           /* of s->notes[note].refs */
+	struct site_note *n;
+	size_t cap;           /* of n->refs */
 };
 
 static void resolve_ref(void *ctx, size_t index, const struct md_ref *ref, struct md_target *out)
 {
 	struct body_ctx *c = ctx;
-	struct site *s = c->s;
-	struct site_note *n = &s->notes[c->note];
-	enum resolve_kind kind;
-	size_t id = c->note;
+	struct site_note *n = c->n;
+	struct site_ref *r;
 
 	if (index >= c->cap) {
 		/* refs arrive one by one as markdown.c meets them: keep ours parallel */
 		c->cap = c->cap * 2 > index + 1 ? c->cap * 2 : index + 1;
 		n->refs = xrealloc(n->refs, c->cap * sizeof(*n->refs));
 	}
-	kind = ref->target[0] ? resolver_find(s->resolver, n->note.path, ref->target, &id)
-			      : RESOLVE_NOTE;
-	out->kind = MD_TARGET_BROKEN;
-	if (kind == RESOLVE_NOTE) {
-		struct site_note *t = &s->notes[id];
-		if (t->published) {
-			out->kind = MD_TARGET_NOTE;
-			out->url = t->href;
-			/*
-			 * No title tooltip: a fragment must not depend on another
-			 * note's title, or a retitle would re-render every linker.
-			 */
-			out->title = NULL;
-		} else {
-			out->kind = MD_TARGET_PLAIN;
-		}
-	} else if (kind == RESOLVE_FILE) {
-		struct site_file *f = &s->files[id];
-		out->kind = MD_TARGET_ATTACHMENT;
-		out->url = f->href;
-		/* a published note references it: the file is published */
-		atomic_store_explicit((_Atomic int *)&f->published, 1, memory_order_relaxed);
-	}
-	n->refs[index].kind = out->kind;
-	n->refs[index].id = id;
+	r = &n->refs[index];
+	render_resolve(c->s, n, ref, r);
+	out->kind = r->kind;
+	/*
+	 * No title tooltip: a fragment must not depend on another note's
+	 * title, or a retitle would re-render every note linking to it.
+	 */
+	out->title = NULL;
+	if (r->kind == MD_TARGET_NOTE)
+		out->url = ((const struct site_note *)r->target)->href;
+	else if (r->kind == MD_TARGET_ATTACHMENT)
+		out->url = ((const struct site_file *)r->target)->href;
 }
 
-void render_note_body(struct site *s, size_t i)
+void render_note_body(struct site *s, struct site_note *n)
 {
-	struct site_note *n = &s->notes[i];
-	struct body_ctx ctx = { s, i, 0 };
+	struct body_ctx ctx = { s, n, 0 };
 	struct md_options opt;
+	size_t k;
 
 	md_result_release(&n->md);
 	free(n->refs);
@@ -81,9 +89,17 @@ void render_note_body(struct site *s, size_t i)
 	opt.resolve_ctx = &ctx;
 	opt.url_prefix = s->cfg.url_prefix;
 	opt.first_line = n->note.body_line;
-	if (md_render(n->note.body, n->note.body_len, &opt, &n->md) < 0) {
-		diag_add(&s->diags, DIAG_ERROR, n->note.path, 0, "could not parse the Markdown");
+	if (md_render(n->note.body ? n->note.body : "", n->note.body_len, &opt, &n->md) < 0) {
+		diag_addk(&s->diags, DIAG_LINK, DIAG_ERROR, n->note.path, 0,
+			  "could not parse the Markdown");
 		md_result_release(&n->md);
+	}
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct md_ref *ref = &n->md.refs[k];
+		if (n->refs[k].kind == MD_TARGET_BROKEN)
+			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
+				  "broken %s: [[%s]] matches no note or attachment",
+				  ref->kind == MD_REF_EMBED ? "embed" : "link", ref->target);
 	}
 	note_drop_body(&n->note);
 }
@@ -124,76 +140,81 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 	}
 }
 
-void render_compose(struct site *s, size_t i, size_t start, size_t end, struct buf *out,
-		    size_t *chain, int depth, int line)
+/*
+ * Appends n's HTML from start to end with its embeds spliced in (depth
+ * levels already followed, chain the notes above it, line the line of the
+ * first note's embed that led here). An embed cycle is reported when the
+ * chain returns to its first note.
+ */
+static void compose(struct site *s, const struct site_note *n, size_t start, size_t end,
+		    struct buf *out, const struct site_note **chain, int depth, int line)
 {
-	const struct site_note *n = &s->notes[i];
 	const struct md_result *md = &n->md;
 	size_t pos = start, k;
 
-	chain[depth] = i;
+	chain[depth] = n;
 	for (k = 0; k < md->nsplices; k++) {
 		const struct md_splice *sp = &md->splices[k];
 		const struct md_ref *ref = &md->refs[sp->ref];
 		const struct site_ref *r = &n->refs[sp->ref];
-		size_t t = r->id, ts, te, d;
-		int cycle = 0;
+		const struct site_note *t = r->target;
+		size_t ts, te;
+		int d, cycle = 0;
 
 		if (sp->offset < start || sp->offset >= end || r->kind != MD_TARGET_NOTE)
 			continue;
 		buf_add(out, md->html.ptr + pos, sp->offset - pos);
 		pos = sp->offset;
-		for (d = 0; d <= (size_t)depth; d++)
+		for (d = 0; d <= depth; d++)
 			cycle |= chain[d] == t;
 		if (cycle) {
 			buf_adds(out, "<p class=\"embed-cycle\">Embed cycle: ");
-			buf_adds_html(out, s->notes[t].note.title);
+			buf_adds_html(out, t->note.title);
 			buf_adds(out, " is already shown above.</p>");
 			if (chain[0] == t && depth == 0)
-				diag_add(&s->diags, DIAG_WARNING, n->note.path, ref->line,
-					 "embed cycle: the note embeds itself");
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
+					  "embed cycle: the note embeds itself");
 			else if (chain[0] == t)
-				diag_add(&s->diags, DIAG_WARNING, s->notes[chain[0]].note.path, line,
-					 "embed cycle: embedding %s leads back to this note",
-					 s->notes[chain[1]].note.path);
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, chain[0]->note.path,
+					  line, "embed cycle: embedding %s leads back to this note",
+					  chain[1]->note.path);
 			continue;
 		}
 		if (depth + 1 >= RENDER_MAX_EMBED_DEPTH) {
 			buf_adds(out, "<p class=\"embed-cycle\">Embeds nested too deeply.</p>");
 			continue;
 		}
-		if (embed_range(&s->notes[t], ref->fragment, &ts, &te) < 0) {
+		if (embed_range(t, ref->fragment, &ts, &te) < 0) {
 			buf_adds(out, "<p class=\"embed broken\">No section &ldquo;");
 			buf_adds_html(out, ref->fragment);
 			buf_adds(out, "&rdquo; in ");
-			buf_adds_html(out, s->notes[t].note.title);
+			buf_adds_html(out, t->note.title);
 			buf_adds(out, ".</p>");
 			if (depth == 0)
-				diag_add(&s->diags, DIAG_WARNING, n->note.path, ref->line,
-					 "embed of missing section '%s' in %s", ref->fragment,
-					 s->notes[t].note.path);
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
+					  "embed of missing section '%s' in %s", ref->fragment,
+					  t->note.path);
 			continue;
 		}
-		render_compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line);
+		compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line);
 	}
 	buf_add(out, md->html.ptr + pos, end - pos);
 }
 
-void render_note_page(struct site *s, size_t i)
+void render_note_page(struct site *s, struct site_note *n)
 {
-	struct site_note *n = &s->notes[i];
 	struct buf body = BUF_INIT, html = BUF_INIT;
 	struct layout_note ln;
 	struct layout_toc_entry *toc = NULL;
 	struct layout_link *back = NULL;
 	const char **tags = NULL;
-	size_t chain[RENDER_MAX_EMBED_DEPTH + 1];
-	size_t k, ntoc = 0, ntags = 0;
+	const struct site_note *chain[RENDER_MAX_EMBED_DEPTH + 1];
+	size_t k, ntoc = 0, ntags = 0, len;
 	struct page *p;
 	char *bytes;
-	size_t len;
 
-	render_compose(s, i, 0, n->md.html.len, &body, chain, 0, 0);
+	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
+	compose(s, n, 0, n->md.html.len, &body, chain, 0, 0);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
 	for (k = 0; k < n->md.nheadings; k++) {
@@ -207,8 +228,8 @@ void render_note_page(struct site *s, size_t i)
 	}
 	back = xcalloc(n->nbacklinks + 1, sizeof(*back));
 	for (k = 0; k < n->nbacklinks; k++) {
-		back[k].title = s->notes[n->backlinks[k]].note.title;
-		back[k].url = s->notes[n->backlinks[k]].href;
+		back[k].title = n->backlinks[k]->note.title;
+		back[k].url = n->backlinks[k]->href;
 	}
 	/* frontmatter tags, then inline tags not already there */
 	tags = xcalloc(n->note.tags.n + n->md.ntags + 1, sizeof(*tags));
@@ -244,7 +265,8 @@ void render_note_page(struct site *s, size_t i)
 	p->mtime = n->note.mtime;
 	bytes = buf_detach(&html, &len);
 	if (page_set_body(p, bytes, len, 1) < 0)
-		diag_add(&s->diags, DIAG_ERROR, n->note.path, 0, "could not compress the page");
+		diag_addk(&s->diags, DIAG_EMBED, DIAG_ERROR, n->note.path, 0,
+			  "could not compress the page");
 	page_unref(n->page);
 	n->page = p;
 

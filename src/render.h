@@ -19,25 +19,20 @@
 #define RENDER_MAX_EMBED_DEPTH 8
 
 /*
- * Renders note i's body into s->notes[i].md and .refs; marks the files
- * it references as published. Thread-safe for distinct i once the site's
- * URLs and index exist.
+ * Renders n's body into n->md and n->refs, reporting broken links. The
+ * body is dropped afterwards. Thread-safe for distinct notes once the
+ * site's URLs and name index are up to date.
  */
-void render_note_body(struct site *s, size_t i);
+void render_note_body(struct site *s, struct site_note *n);
 
 /*
- * Composes note i's page into s->notes[i].page (replacing any previous
- * one). Thread-safe for distinct i once every body and backlink exists.
+ * Composes n's page into n->page (replacing any previous one).
+ * Thread-safe for distinct notes once bodies and backlinks are up to date.
  */
-void render_note_page(struct site *s, size_t i);
+void render_note_page(struct site *s, struct site_note *n);
 
-/*
- * Appends note i's HTML from start to end with its embeds spliced in
- * (depth levels already followed, chain the notes above it, line the line
- * of the first note's embed that led here). Reports an embed cycle as a
- * diagnostic when the chain returns to its first note.
- */
-void render_compose(struct site *s, size_t i, size_t start, size_t end, struct buf *out,
-		    size_t *chain, int depth, int line);
+/* Resolves one reference of note n as render_note_body() does. */
+void render_resolve(const struct site *s, const struct site_note *n, const struct md_ref *ref,
+		    struct site_ref *out);
 
 #endif

@@ -1,11 +1,12 @@
 /*
  * resolve.c: name and path indexes over folded keys.
  *
- * Two maps: by name (the folded file name: without ".md" for notes, with
- * its extension for attachments) to a list of candidates, and by path (the
- * folded vault path, ".md" dropped for notes) to one entry. Every lookup is
- * a hash probe; a tail match ("folder/note" anywhere) filters the name's
- * candidates instead of scanning the vault.
+ * Two maps of candidate lists: by name (the folded file name: without
+ * ".md" for notes, with its extension for attachments) and by path (the
+ * folded vault path, ".md" dropped for notes). Every lookup is a hash
+ * probe and a walk over the few entries sharing a key; a tail match
+ * ("folder/note" anywhere) filters the name's candidates instead of
+ * scanning the vault.
  */
 #include "resolve.h"
 #include "buf.h"
@@ -13,25 +14,27 @@
 #include "unicode.h"
 #include "xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+struct entry {
+	char *path;            /* as given */
+	char *fold;            /* folded path (".md" kept) */
+	enum resolve_kind kind;
+	void *item;
+};
+
 struct cand {
-	size_t *ids;  /* encoded: id * 2 + (1 for a file) */
-	size_t n;
+	char *key;             /* owned: the map's key */
+	struct entry **v;
+	size_t n, alloc;
 };
 
 struct resolver {
-	const char *const *notes;
-	const char *const *files;
-	size_t nnotes, nfiles;
-	char **keys;          /* owned keys of both maps */
-	size_t nkeys, akeys;
-	struct map by_name;   /* folded name -> struct cand * */
-	struct map by_path;   /* folded path -> (encoded id + 1) as a pointer */
-	struct cand *cands;
-	size_t ncands, acands;
+	struct map by_name;    /* folded name -> struct cand * */
+	struct map by_path;    /* folded path -> struct cand * */
 };
 
 static int has_md(const char *s, size_t n)
@@ -39,77 +42,118 @@ static int has_md(const char *s, size_t n)
 	return n > 3 && strncasecmp(s + n - 3, ".md", 3) == 0;
 }
 
-static char *own_key(struct resolver *r, const char *s, size_t n)
+struct resolver *resolver_new(void)
 {
-	char *k = utf8_fold(s, n);
-	ALLOC_GROW(r->keys, r->nkeys + 1, r->akeys);
-	r->keys[r->nkeys++] = k;
-	return k;
+	return xcalloc(1, sizeof(struct resolver));
 }
 
-static void index_entry(struct resolver *r, const char *path, size_t code, struct map *names)
+static void free_cands(struct map *m, int free_entries)
 {
-	size_t n = strlen(path), base;
-	const char *slash = strrchr(path, '/');
-	struct cand *c;
-	char *k;
+	size_t i = 0, k;
+	void *v;
 
-	base = slash ? (size_t)(slash + 1 - path) : 0;
-	if (!(code & 1) && has_md(path, n))
-		n -= 3;
-	k = own_key(r, path, n);
-	if (!map_get(&r->by_path, k, strlen(k)))
-		map_put(&r->by_path, k, strlen(k), (void *)(uintptr_t)(code + 1));
-	k = own_key(r, path + base, n - base);
-	c = map_get(names, k, strlen(k));
-	if (!c) {
-		c = xcalloc(1, sizeof(*c));
-		map_put(names, k, strlen(k), c);
+	while (map_next(m, &i, NULL, NULL, &v)) {
+		struct cand *c = v;
+		for (k = 0; free_entries && k < c->n; k++) {
+			free(c->v[k]->path);
+			free(c->v[k]->fold);
+			free(c->v[k]);
+		}
+		free(c->v);
+		free(c->key);
+		free(c);
 	}
-	c->ids = xrealloc(c->ids, (c->n + 1) * sizeof(*c->ids));
-	c->ids[c->n++] = code;
-}
-
-struct resolver *resolver_new(const char *const *notes, size_t nnotes, const char *const *files,
-			      size_t nfiles)
-{
-	struct resolver *r = xcalloc(1, sizeof(*r));
-	size_t i;
-
-	r->notes = notes;
-	r->files = files;
-	r->nnotes = nnotes;
-	r->nfiles = nfiles;
-	for (i = 0; i < nnotes; i++)
-		index_entry(r, notes[i], i * 2, &r->by_name);
-	for (i = 0; i < nfiles; i++)
-		index_entry(r, files[i], i * 2 + 1, &r->by_name);
-	return r;
+	map_release(m);
 }
 
 void resolver_free(struct resolver *r)
 {
-	size_t i = 0;
-	void *v;
-
 	if (!r)
 		return;
-	while (map_next(&r->by_name, &i, NULL, NULL, &v)) {
-		struct cand *c = v;
-		free(c->ids);
-		free(c);
-	}
-	map_release(&r->by_name);
-	map_release(&r->by_path);
-	for (i = 0; i < r->nkeys; i++)
-		free(r->keys[i]);
-	free(r->keys);
+	free_cands(&r->by_name, 0);
+	free_cands(&r->by_path, 1); /* every entry is in exactly one path list */
 	free(r);
 }
 
-static const char *code_path(const struct resolver *r, size_t code)
+/* The name and path keys of an entry, as offsets into its folded path. */
+static void keys(const struct entry *e, size_t *name_start, size_t *len)
 {
-	return code & 1 ? r->files[code / 2] : r->notes[code / 2];
+	const char *slash = strrchr(e->fold, '/');
+
+	*len = strlen(e->fold);
+	if (e->kind == RESOLVE_NOTE && has_md(e->fold, *len))
+		*len -= 3;
+	*name_start = slash ? (size_t)(slash + 1 - e->fold) : 0;
+}
+
+static void cand_add(struct map *m, const char *key, size_t len, struct entry *e)
+{
+	struct cand *c = map_get(m, key, len);
+
+	if (!c) {
+		c = xcalloc(1, sizeof(*c));
+		c->key = xstrndup(key, len);
+		map_put(m, c->key, len, c);
+	}
+	ALLOC_GROW(c->v, c->n + 1, c->alloc);
+	c->v[c->n++] = e;
+}
+
+static struct entry *cand_remove(struct map *m, const char *key, size_t len, void *item)
+{
+	struct cand *c = map_get(m, key, len);
+	struct entry *e = NULL;
+	size_t k;
+
+	if (!c)
+		return NULL;
+	for (k = 0; k < c->n; k++) {
+		if (c->v[k]->item == item) {
+			e = c->v[k];
+			memmove(&c->v[k], &c->v[k + 1], (c->n - k - 1) * sizeof(*c->v));
+			c->n--;
+			break;
+		}
+	}
+	if (!c->n) {
+		map_remove(m, key, len);
+		free(c->v);
+		free(c->key);
+		free(c);
+	}
+	return e;
+}
+
+void resolver_add(struct resolver *r, const char *path, enum resolve_kind kind, void *item)
+{
+	struct entry *e = xcalloc(1, sizeof(*e));
+	size_t name, len;
+
+	e->path = xstrdup(path);
+	e->fold = utf8_fold(path, strlen(path));
+	e->kind = kind;
+	e->item = item;
+	keys(e, &name, &len);
+	cand_add(&r->by_path, e->fold, len, e);
+	cand_add(&r->by_name, e->fold + name, len - name, e);
+}
+
+void resolver_remove(struct resolver *r, const char *path, enum resolve_kind kind, void *item)
+{
+	struct entry probe, *e;
+	size_t name, len;
+
+	probe.fold = utf8_fold(path, strlen(path));
+	probe.kind = kind;
+	keys(&probe, &name, &len);
+	cand_remove(&r->by_name, probe.fold + name, len - name, item);
+	e = cand_remove(&r->by_path, probe.fold, len, item);
+	if (e) {
+		free(e->path);
+		free(e->fold);
+		free(e);
+	}
+	free(probe.fold);
 }
 
 static size_t dir_len(const char *path)
@@ -126,51 +170,56 @@ static size_t depth(const char *p)
 	return d;
 }
 
-/* Is a a better pick than b for a link from the folder fromdir? */
-static int better(const char *a, const char *b, const char *from, size_t fromdir)
+/* Is a a better pick than b for a link from the folder of from? */
+static int better(const struct entry *a, const struct entry *b, const char *from, size_t fromdir)
 {
-	int a_here = dir_len(a) == fromdir && strncmp(a, from, fromdir) == 0;
-	int b_here = dir_len(b) == fromdir && strncmp(b, from, fromdir) == 0;
+	int a_here = dir_len(a->path) == fromdir && strncmp(a->path, from, fromdir) == 0;
+	int b_here = dir_len(b->path) == fromdir && strncmp(b->path, from, fromdir) == 0;
 	size_t da, db, la, lb;
 
 	if (a_here != b_here)
 		return a_here;
-	da = depth(a);
-	db = depth(b);
+	da = depth(a->path);
+	db = depth(b->path);
 	if (da != db)
 		return da < db;
-	la = strlen(a);
-	lb = strlen(b);
+	la = strlen(a->path);
+	lb = strlen(b->path);
 	if (la != lb)
 		return la < lb;
-	return strcmp(a, b) < 0;
+	return strcmp(a->path, b->path) < 0;
 }
 
-static enum resolve_kind found(size_t code, size_t *id)
+/* The best entry of a list, of the wanted kind (RESOLVE_NONE: any), or NULL. */
+static const struct entry *pick(const struct cand *c, enum resolve_kind want, const char *from)
 {
-	*id = code / 2;
-	return code & 1 ? RESOLVE_FILE : RESOLVE_NOTE;
+	const struct entry *best = NULL;
+	size_t k, fromdir = dir_len(from);
+
+	for (k = 0; c && k < c->n; k++) {
+		if (want != RESOLVE_NONE && c->v[k]->kind != want)
+			continue;
+		if (!best || better(c->v[k], best, from, fromdir))
+			best = c->v[k];
+	}
+	return best;
 }
 
-/* Exact path lookup of a folded key: a file first when it has that name, then a note. */
-static int by_path(const struct resolver *r, const char *key, size_t *code)
+/* Exact path lookup of a folded key: an attachment by that name first, then a note. */
+static const struct entry *by_path(const struct resolver *r, const char *key, const char *from)
 {
 	size_t n = strlen(key);
-	void *v;
+	const struct cand *c = map_get(&r->by_path, key, n);
+	const struct entry *e;
 
 	if (has_md(key, n)) {
-		v = map_get(&r->by_path, key, n - 3);
-		if (v && !(((uintptr_t)v - 1) & 1)) {
-			*code = (uintptr_t)v - 1;
-			return 1;
-		}
+		const struct cand *notes = map_get(&r->by_path, key, n - 3);
+		if ((e = pick(notes, RESOLVE_NOTE, from)))
+			return e;
 	}
-	v = map_get(&r->by_path, key, n);
-	if (v) {
-		*code = (uintptr_t)v - 1;
-		return 1;
-	}
-	return 0;
+	if ((e = pick(c, RESOLVE_FILE, from)))
+		return e;
+	return pick(c, RESOLVE_NOTE, from);
 }
 
 /* Joins dir and rel, applying "." and ".." segments; NULL when it climbs out of the vault. */
@@ -204,15 +253,45 @@ static char *join(const char *dir, size_t dirlen, const char *rel)
 	return buf_detach(&out, NULL);
 }
 
-enum resolve_kind resolver_find(const struct resolver *r, const char *from, const char *target,
-				size_t *id)
+static enum resolve_kind found(const struct entry *e, void **item)
 {
-	char *t = utf8_fold(target, strlen(target)), *key = NULL;
+	if (!e)
+		return RESOLVE_NONE;
+	*item = e->item;
+	return e->kind;
+}
+
+/* A path's tail: entries named like its last segment whose folded path ends with it. */
+static const struct entry *by_tail(const struct resolver *r, const char *p, const char *from)
+{
+	const char *base = strrchr(p, '/') + 1;
+	size_t bl = strlen(base), pl = strlen(p), k, fromdir = dir_len(from);
+	const struct cand *c = map_get(&r->by_name, base, bl);
+	const struct entry *best = NULL;
+
+	if (!c && has_md(base, bl))
+		c = map_get(&r->by_name, base, bl - 3);
+	for (k = 0; c && k < c->n; k++) {
+		const struct entry *e = c->v[k];
+		size_t fl = strlen(e->fold);
+
+		if (e->kind == RESOLVE_NOTE && has_md(e->fold, fl) && !has_md(p, pl))
+			fl -= 3;
+		if (fl > pl && e->fold[fl - pl - 1] == '/' && strncmp(e->fold + fl - pl, p, pl) == 0 &&
+		    (!best || better(e, best, from, fromdir)))
+			best = e;
+	}
+	return best;
+}
+
+enum resolve_kind resolver_find(const struct resolver *r, const char *from, const char *target,
+				void **item)
+{
+	char *t = utf8_fold(target, strlen(target)), *ffrom = utf8_fold(from, strlen(from));
+	char *key = NULL;
 	const char *p = t;
-	size_t fromdir = dir_len(from), code = 0, tl;
-	enum resolve_kind kind = RESOLVE_NONE;
-	struct cand *c;
-	char *ffrom = utf8_fold(from, strlen(from));
+	size_t fromdir = dir_len(from), tl;
+	const struct entry *e = NULL;
 
 	while (*p == ' ')
 		p++;
@@ -225,81 +304,49 @@ enum resolve_kind resolver_find(const struct resolver *r, const char *from, cons
 
 	if (strncmp(p, "./", 2) == 0 || strncmp(p, "../", 3) == 0) {
 		key = join(ffrom, fromdir, p);
-		if (key && by_path(r, key, &code))
-			kind = found(code, id);
+		if (key)
+			e = by_path(r, key, from);
 		goto out;
 	}
 	while (*p == '/')
 		p++;
 	if (strchr(p, '/')) {
-		const char *base = strrchr(p, '/') + 1;
-		size_t bl = strlen(base), i, best = 0;
-		int have = 0;
-
-		if (by_path(r, p, &code)) {
-			kind = found(code, id);
-			goto out;
-		}
-		key = join(ffrom, fromdir, p);
-		if (key && by_path(r, key, &code)) {
-			kind = found(code, id);
-			goto out;
-		}
-		/* the tail of a longer path: filter the base name's candidates */
-		c = map_get(&r->by_name, base, bl);
-		if (!c && has_md(base, bl))
-			c = map_get(&r->by_name, base, bl - 3);
-		for (i = 0; c && i < c->n; i++) {
-			const char *cp = code_path(r, c->ids[i]);
-			char *fp = utf8_fold(cp, strlen(cp));
-			size_t fl = strlen(fp), pl = strlen(p);
-			int match;
-
-			if (!(c->ids[i] & 1) && has_md(fp, fl) && !has_md(p, pl))
-				fl -= 3;
-			match = fl > pl && fp[fl - pl - 1] == '/' && strncmp(fp + fl - pl, p, pl) == 0;
-			free(fp);
-			if (match && (!have || better(cp, code_path(r, best), from, fromdir))) {
-				best = c->ids[i];
-				have = 1;
-			}
-		}
-		if (have)
-			kind = found(best, id);
+		e = by_path(r, p, from);
+		if (!e && (key = join(ffrom, fromdir, p)))
+			e = by_path(r, key, from);
+		if (!e)
+			e = by_tail(r, p, from);
 		goto out;
 	}
 
 	/* a bare name: an attachment by its full name first, then a note */
 	tl = strlen(p);
-	c = map_get(&r->by_name, p, tl);
-	if (c) {
-		size_t i, best = SIZE_MAX;
-		int files_only = 0;
-		for (i = 0; i < c->n; i++)
-			files_only |= (int)(c->ids[i] & 1);
-		for (i = 0; i < c->n; i++) {
-			if (files_only && !(c->ids[i] & 1))
-				continue;
-			if (best == SIZE_MAX ||
-			    better(code_path(r, c->ids[i]), code_path(r, best), from, fromdir))
-				best = c->ids[i];
-		}
-		kind = found(best, id);
-	} else if (has_md(p, tl) && (c = map_get(&r->by_name, p, tl - 3))) {
-		size_t i, best = SIZE_MAX;
-		for (i = 0; i < c->n; i++) {
-			if (c->ids[i] & 1)
-				continue;
-			if (best == SIZE_MAX ||
-			    better(code_path(r, c->ids[i]), code_path(r, best), from, fromdir))
-				best = c->ids[i];
-		}
-		if (best != SIZE_MAX)
-			kind = found(best, id);
+	{
+		const struct cand *c = map_get(&r->by_name, p, tl);
+		e = pick(c, RESOLVE_FILE, from);
+		if (!e)
+			e = pick(c, RESOLVE_NOTE, from);
+		if (!e && has_md(p, tl))
+			e = pick(map_get(&r->by_name, p, tl - 3), RESOLVE_NOTE, from);
 	}
 out:
 	free(key);
 	free(t);
 	free(ffrom);
-	return kind;
+	return found(e, item);
+}
+
+char *resolve_name_key(const char *target)
+{
+	const char *slash = strrchr(target, '/');
+	const char *base = slash ? slash + 1 : target;
+	size_t n = strlen(base);
+
+	while (n && base[n - 1] == ' ')
+		n--;
+	while (n && *base == ' ')
+		base++, n--;
+	if (has_md(base, n))
+		n -= 3;
+	return utf8_fold(base, n);
 }

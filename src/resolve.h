@@ -13,6 +13,9 @@
  *
  * Unpublished notes take part: a link to one resolves (and is rendered as
  * plain text by the caller) rather than falling through to another note.
+ *
+ * The index changes as the vault does: entries are added and removed one
+ * at a time, so a sync costs what it changes, not the vault's size.
  */
 #ifndef QUIRE_RESOLVE_H
 #define QUIRE_RESOLVE_H
@@ -23,21 +26,33 @@ enum resolve_kind { RESOLVE_NONE, RESOLVE_NOTE, RESOLVE_FILE };
 
 struct resolver;
 
-/*
- * Indexes notes and files by their vault paths (NFC; notes end in ".md").
- * The arrays are borrowed for the resolver's lifetime; ids returned later
- * are indexes into them. The caller frees with resolver_free().
- */
-struct resolver *resolver_new(const char *const *notes, size_t nnotes, const char *const *files,
-			      size_t nfiles);
+/* An empty index. The caller frees it with resolver_free(). */
+struct resolver *resolver_new(void);
 void resolver_free(struct resolver *r);
 
 /*
+ * Adds an entry: path is the vault path (NFC; notes end in ".md"), item
+ * is the caller's pointer, returned by lookups. path is copied.
+ */
+void resolver_add(struct resolver *r, const char *path, enum resolve_kind kind, void *item);
+/* Removes the entry added with this path and item. */
+void resolver_remove(struct resolver *r, const char *path, enum resolve_kind kind, void *item);
+
+/*
  * Resolves target (as written, without '#' fragment or '|' label) from
- * the note at path from. Sets *id and returns the kind, or RESOLVE_NONE.
+ * the note at path from. Sets *item and returns the kind, or RESOLVE_NONE.
  * An empty target is not resolved here: it means the linking note itself.
  */
 enum resolve_kind resolver_find(const struct resolver *r, const char *from, const char *target,
-				size_t *id);
+				void **item);
+
+/*
+ * The key under which a target can change its resolution: the folded
+ * last path segment, without ".md". "Folder/My Note.md" and "[[my note]]"
+ * share one key, so a caller can index which notes mention a name and
+ * revisit just those when a note of that name appears or vanishes. The
+ * caller frees the result.
+ */
+char *resolve_name_key(const char *target);
 
 #endif

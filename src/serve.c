@@ -123,8 +123,12 @@ int serve_main(int argc, char **argv)
 	srv = http_server_new(&ho);
 	if (!srv)
 		goto out;
-	fprintf(stderr, "loaded %zu notes (%zu published) in %.0f ms\n", site->nnotes,
-		site->npublished, site->load_ms);
+	{
+		struct site_stats st;
+		site_stats(site, &st);
+		fprintf(stderr, "loaded %zu notes (%zu published) in %.0f ms\n", st.notes,
+			st.published, site->load_ms);
+	}
 	{
 		const char *colon = strrchr(ho.listen, ':');
 		int hostlen = colon ? (int)(colon - ho.listen) : (int)strlen(ho.listen);

@@ -1,11 +1,18 @@
 /*
- * site.c: loading a vault and turning it into a snapshot.
+ * site.c: the vault as indexes and pages, kept current change by change.
  *
- * The expensive steps (parsing and rendering notes, composing and
- * compressing pages) run as parallel loops over notes; everything that
- * looks across notes (URLs, the name index, backlinks) runs between them
- * on one thread, in path order, so a load is deterministic: the same files
- * give the same bytes whatever the thread count.
+ * site_apply() is the only way notes enter, change or leave. It works in
+ * rounds: parse what is marked (in parallel), then, on this thread in path
+ * order, see what the new metadata changes (publish state, names, URLs)
+ * and mark the notes whose links may now resolve differently; those are
+ * parsed in the next round. When nothing new is marked, the marked notes
+ * are rendered (in parallel), their contributions (backlinks, mentions,
+ * attachment references) updated, the notes whose pages read any of that
+ * are composed (in parallel), and the page table is brought up to date.
+ *
+ * Loading a vault is site_apply() on its root folder from an empty site.
+ * The same code builds every page of a fresh load and the few pages of an
+ * edit; a test compares the two after each step of a random edit sequence.
  */
 #include "site.h"
 #include "buf.h"
@@ -25,6 +32,43 @@
 #include <strings.h>
 #include <time.h>
 
+struct notevec {
+	struct site_note **v;
+	size_t n, alloc;
+};
+
+static void vec_push(struct notevec *v, struct site_note *n)
+{
+	ALLOC_GROW(v->v, v->n + 1, v->alloc);
+	v->v[v->n++] = n;
+}
+
+static void vec_remove(struct notevec *v, const struct site_note *n)
+{
+	size_t i;
+	for (i = 0; i < v->n; i++) {
+		if (v->v[i] == n) {
+			memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(*v->v));
+			v->n--;
+			return;
+		}
+	}
+}
+
+/* One site_apply()'s worklists. */
+struct work {
+	struct notevec parse;     /* to parse in the next round */
+	struct notevec parsed;    /* parsed this apply (any round) */
+	struct notevec rerender;  /* to render */
+	struct notevec recompose; /* to compose (rendered ones too) */
+	struct notevec removed;   /* to free at the end */
+	struct site_file **files; /* attachments added, changed or removed */
+	size_t nfiles, afiles;
+	struct map names;         /* name keys whose resolution may have changed -> owned key */
+	struct map stale_keys;    /* alias keys and old URLs to look at again -> owned key */
+	int tree;                 /* the explorer tree must be rebuilt */
+};
+
 static double now_ms(void)
 {
 	struct timespec ts;
@@ -32,7 +76,6 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* An encoded href with the site prefix for a decoded URL path. */
 static char *make_href(const struct site *s, const char *url)
 {
 	struct buf b = BUF_INIT;
@@ -41,49 +84,644 @@ static char *make_href(const struct site *s, const char *url)
 	return buf_detach(&b, NULL);
 }
 
-struct parse_ctx {
+static void key_add(struct map *m, const char *key)
+{
+	size_t len = strlen(key);
+	if (!map_get(m, key, len)) {
+		char *k = xstrndup(key, len);
+		map_put(m, k, len, k);
+	}
+}
+
+static void keys_release(struct map *m)
+{
+	size_t i = 0;
+	void *v;
+	while (map_next(m, &i, NULL, NULL, &v))
+		free(v);
+	map_release(m);
+}
+
+/* ---- the page table ------------------------------------------------------ */
+
+static void mark_dirty(struct site *s, const char *key, size_t len)
+{
+	if (!map_get(&s->dirty, key, len)) {
+		char *k = xstrndup(key, len);
+		map_put(&s->dirty, k, len, k);
+	}
+}
+
+/* Puts p in the table (a new reference); the next snapshot will carry it. */
+static void table_put(struct site *s, struct page *p)
+{
+	mark_dirty(s, p->path, p->path_len);
+	page_unref(map_put(&s->pages, p->path, p->path_len, page_ref(p)));
+}
+
+static void table_del(struct site *s, const char *key)
+{
+	size_t len = strlen(key);
+	struct page *old;
+
+	mark_dirty(s, key, len);
+	old = map_remove(&s->pages, key, len);
+	page_unref(old);
+}
+
+/* ---- notes and files ----------------------------------------------------- */
+
+static size_t note_index(const struct site *s, const char *path)
+{
+	size_t lo = 0, hi = s->nnotes;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(s->notes[mid]->note.path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static size_t file_index(const struct site *s, const char *path)
+{
+	size_t lo = 0, hi = s->nfiles;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(s->files[mid]->path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct site_note *site_find_note(const struct site *s, const char *path)
+{
+	return map_gets(&s->note_by_path, path);
+}
+
+static struct site_note *note_add(struct site *s, const char *path, const char *disk)
+{
+	struct site_note *n = xcalloc(1, sizeof(*n));
+	size_t at = note_index(s, path);
+
+	n->note.path = xstrdup(path);
+	n->disk = xstrdup(disk);
+	n->name_key = resolve_name_key(path);
+	n->added = 1;
+	ALLOC_GROW(s->notes, s->nnotes + 1, s->anotes);
+	memmove(&s->notes[at + 1], &s->notes[at], (s->nnotes - at) * sizeof(*s->notes));
+	s->notes[at] = n;
+	s->nnotes++;
+	map_put(&s->note_by_path, n->note.path, strlen(n->note.path), n);
+	return n;
+}
+
+static void note_unlink(struct site *s, struct site_note *n)
+{
+	size_t at = note_index(s, n->note.path);
+
+	if (at < s->nnotes && s->notes[at] == n) {
+		memmove(&s->notes[at], &s->notes[at + 1], (s->nnotes - at - 1) * sizeof(*s->notes));
+		s->nnotes--;
+	}
+	map_remove(&s->note_by_path, n->note.path, strlen(n->note.path));
+}
+
+static void strs_free(char **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void note_free(struct site_note *n)
+{
+	if (!n)
+		return;
+	note_release(&n->note);
+	free(n->disk);
+	free(n->name_key);
+	free(n->base_url);
+	free(n->url);
+	free(n->href);
+	md_result_release(&n->md);
+	free(n->refs);
+	free(n->backlinks);
+	strs_free(n->mentions, n->nmentions);
+	strs_free(n->aliases, n->naliases);
+	page_unref(n->page);
+	free(n->old_title);
+	free(n);
+}
+
+static struct site_file *file_add(struct site *s, const char *path, const char *disk)
+{
+	struct site_file *f = xcalloc(1, sizeof(*f));
+	size_t at = file_index(s, path);
+
+	f->path = xstrdup(path);
+	f->disk = xstrdup(disk);
+	f->url = vault_file_url(path);
+	f->href = make_href(s, f->url);
+	f->added = 1;
+	ALLOC_GROW(s->files, s->nfiles + 1, s->afiles);
+	memmove(&s->files[at + 1], &s->files[at], (s->nfiles - at) * sizeof(*s->files));
+	s->files[at] = f;
+	s->nfiles++;
+	map_put(&s->file_by_path, f->path, strlen(f->path), f);
+	resolver_add(s->resolver, f->path, RESOLVE_FILE, f);
+	return f;
+}
+
+static void file_free(struct site_file *f)
+{
+	if (!f)
+		return;
+	free(f->path);
+	free(f->disk);
+	free(f->url);
+	free(f->href);
+	free(f);
+}
+
+static struct page *file_page(const struct site *s, const struct site_file *f)
+{
+	struct page *p = page_new(PAGE_FILE, f->url, strlen(f->url));
+	struct buf b = BUF_INIT;
+	char id[64];
+
+	buf_addf(&b, "%s/%s", s->vault, f->disk);
+	p->file = buf_detach(&b, NULL);
+	p->file_size = f->size;
+	p->mtime = f->mtime;
+	p->content_type = vault_content_type(f->path);
+	/* the bytes stay on disk: size and mtime identify this version, as nginx does */
+	snprintf(id, sizeof(id), "|%lld|%lld", (long long)f->size, (long long)f->mtime);
+	buf_adds(&b, f->path);
+	buf_adds(&b, id);
+	hash_etag(b.ptr, b.len, p->etag);
+	buf_release(&b);
+	return p;
+}
+
+/* ---- mentions and contributions ------------------------------------------ */
+
+static void mention_add(struct site *s, const char *key, struct site_note *n)
+{
+	size_t len = strlen(key);
+	struct notevec *v = map_get(&s->mentions, key, len);
+	char *k;
+
+	if (!v) {
+		v = xcalloc(1, sizeof(*v));
+		k = xstrndup(key, len);
+		/* the key string is stored right after the vector's pointer array owner */
+		map_put(&s->mentions, k, len, v);
+		vec_push(v, (struct site_note *)(void *)k); /* slot 0 keeps the key alive */
+	}
+	vec_push(v, n);
+}
+
+static void mention_remove(struct site *s, const char *key, struct site_note *n)
+{
+	size_t len = strlen(key);
+	struct notevec *v = map_get(&s->mentions, key, len);
+	size_t i;
+
+	if (!v)
+		return;
+	for (i = 1; i < v->n; i++) {
+		if (v->v[i] == n) {
+			v->v[i] = v->v[v->n - 1];
+			v->n--;
+			break;
+		}
+	}
+	if (v->n == 1) {
+		char *k = (char *)(void *)v->v[0];
+		map_remove(&s->mentions, key, len);
+		free(k);
+		free(v->v);
+		free(v);
+	}
+}
+
+static void mark_recompose(struct work *w, struct site_note *n)
+{
+	if (!n->recompose && !n->removed) {
+		n->recompose = 1;
+		vec_push(&w->recompose, n);
+	}
+}
+
+/* Takes back what a rendered note gave others: mentions, backlinks, attachment references. */
+static void withdraw(struct site *s, struct work *w, struct site_note *n)
+{
+	size_t k;
+
+	for (k = 0; k < n->nmentions; k++)
+		mention_remove(s, n->mentions[k], n);
+	strs_free(n->mentions, n->nmentions);
+	n->mentions = NULL;
+	n->nmentions = 0;
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct site_ref *r = &n->refs[k];
+		if (r->kind == MD_TARGET_NOTE && n->md.refs[k].kind == MD_REF_LINK && r->target != n) {
+			struct site_note *t = r->target;
+			size_t i;
+			for (i = 0; i < t->nbacklinks; i++) {
+				if (t->backlinks[i] == n) {
+					memmove(&t->backlinks[i], &t->backlinks[i + 1],
+						(t->nbacklinks - i - 1) * sizeof(*t->backlinks));
+					t->nbacklinks--;
+					mark_recompose(w, t);
+					break;
+				}
+			}
+		} else if (r->kind == MD_TARGET_ATTACHMENT) {
+			struct site_file *f = r->target;
+			if (--f->refs == 0)
+				table_del(s, f->url);
+		}
+	}
+	md_result_release(&n->md);
+	free(n->refs);
+	n->refs = NULL;
+}
+
+/* Gives what a freshly rendered note points at to the others. */
+static void contribute(struct site *s, struct work *w, struct site_note *n)
+{
+	size_t k, j;
+
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct md_ref *ref = &n->md.refs[k];
+		const struct site_ref *r = &n->refs[k];
+		char *key;
+		int dup = 0;
+
+		if (ref->target[0]) {
+			key = resolve_name_key(ref->target);
+			for (j = 0; j < n->nmentions && !dup; j++)
+				dup = strcmp(n->mentions[j], key) == 0;
+			if (dup) {
+				free(key);
+			} else {
+				mention_add(s, key, n);
+				n->mentions = xrealloc(n->mentions,
+						       (n->nmentions + 1) * sizeof(*n->mentions));
+				n->mentions[n->nmentions++] = key;
+			}
+		}
+		if (r->kind == MD_TARGET_NOTE && ref->kind == MD_REF_LINK && r->target != n) {
+			struct site_note *t = r->target;
+			for (j = 0; j < t->nbacklinks && t->backlinks[j] != n; j++)
+				;
+			if (j == t->nbacklinks) {
+				ALLOC_GROW(t->backlinks, t->nbacklinks + 1, t->abacklinks);
+				t->backlinks[t->nbacklinks++] = n;
+				mark_recompose(w, t);
+			}
+		} else if (r->kind == MD_TARGET_ATTACHMENT) {
+			struct site_file *f = r->target;
+			if (f->refs++ == 0) {
+				struct page *p = file_page(s, f);
+				table_put(s, p);
+				page_unref(p);
+			}
+		}
+	}
+}
+
+/* The notes whose references name key and resolve to t (kind: MD_REF_LINK, _EMBED, or -1 for both). */
+static void referrers(const struct site *s, const struct site_note *t, int kind,
+		      struct notevec *out)
+{
+	const struct notevec *v = map_get(&s->mentions, t->name_key, strlen(t->name_key));
+	size_t i, k;
+
+	for (i = 1; v && i < v->n; i++) {
+		struct site_note *x = v->v[i];
+		for (k = 0; k < x->md.nrefs; k++) {
+			if (x->refs[k].target == t && (kind < 0 || (int)x->md.refs[k].kind == kind)) {
+				vec_push(out, x);
+				break;
+			}
+		}
+	}
+}
+
+/* ---- the steps of an apply ----------------------------------------------- */
+
+static void need_render(struct work *w, struct site_note *n)
+{
+	if (n->rerender || n->removed)
+		return;
+	n->rerender = 1;
+	vec_push(&w->rerender, n);
+	if (!n->reparse) {
+		/* the body was dropped after the last render: read the file again */
+		n->reparse = 1;
+		vec_push(&w->parse, n);
+	}
+}
+
+static void touch_note(struct work *w, struct site *s, const char *path, const char *disk)
+{
+	struct site_note *n = site_find_note(s, path);
+
+	if (!n) {
+		n = note_add(s, path, disk);
+		w->tree = 1;
+	} else if (strcmp(n->disk, disk) != 0) {
+		free(n->disk);
+		n->disk = xstrdup(disk);
+	}
+	if (!n->reparse) {
+		n->reparse = 1;
+		vec_push(&w->parse, n);
+	}
+}
+
+static void touch_file(struct work *w, struct site *s, const char *path, const char *disk,
+		       const struct stat *st)
+{
+	struct site_file *f = map_gets(&s->file_by_path, path);
+
+	if (!f) {
+		char *key;
+		f = file_add(s, path, disk);
+		key = resolve_name_key(f->path);
+		key_add(&w->names, key);
+		free(key);
+	}
+	f->seen = s->applies;
+	if (f->added || f->size != st->st_size || f->mtime != st->st_mtime) {
+		f->size = st->st_size;
+		f->mtime = st->st_mtime;
+		if (!f->changed) {
+			f->changed = 1;
+			ALLOC_GROW(w->files, w->nfiles + 1, w->afiles);
+			w->files[w->nfiles++] = f;
+		}
+	}
+}
+
+static void remove_note(struct work *w, struct site_note *n)
+{
+	if (n->removed)
+		return;
+	n->removed = 1;
+	vec_push(&w->removed, n);
+}
+
+static void remove_file(struct work *w, struct site_file *f)
+{
+	if (f->removed)
+		return;
+	f->removed = 1;
+	if (!f->changed) {
+		f->changed = 1;
+		ALLOC_GROW(w->files, w->nfiles + 1, w->afiles);
+		w->files[w->nfiles++] = f;
+	}
+}
+
+/*
+ * Everything known under a folder prefix (vault path + '/', or "" for
+ * all) that this apply has not found on disk is gone.
+ */
+static void remove_under(struct work *w, struct site *s, const char *prefix)
+{
+	size_t len = strlen(prefix), i;
+
+	for (i = note_index(s, prefix); i < s->nnotes; i++) {
+		struct site_note *n = s->notes[i];
+		if (strncmp(n->note.path, prefix, len) != 0)
+			break;
+		if (!n->reparse)
+			remove_note(w, n);
+	}
+	for (i = file_index(s, prefix); i < s->nfiles; i++) {
+		struct site_file *f = s->files[i];
+		if (strncmp(f->path, prefix, len) != 0)
+			break;
+		if (f->seen != s->applies)
+			remove_file(w, f);
+	}
+}
+
+static void collect(struct work *w, struct site *s, const char *rel_in)
+{
+	const char *rel = rel_in;
+	struct stat st;
+	char *path;
+	struct site_note *n;
+	struct site_file *f;
+
+	while (rel[0] == '/' || (rel[0] == '.' && rel[1] == '/'))
+		rel += rel[0] == '/' ? 1 : 2;
+	path = utf8_nfc(rel, strlen(rel));
+	switch (vault_stat(s->vault, &s->cfg, rel, &st)) {
+	case VAULT_FILE:
+		if (vault_is_note_path(path))
+			touch_note(w, s, path, rel);
+		else
+			touch_file(w, s, path, rel, &st);
+		break;
+	case VAULT_FOLDER: {
+		struct vault_scan scan = VAULT_SCAN_INIT;
+		struct buf prefix = BUF_INIT;
+		size_t i;
+
+		vault_scan_under(s->vault, rel, &s->cfg, &scan, &s->diags);
+		for (i = 0; i < scan.n; i++) {
+			const struct vault_file *vf = &scan.files[i];
+			struct stat fst;
+			fst.st_size = vf->size;
+			fst.st_mtime = vf->mtime;
+			if (vf->is_note)
+				touch_note(w, s, vf->path, vf->disk);
+			else
+				touch_file(w, s, vf->path, vf->disk, &fst);
+		}
+		/* what was known below this folder and is no longer there */
+		if (path[0])
+			buf_addf(&prefix, "%s/", path);
+		remove_under(w, s, prefix.ptr);
+		buf_release(&prefix);
+		vault_scan_release(&scan);
+		break;
+	}
+	case VAULT_MISSING: {
+		struct buf prefix = BUF_INIT;
+		if ((n = site_find_note(s, path)))
+			remove_note(w, n);
+		if ((f = map_gets(&s->file_by_path, path)))
+			remove_file(w, f);
+		buf_addf(&prefix, "%s/", path);
+		remove_under(w, s, prefix.ptr);
+		buf_release(&prefix);
+		break;
+	}
+	}
+	free(path);
+}
+
+struct par {
 	struct site *s;
-	const struct vault_scan *scan;
-	size_t *note_files;  /* scan index of each note */
+	struct site_note **v;
 };
 
 static void parse_one(void *arg, size_t i)
 {
-	struct parse_ctx *c = arg;
+	struct par *c = arg;
 	struct site *s = c->s;
-	const struct vault_file *f = &c->scan->files[c->note_files[i]];
-	struct site_note *n = &s->notes[i];
+	struct site_note *n = c->v[i];
 	struct buf full = BUF_INIT, src = BUF_INIT;
+	struct stat st;
+	char *path = n->note.path;
+	time_t mtime = 0;
 
-	buf_addf(&full, "%s/%s", s->vault, f->disk);
+	buf_addf(&full, "%s/%s", s->vault, n->disk);
+	diag_forget(&s->diags, path, DIAG_PARSE);
 	if (read_file(full.ptr, &src) < 0)
-		diag_add(&s->diags, DIAG_ERROR, f->path, 0, "cannot read: %s", strerror(errno));
-	note_parse(&n->note, f->path, src.ptr, src.len, f->mtime, &s->diags);
-	n->disk = xstrdup(f->disk);
+		diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, path, 0, "cannot read: %s",
+			  strerror(errno));
+	else if (stat(full.ptr, &st) == 0)
+		mtime = st.st_mtime;
+	n->note.path = NULL; /* keep the path string: the index maps use it as their key */
+	note_release(&n->note);
+	note_parse(&n->note, path, src.ptr, src.len, mtime, &s->diags);
+	free(n->note.path);
+	n->note.path = path;
 	buf_release(&full);
 	buf_release(&src);
 }
 
-/* Gives each published note its URL; a URL taken earlier in path order gets "-2", "-3"... */
-static void assign_urls(struct site *s)
+static void render_one(void *arg, size_t i)
+{
+	struct par *c = arg;
+	diag_forget(&c->s->diags, c->v[i]->note.path, DIAG_LINK);
+	render_note_body(c->s, c->v[i]);
+}
+
+static int cmp_backlink(const void *a, const void *b)
+{
+	const struct site_note *x = *(struct site_note *const *)a, *y = *(struct site_note *const *)b;
+	int c = strcasecmp(x->note.title, y->note.title);
+	return c ? c : strcmp(x->note.path, y->note.path);
+}
+
+static void compose_one(void *arg, size_t i)
+{
+	struct par *c = arg;
+	struct site_note *n = c->v[i];
+
+	if (n->nbacklinks > 1)
+		qsort(n->backlinks, n->nbacklinks, sizeof(*n->backlinks), cmp_backlink);
+	render_note_page(c->s, n);
+}
+
+/* Parsing replaces the title: keep what the diff needs, once per apply. */
+static void before_parse(struct site_note *n)
+{
+	if (n->parsed)
+		return;
+	free(n->old_title);
+	n->old_title = n->note.title && !n->added ? xstrdup(n->note.title) : NULL;
+	n->was_published = n->published;
+}
+
+/* What a parsed note's new metadata changes for others. */
+static void after_parse(struct site *s, struct work *w, struct site_note *n)
+{
+	int published = note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT);
+	char *base = published ? vault_note_url(n->note.path, n->note.slug) : NULL;
+
+	if (!n->indexed) {
+		resolver_add(s->resolver, n->note.path, RESOLVE_NOTE, n);
+		n->indexed = 1;
+	}
+	if (!n->parsed) {
+		n->parsed = 1;
+		vec_push(&w->parsed, n);
+	}
+	if (published != n->published) {
+		key_add(&w->names, n->name_key);
+		w->tree = 1;
+	}
+	if (n->md.nrefs || n->nmentions)
+		withdraw(s, w, n);
+	if (n->published && !published) {
+		/* notes linking here re-resolve through the name event above */
+		if (n->url)
+			table_del(s, n->url), key_add(&w->stale_keys, n->url);
+		free(n->url);
+		free(n->href);
+		n->url = n->href = NULL;
+		page_unref(n->page);
+		n->page = NULL;
+		free(n->backlinks);
+		n->backlinks = NULL;
+		n->nbacklinks = n->abacklinks = 0;
+	}
+	n->published = published;
+	if (published) {
+		if (!n->rerender) {
+			n->rerender = 1;
+			vec_push(&w->rerender, n);
+		}
+		if (n->old_title && strcmp(n->old_title, n->note.title) != 0)
+			w->tree = 1; /* the composed step below sees the title through old_title */
+	}
+	free(n->base_url);
+	n->base_url = base;
+}
+
+static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
+{
+	size_t k;
+
+	if (n->published) {
+		/* notes linking here re-resolve through the name event below */
+		withdraw(s, w, n);
+		if (n->url)
+			table_del(s, n->url), key_add(&w->stale_keys, n->url);
+		w->tree = 1;
+	}
+	key_add(&w->names, n->name_key);
+	if (n->indexed)
+		resolver_remove(s->resolver, n->note.path, RESOLVE_NOTE, n);
+	for (k = 0; k < DIAG_OTHER; k++)
+		diag_forget(&s->diags, n->note.path, (enum diag_kind)k);
+	note_unlink(s, n);
+}
+
+/* Gives each published note its URL; one taken earlier in path order gets "-2", "-3"... */
+static void assign_urls(struct site *s, struct work *w)
 {
 	struct map taken = MAP_INIT;
+	struct buf alt = BUF_INIT;
 	size_t i;
 
+	diag_forget(&s->diags, NULL, DIAG_URL);
 	for (i = 0; i < s->nnotes; i++) {
-		struct site_note *n = &s->notes[i];
-		char *url;
+		struct site_note *n = s->notes[i];
+		const char *url;
 		struct site_note *other;
 
 		if (!n->published)
 			continue;
-		url = vault_note_url(n->note.path, n->note.slug);
+		url = n->base_url;
 		other = map_get(&taken, url, strlen(url));
 		if (other) {
-			struct buf alt = BUF_INIT;
 			size_t len = strlen(url), k;
 			int slash = len > 1 && url[len - 1] == '/';
-
 			for (k = 2;; k++) {
 				buf_reset(&alt);
 				buf_add(&alt, url, len - (size_t)slash);
@@ -91,92 +729,498 @@ static void assign_urls(struct site *s)
 				if (!map_get(&taken, alt.ptr, alt.len))
 					break;
 			}
-			diag_add(&s->diags, DIAG_WARNING, n->note.path, 0,
-				 "URL %s is already taken by %s; this note is served at %s", url,
-				 other->note.path, alt.ptr);
-			free(url);
-			url = buf_detach(&alt, NULL);
+			diag_addk(&s->diags, DIAG_URL, DIAG_WARNING, n->note.path, 0,
+				  "URL %s is already taken by %s; this note is served at %s", url,
+				  other->note.path, alt.ptr);
+			url = alt.ptr;
 		}
-		n->url = url;
-		n->href = make_href(s, url);
+		if (!n->url || strcmp(n->url, url) != 0) {
+			struct notevec refs = { 0 };
+			size_t k;
+			if (n->url) {
+				table_del(s, n->url);
+				key_add(&w->stale_keys, n->url);
+				/* notes linking here carry the old URL in their fragments */
+				referrers(s, n, -1, &refs);
+				for (k = 0; k < refs.n; k++)
+					need_render(w, refs.v[k]);
+				/* and notes it links to list it, with its URL, as a backlink */
+				for (k = 0; k < n->md.nrefs; k++)
+					if (n->refs[k].kind == MD_TARGET_NOTE)
+						mark_recompose(w, n->refs[k].target);
+				free(refs.v);
+			}
+			free(n->url);
+			free(n->href);
+			n->url = xstrdup(url);
+			n->href = make_href(s, n->url);
+			mark_recompose(w, n);
+			w->tree = 1;
+			/* its alias redirects point at the old URL */
+			for (k = 0; k < n->naliases; k++)
+				key_add(&w->stale_keys, n->aliases[k]);
+		}
 		map_put(&taken, n->url, strlen(n->url), n);
 	}
 	map_release(&taken);
+	buf_release(&alt);
 }
 
-static void render_body_one(void *arg, size_t i)
+/* Re-resolves the notes mentioning a changed name; those whose links now differ render again. */
+static void resolve_names(struct site *s, struct work *w)
 {
-	struct site *s = arg;
-	if (s->notes[i].published)
-		render_note_body(s, i);
-	else
-		note_drop_body(&s->notes[i].note);
+	size_t i = 0, j, k;
+	void *v;
+
+	while (map_next(&w->names, &i, NULL, NULL, &v)) {
+		const char *key = v;
+		const struct notevec *m = map_get(&s->mentions, key, strlen(key));
+		struct notevec todo = { 0 };
+
+		for (j = 1; m && j < m->n; j++)
+			vec_push(&todo, m->v[j]);
+		for (j = 0; j < todo.n; j++) {
+			struct site_note *x = todo.v[j];
+			if (x->rerender || x->removed)
+				continue;
+			for (k = 0; k < x->md.nrefs; k++) {
+				struct site_ref r;
+				render_resolve(s, x, &x->md.refs[k], &r);
+				if (r.kind != x->refs[k].kind || r.target != x->refs[k].target) {
+					need_render(w, x);
+					break;
+				}
+			}
+		}
+		free(todo.v);
+	}
+	keys_release(&w->names);
 }
 
-static void render_page_one(void *arg, size_t i)
+/* Alias URLs of a note: each alias as a note name in the note's folder. */
+static void alias_urls(const struct site_note *n, char ***out, size_t *nout)
 {
-	struct site *s = arg;
-	if (s->notes[i].published)
-		render_note_page(s, i);
+	const char *slash = strrchr(n->note.path, '/');
+	size_t k;
+
+	*out = NULL;
+	*nout = 0;
+	for (k = 0; k < n->note.aliases.n; k++) {
+		struct buf from = BUF_INIT;
+		char *url;
+		if (slash)
+			buf_add(&from, n->note.path, (size_t)(slash - n->note.path + 1));
+		buf_adds(&from, n->note.aliases.v[k]);
+		buf_adds(&from, ".md");
+		url = vault_note_url(from.ptr, NULL);
+		buf_release(&from);
+		if (strcmp(url, n->url) == 0) {
+			free(url);
+			continue;
+		}
+		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+		(*out)[(*nout)++] = url;
+	}
 }
 
-static int cmp_title_ctx_sort(const struct site *s, size_t a, size_t b)
+static void claim(struct site *s, const char *key, struct site_note *n, int add)
 {
-	int c = strcasecmp(s->notes[a].note.title, s->notes[b].note.title);
-	return c ? c : strcmp(s->notes[a].note.path, s->notes[b].note.path);
+	size_t len = strlen(key);
+	struct notevec *v = map_get(&s->claims, key, len);
+
+	if (add) {
+		size_t i;
+		if (!v) {
+			v = xcalloc(1, sizeof(*v));
+			vec_push(v, (struct site_note *)(void *)xstrndup(key, len));
+			map_put(&s->claims, (char *)(void *)v->v[0], len, v);
+		}
+		/* keep claimants in path order: the first one wins, as in a full load */
+		for (i = 1; i < v->n && strcmp(v->v[i]->note.path, n->note.path) < 0; i++)
+			;
+		ALLOC_GROW(v->v, v->n + 1, v->alloc);
+		memmove(&v->v[i + 1], &v->v[i], (v->n - i) * sizeof(*v->v));
+		v->v[i] = n;
+		v->n++;
+	} else if (v) {
+		vec_remove(v, n);
+		if (v->n == 1) {
+			char *k = (char *)(void *)v->v[0];
+			map_remove(&s->claims, key, len);
+			free(k);
+			free(v->v);
+			free(v);
+		}
+	}
 }
 
-static void sort_backlinks(const struct site *s, size_t *v, size_t n)
+/* Brings the alias claims of a note up to date with its aliases and publish state. */
+static void update_claims(struct site *s, struct work *w, struct site_note *n)
+{
+	char **now = NULL;
+	size_t nnow = 0, k;
+
+	for (k = 0; k < n->naliases; k++) {
+		claim(s, n->aliases[k], n, 0);
+		key_add(&w->stale_keys, n->aliases[k]);
+	}
+	strs_free(n->aliases, n->naliases);
+	n->aliases = NULL;
+	n->naliases = 0;
+	if (n->published && !n->removed)
+		alias_urls(n, &now, &nnow);
+	for (k = 0; k < nnow; k++) {
+		claim(s, now[k], n, 1);
+		key_add(&w->stale_keys, now[k]);
+	}
+	n->aliases = now;
+	n->naliases = nnow;
+}
+
+/* Sets the page at an alias URL: a redirect for the first claimant, unless a real page is there. */
+static void refresh_key(struct site *s, const char *key)
+{
+	size_t len = strlen(key);
+	struct page *cur = map_get(&s->pages, key, len), *p;
+	const struct notevec *v = map_get(&s->claims, key, len);
+	const struct site_note *to;
+
+	if (cur && cur->kind != PAGE_REDIRECT)
+		return; /* a note or generated page wins over an alias */
+	if (!v || v->n < 2) {
+		if (cur)
+			table_del(s, key);
+		return;
+	}
+	to = v->v[1];
+	if (cur && strcmp(cur->location, to->href) == 0)
+		return;
+	p = page_new(PAGE_REDIRECT, key, len);
+	p->location = xstrdup(to->href);
+	table_put(s, p);
+	page_unref(p);
+}
+
+/* ---- the explorer tree --------------------------------------------------- */
+
+struct tree_node {
+	char *name;                /* folder name, or NULL for a note */
+	const struct site_note *note;
+	struct tree_node **kids;
+	size_t nkids, akids;
+};
+
+static struct tree_node *tree_child(struct tree_node *dir, const char *name, size_t len)
+{
+	struct tree_node *k;
+
+	/* notes arrive in path order, so a folder's latest child is the one to reuse */
+	if (dir->nkids) {
+		k = dir->kids[dir->nkids - 1];
+		if (k->name && strlen(k->name) == len && strncmp(k->name, name, len) == 0)
+			return k;
+	}
+	k = xcalloc(1, sizeof(*k));
+	k->name = xstrndup(name, len);
+	ALLOC_GROW(dir->kids, dir->nkids + 1, dir->akids);
+	dir->kids[dir->nkids++] = k;
+	return k;
+}
+
+static const char *tree_label(const struct tree_node *t)
+{
+	return t->name ? t->name : t->note->note.title;
+}
+
+static int cmp_tree(const void *a, const void *b)
+{
+	const struct tree_node *x = *(struct tree_node *const *)a, *y = *(struct tree_node *const *)b;
+	int c;
+
+	if (!x->name != !y->name)
+		return x->name ? -1 : 1; /* folders first */
+	c = strcasecmp(tree_label(x), tree_label(y));
+	if (c)
+		return c;
+	c = strcmp(tree_label(x), tree_label(y));
+	if (c || x->name)
+		return c;
+	return strcmp(x->note->note.path, y->note->note.path);
+}
+
+static void tree_free(struct tree_node *t)
+{
+	size_t i;
+	for (i = 0; i < t->nkids; i++)
+		tree_free(t->kids[i]);
+	free(t->kids);
+	free(t->name);
+	free(t);
+}
+
+/* Folder nesting is bounded by the scan's depth limit, so recursion is too. */
+static void tree_emit(struct tree_node *dir, struct buf *out)
 {
 	size_t i, j;
 
-	/* insertion sort: backlink lists are short, and this keeps it stable without a context qsort */
-	for (i = 1; i < n; i++) {
-		size_t x = v[i];
-		for (j = i; j > 0 && cmp_title_ctx_sort(s, v[j - 1], x) > 0; j--)
-			v[j] = v[j - 1];
-		v[j] = x;
-	}
-}
-
-/* Backlinks, link counts and diagnostics for references that resolve to nothing. */
-static void link_pass(struct site *s)
-{
-	size_t i, k;
-
-	for (i = 0; i < s->nnotes; i++) {
-		struct site_note *n = &s->notes[i];
-
-		if (!n->published)
-			continue;
-		for (k = 0; k < n->md.nrefs; k++) {
-			const struct md_ref *ref = &n->md.refs[k];
-			const struct site_ref *r = &n->refs[k];
-			struct site_note *t;
-
-			if (ref->kind == MD_REF_EMBED)
-				s->nembeds++;
-			else
-				s->nlinks++;
-			if (r->kind == MD_TARGET_BROKEN) {
-				s->nbroken++;
-				diag_add(&s->diags, DIAG_WARNING, n->note.path, ref->line,
-					 "broken %s: [[%s]] matches no note or attachment",
-					 ref->kind == MD_REF_EMBED ? "embed" : "link", ref->target);
-				continue;
+	qsort(dir->kids, dir->nkids, sizeof(*dir->kids), cmp_tree);
+	buf_addc(out, '[');
+	for (i = 0; i < dir->nkids; i++) {
+		struct tree_node *k = dir->kids[i];
+		if (i)
+			buf_addc(out, ',');
+		if (k->name) {
+			const char *url = NULL;
+			/* the folder's URL is its index note's, when it has one */
+			for (j = 0; j < k->nkids; j++) {
+				const struct tree_node *c = k->kids[j];
+				const char *base;
+				if (c->name)
+					continue;
+				base = strrchr(c->note->note.path, '/');
+				base = base ? base + 1 : c->note->note.path;
+				if (strcasecmp(base, "index.md") == 0)
+					url = c->note->href;
 			}
-			if (r->kind != MD_TARGET_NOTE || r->id == i || ref->kind != MD_REF_LINK)
-				continue;
-			t = &s->notes[r->id];
-			if (t->nbacklinks && t->backlinks[t->nbacklinks - 1] == i)
-				continue; /* several links from one note count once */
-			ALLOC_GROW(t->backlinks, t->nbacklinks + 1, t->abacklinks);
-			t->backlinks[t->nbacklinks++] = i;
+			buf_adds(out, "{\"name\":\"");
+			buf_adds_json(out, k->name);
+			buf_adds(out, "\",\"url\":");
+			if (url) {
+				buf_addc(out, '"');
+				buf_adds_json(out, url);
+				buf_addc(out, '"');
+			} else {
+				buf_adds(out, "null");
+			}
+			buf_adds(out, ",\"children\":");
+			tree_emit(k, out);
+			buf_addc(out, '}');
+		} else {
+			buf_adds(out, "{\"title\":\"");
+			buf_adds_json(out, k->note->note.title);
+			buf_adds(out, "\",\"url\":\"");
+			buf_adds_json(out, k->note->href);
+			buf_adds(out, "\"}");
 		}
 	}
-	for (i = 0; i < s->nnotes; i++)
-		sort_backlinks(s, s->notes[i].backlinks, s->notes[i].nbacklinks);
+	buf_addc(out, ']');
 }
+
+/* /_quire/tree.json: the folder tree of published notes, for the explorer. */
+static void tree_page(struct site *s)
+{
+	struct tree_node *root = xcalloc(1, sizeof(*root));
+	struct buf out = BUF_INIT;
+	struct page *p;
+	size_t i, len;
+	char *bytes;
+
+	for (i = 0; i < s->nnotes; i++) {
+		const char *path = s->notes[i]->note.path, *slash;
+		struct tree_node *dir = root, *leaf;
+
+		if (!s->notes[i]->published)
+			continue;
+		while ((slash = strchr(path, '/'))) {
+			dir = tree_child(dir, path, (size_t)(slash - path));
+			path = slash + 1;
+		}
+		leaf = xcalloc(1, sizeof(*leaf));
+		leaf->note = s->notes[i];
+		ALLOC_GROW(dir->kids, dir->nkids + 1, dir->akids);
+		dir->kids[dir->nkids++] = leaf;
+	}
+	buf_adds(&out, "{\"title\":\"");
+	buf_adds_json(&out, s->cfg.title);
+	buf_adds(&out, "\",\"url\":\"");
+	buf_adds_json(&out, s->cfg.url_prefix);
+	buf_adds(&out, "/\",\"children\":");
+	tree_emit(root, &out);
+	buf_adds(&out, "}\n");
+	tree_free(root);
+
+	p = page_new(PAGE_GENERATED, "/_quire/tree.json", strlen("/_quire/tree.json"));
+	p->content_type = "application/json";
+	bytes = buf_detach(&out, &len);
+	page_set_body(p, bytes, len, 1);
+	table_put(s, p);
+	page_unref(p);
+}
+
+/* ---- apply ----------------------------------------------------------------- */
+
+static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, size_t))
+{
+	struct par c = { s, v->v };
+	parallel_for(v->n, s->threads, fn, &c);
+}
+
+int site_apply(struct site *s, const char *const *paths, size_t npaths)
+{
+	struct work w;
+	double t0 = now_ms();
+	size_t i, k, done = 0;
+
+	memset(&w, 0, sizeof(w));
+	s->applies++;
+	for (i = 0; i < npaths; i++)
+		collect(&w, s, paths[i]);
+
+	/* attachments that appear, vanish or change */
+	for (i = 0; i < w.nfiles; i++) {
+		struct site_file *f = w.files[i];
+		const char *base = strrchr(f->path, '/');
+		base = base ? base + 1 : f->path;
+		if (f->removed) {
+			char *key = resolve_name_key(f->path);
+			key_add(&w.names, key);
+			free(key);
+			resolver_remove(s->resolver, f->path, RESOLVE_FILE, f);
+			map_remove(&s->file_by_path, f->path, strlen(f->path));
+			{
+				size_t at = file_index(s, f->path);
+				if (at < s->nfiles && s->files[at] == f) {
+					memmove(&s->files[at], &s->files[at + 1],
+						(s->nfiles - at - 1) * sizeof(*s->files));
+					s->nfiles--;
+				}
+			}
+		} else if (f->refs > 0) {
+			struct page *p = file_page(s, f);
+			table_put(s, p);
+			page_unref(p);
+		}
+	}
+	for (i = 0; i < w.removed.n; i++)
+		unlink_removed(s, &w, w.removed.v[i]);
+
+	/* rounds of parsing until no more notes need their bodies */
+	while (w.parse.n > done || w.names.len) {
+		struct notevec round = { 0 };
+		for (i = done; i < w.parse.n; i++) {
+			before_parse(w.parse.v[i]);
+			vec_push(&round, w.parse.v[i]);
+		}
+		done = w.parse.n;
+		run_parallel(s, &round, parse_one);
+		for (i = 0; i < round.n; i++)
+			after_parse(s, &w, round.v[i]);
+		free(round.v);
+		assign_urls(s, &w);
+		resolve_names(s, &w);
+	}
+
+	/* render, then hand out backlinks, mentions and attachment references */
+	for (i = 0; i < w.rerender.n; i++)
+		if (w.rerender.v[i]->md.nrefs || w.rerender.v[i]->nmentions)
+			withdraw(s, &w, w.rerender.v[i]);
+	{
+		struct notevec live = { 0 };
+		for (i = 0; i < w.rerender.n; i++)
+			if (w.rerender.v[i]->published && !w.rerender.v[i]->removed)
+				vec_push(&live, w.rerender.v[i]);
+		run_parallel(s, &live, render_one);
+		for (i = 0; i < live.n; i++) {
+			contribute(s, &w, live.v[i]);
+			mark_recompose(&w, live.v[i]);
+		}
+		s->nrendered = live.n;
+		free(live.v);
+	}
+
+	/* notes listed as backlinks under a new title, and embedders, transitively */
+	for (i = 0; i < w.parsed.n; i++) {
+		struct site_note *n = w.parsed.v[i];
+		if (n->published && n->old_title && strcmp(n->old_title, n->note.title) != 0) {
+			for (k = 0; k < n->md.nrefs; k++)
+				if (n->refs[k].kind == MD_TARGET_NOTE)
+					mark_recompose(&w, n->refs[k].target);
+			mark_recompose(&w, n);
+		}
+	}
+	{
+		struct notevec queue = { 0 };
+		for (i = 0; i < w.recompose.n; i++) {
+			w.recompose.v[i]->seen = 1;
+			vec_push(&queue, w.recompose.v[i]);
+		}
+		for (i = 0; i < queue.n; i++) {
+			struct notevec emb = { 0 };
+			referrers(s, queue.v[i], MD_REF_EMBED, &emb);
+			for (k = 0; k < emb.n; k++) {
+				if (!emb.v[k]->seen) {
+					emb.v[k]->seen = 1;
+					mark_recompose(&w, emb.v[k]);
+					vec_push(&queue, emb.v[k]);
+				}
+			}
+			free(emb.v);
+		}
+		for (i = 0; i < queue.n; i++)
+			queue.v[i]->seen = 0;
+		free(queue.v);
+	}
+
+	/* compose, and bring the page table up to date */
+	{
+		struct notevec live = { 0 };
+		for (i = 0; i < w.recompose.n; i++)
+			if (w.recompose.v[i]->published && !w.recompose.v[i]->removed)
+				vec_push(&live, w.recompose.v[i]);
+		run_parallel(s, &live, compose_one);
+		for (i = 0; i < live.n; i++)
+			table_put(s, live.v[i]->page);
+		s->ncomposed = live.n;
+		free(live.v);
+	}
+	for (i = 0; i < w.parsed.n; i++)
+		update_claims(s, &w, w.parsed.v[i]);
+	for (i = 0; i < w.removed.n; i++)
+		update_claims(s, &w, w.removed.v[i]);
+	{
+		size_t it = 0;
+		void *v;
+		while (map_next(&w.stale_keys, &it, NULL, NULL, &v))
+			refresh_key(s, v);
+	}
+	if (w.tree)
+		tree_page(s);
+
+	/* done: clear the marks, free what left */
+	for (i = 0; i < w.parse.n; i++)
+		w.parse.v[i]->reparse = 0;
+	for (i = 0; i < w.rerender.n; i++)
+		w.rerender.v[i]->rerender = 0;
+	for (i = 0; i < w.recompose.n; i++)
+		w.recompose.v[i]->recompose = 0;
+	for (i = 0; i < w.parsed.n; i++) {
+		w.parsed.v[i]->added = 0;
+		w.parsed.v[i]->parsed = 0;
+		free(w.parsed.v[i]->old_title);
+		w.parsed.v[i]->old_title = NULL;
+	}
+	for (i = 0; i < w.nfiles; i++) {
+		w.files[i]->changed = 0;
+		w.files[i]->added = 0;
+		if (w.files[i]->removed)
+			file_free(w.files[i]);
+	}
+	for (i = 0; i < w.removed.n; i++)
+		note_free(w.removed.v[i]);
+	s->napplied = w.parsed.n;
+	free(w.parse.v);
+	free(w.parsed.v);
+	free(w.rerender.v);
+	free(w.recompose.v);
+	free(w.removed.v);
+	free(w.files);
+	keys_release(&w.names);
+	keys_release(&w.stale_keys);
+	s->load_ms = now_ms() - t0;
+	return 0;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
 
 static const char *asset_type(const char *name)
 {
@@ -192,8 +1236,9 @@ static const char *asset_type(const char *name)
 static void load_assets(struct site *s)
 {
 	const struct theme_file *f;
+	size_t n = 0;
 
-	for (f = theme_files; f->name && s->nassets < 8; f++) {
+	for (f = theme_files; f->name && n < 6; f++, n++) {
 		struct buf url = BUF_INIT;
 		const char *dot = strrchr(f->name, '.');
 		char hex[17];
@@ -206,303 +1251,18 @@ static void load_assets(struct site *s)
 		p = page_new(PAGE_ASSET, url.ptr, url.len);
 		p->content_type = asset_type(f->name);
 		p->immutable = 1;
-		p->mtime = 0;
 		page_set_body(p, xmemdup(f->data, f->len), f->len, 1);
-		s->assets[s->nassets] = p;
-		s->asset_urls[s->nassets] = make_href(s, url.ptr);
+		table_put(s, p);
+		page_unref(p);
+		s->asset_urls[n] = make_href(s, url.ptr);
 		if (strcmp(f->name, "quire.css") == 0)
-			s->layout.css_url = s->asset_urls[s->nassets];
+			s->layout.css_url = s->asset_urls[n];
 		else if (strcmp(f->name, "quire.js") == 0)
-			s->layout.js_url = s->asset_urls[s->nassets];
+			s->layout.js_url = s->asset_urls[n];
 		else if (strcmp(f->name, "favicon.svg") == 0)
-			s->layout.icon_url = s->asset_urls[s->nassets];
-		s->nassets++;
+			s->layout.icon_url = s->asset_urls[n];
 		buf_release(&url);
 	}
-}
-
-static void setup_layout(struct site *s)
-{
-	struct buf b = BUF_INIT;
-
-	s->layout.title = s->cfg.title;
-	s->layout.language = s->cfg.language;
-	s->layout.url_prefix = s->cfg.url_prefix;
-	s->layout.base_url = s->cfg.base_url;
-	s->layout.css_url = s->layout.js_url = s->layout.icon_url = "";
-	buf_addf(&b, "%s/_quire/tree.json", s->cfg.url_prefix);
-	s->asset_urls[7] = buf_detach(&b, NULL);
-	s->layout.tree_url = s->asset_urls[7];
-	s->layout.search_url = NULL;
-	s->layout.feed_url = NULL;
-	load_assets(s);
-}
-
-struct site *site_load(const char *path, const struct site_options *opt)
-{
-	struct site *s = xcalloc(1, sizeof(*s));
-	struct vault_scan scan = VAULT_SCAN_INIT;
-	struct parse_ctx pc;
-	size_t i, nn = 0, nf = 0;
-	double t0 = now_ms();
-
-	s->vault = xstrdup(path);
-	diag_list_init(&s->diags);
-	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
-	if (config_load(&s->cfg, path, &s->diags) < 0)
-		goto fail;
-	if (opt && opt->base_url && config_set_base_url(&s->cfg, opt->base_url) < 0) {
-		log_error("--base-url must be an absolute http(s) URL: %s", opt->base_url);
-		goto fail;
-	}
-	if (vault_scan(path, &s->cfg, &scan, &s->diags) < 0)
-		goto fail;
-	setup_layout(s);
-
-	for (i = 0; i < scan.n; i++)
-		scan.files[i].is_note ? nn++ : nf++;
-	s->notes = xcalloc(nn + 1, sizeof(*s->notes));
-	s->files = xcalloc(nf + 1, sizeof(*s->files));
-	s->note_paths = xcalloc(nn + 1, sizeof(*s->note_paths));
-	s->file_paths = xcalloc(nf + 1, sizeof(*s->file_paths));
-	pc.s = s;
-	pc.scan = &scan;
-	pc.note_files = xcalloc(nn + 1, sizeof(size_t));
-	for (i = 0; i < scan.n; i++) {
-		const struct vault_file *f = &scan.files[i];
-		if (f->is_note) {
-			pc.note_files[s->nnotes++] = i;
-		} else {
-			struct site_file *sf = &s->files[s->nfiles++];
-			sf->path = xstrdup(f->path);
-			sf->disk = xstrdup(f->disk);
-			sf->size = f->size;
-			sf->mtime = f->mtime;
-		}
-	}
-
-	parallel_for(s->nnotes, s->threads, parse_one, &pc);
-	free(pc.note_files);
-
-	for (i = 0; i < s->nnotes; i++) {
-		struct site_note *n = &s->notes[i];
-		n->published = note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT);
-		s->npublished += (size_t)n->published;
-		s->note_paths[i] = n->note.path;
-	}
-	for (i = 0; i < s->nfiles; i++) {
-		s->files[i].url = vault_file_url(s->files[i].path);
-		s->files[i].href = make_href(s, s->files[i].url);
-		s->file_paths[i] = s->files[i].path;
-	}
-	assign_urls(s);
-	s->resolver = resolver_new(s->note_paths, s->nnotes, s->file_paths, s->nfiles);
-
-	parallel_for(s->nnotes, s->threads, render_body_one, s);
-	link_pass(s);
-	parallel_for(s->nnotes, s->threads, render_page_one, s);
-
-	vault_scan_release(&scan);
-	s->load_ms = now_ms() - t0;
-	return s;
-fail:
-	vault_scan_release(&scan);
-	site_free(s);
-	return NULL;
-}
-
-void site_free(struct site *s)
-{
-	size_t i;
-
-	if (!s)
-		return;
-	for (i = 0; i < s->nnotes; i++) {
-		struct site_note *n = &s->notes[i];
-		note_release(&n->note);
-		free(n->disk);
-		free(n->url);
-		free(n->href);
-		md_result_release(&n->md);
-		free(n->refs);
-		free(n->backlinks);
-		page_unref(n->page);
-	}
-	for (i = 0; i < s->nfiles; i++) {
-		free(s->files[i].path);
-		free(s->files[i].disk);
-		free(s->files[i].url);
-		free(s->files[i].href);
-	}
-	for (i = 0; i < 8; i++) {
-		free(s->asset_urls[i]);
-		page_unref(s->assets[i]);
-	}
-	free(s->notes);
-	free(s->files);
-	free(s->note_paths);
-	free(s->file_paths);
-	resolver_free(s->resolver);
-	config_release(&s->cfg);
-	diag_list_release(&s->diags);
-	free(s->vault);
-	free(s);
-}
-
-size_t site_published_notes(const struct site *s)
-{
-	return s->npublished;
-}
-
-/* --- snapshot ------------------------------------------------------------ */
-
-struct tree_node {
-	char *name;                /* folder name, or NULL for a note */
-	size_t note;               /* for a note */
-	struct tree_node **kids;
-	size_t nkids, akids;
-};
-
-static struct tree_node *tree_child(struct tree_node *dir, const char *name, size_t len)
-{
-	struct tree_node *k;
-	size_t i;
-
-	for (i = 0; i < dir->nkids; i++) {
-		k = dir->kids[i];
-		if (k->name && strlen(k->name) == len && strncmp(k->name, name, len) == 0)
-			return k;
-	}
-	k = xcalloc(1, sizeof(*k));
-	k->name = xstrndup(name, len);
-	ALLOC_GROW(dir->kids, dir->nkids + 1, dir->akids);
-	dir->kids[dir->nkids++] = k;
-	return k;
-}
-
-static const struct site *tree_site;
-
-static const char *tree_label(const struct tree_node *t)
-{
-	return t->name ? t->name : tree_site->notes[t->note].note.title;
-}
-
-static int cmp_tree(const void *a, const void *b)
-{
-	const struct tree_node *x = *(struct tree_node *const *)a, *y = *(struct tree_node *const *)b;
-	int c;
-
-	if (!x->name != !y->name)
-		return x->name ? -1 : 1; /* folders first */
-	c = strcasecmp(tree_label(x), tree_label(y));
-	return c ? c : strcmp(tree_label(x), tree_label(y));
-}
-
-static void tree_free(struct tree_node *t)
-{
-	size_t i;
-	for (i = 0; i < t->nkids; i++)
-		tree_free(t->kids[i]);
-	free(t->kids);
-	free(t->name);
-	free(t);
-}
-
-/* Emits a folder's children; folder nesting is bounded by the scan's depth limit. */
-static void tree_emit(const struct site *s, struct tree_node *dir, const char *dirpath,
-		      struct buf *out)
-{
-	size_t i;
-
-	qsort(dir->kids, dir->nkids, sizeof(*dir->kids), cmp_tree);
-	buf_adds(out, "[");
-	for (i = 0; i < dir->nkids; i++) {
-		struct tree_node *k = dir->kids[i];
-		if (i)
-			buf_addc(out, ',');
-		if (k->name) {
-			struct buf sub = BUF_INIT;
-			size_t j;
-			const char *url = NULL;
-
-			buf_addf(&sub, "%s%s%s", dirpath, dirpath[0] ? "/" : "", k->name);
-			/* the folder's URL is its index note's, when it has one */
-			for (j = 0; j < k->nkids; j++) {
-				const struct tree_node *c = k->kids[j];
-				const char *base;
-				if (c->name)
-					continue;
-				base = strrchr(s->notes[c->note].note.path, '/');
-				base = base ? base + 1 : s->notes[c->note].note.path;
-				if (strcasecmp(base, "index.md") == 0)
-					url = s->notes[c->note].href;
-			}
-			buf_adds(out, "{\"name\":\"");
-			buf_adds_json(out, k->name);
-			buf_adds(out, "\",\"url\":");
-			if (url) {
-				buf_addc(out, '"');
-				buf_adds_json(out, url);
-				buf_addc(out, '"');
-			} else {
-				buf_adds(out, "null");
-			}
-			buf_adds(out, ",\"children\":");
-			tree_emit(s, k, sub.ptr, out);
-			buf_addc(out, '}');
-			buf_release(&sub);
-		} else {
-			const struct site_note *n = &s->notes[k->note];
-			buf_adds(out, "{\"title\":\"");
-			buf_adds_json(out, n->note.title);
-			buf_adds(out, "\",\"url\":\"");
-			buf_adds_json(out, n->href);
-			buf_adds(out, "\"}");
-		}
-	}
-	buf_adds(out, "]");
-}
-
-/* /_quire/tree.json: the folder tree of published notes, for the explorer. */
-static struct page *tree_page(const struct site *s)
-{
-	struct tree_node *root = xcalloc(1, sizeof(*root));
-	struct buf out = BUF_INIT;
-	struct page *p;
-	size_t i;
-	char *bytes;
-	size_t len;
-
-	for (i = 0; i < s->nnotes; i++) {
-		const char *path = s->notes[i].note.path, *slash;
-		struct tree_node *dir = root, *leaf;
-
-		if (!s->notes[i].published)
-			continue;
-		while ((slash = strchr(path, '/'))) {
-			dir = tree_child(dir, path, (size_t)(slash - path));
-			path = slash + 1;
-		}
-		leaf = xcalloc(1, sizeof(*leaf));
-		leaf->note = i;
-		ALLOC_GROW(dir->kids, dir->nkids + 1, dir->akids);
-		dir->kids[dir->nkids++] = leaf;
-	}
-	tree_site = s;
-	buf_adds(&out, "{\"title\":\"");
-	buf_adds_json(&out, s->cfg.title);
-	buf_adds(&out, "\",\"url\":\"");
-	buf_adds_json(&out, s->cfg.url_prefix);
-	buf_adds(&out, "/\",\"children\":");
-	tree_emit(s, root, "", &out);
-	buf_adds(&out, "}\n");
-	tree_free(root);
-
-	p = page_new(PAGE_GENERATED, "/_quire/tree.json", strlen("/_quire/tree.json"));
-	p->content_type = "application/json";
-	bytes = buf_detach(&out, &len);
-	page_set_body(p, bytes, len, 1);
-	return p;
 }
 
 static struct page *text_page(enum page_kind kind, const char *path, const char *type,
@@ -517,64 +1277,32 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 	return p;
 }
 
-static void put_redirect(struct site *s, struct snapshot *snap, const char *from,
-			 const struct site_note *to)
+struct site *site_new(const char *path, const struct site_options *opt)
 {
+	struct site *s = xcalloc(1, sizeof(*s));
+	struct buf b = BUF_INIT;
 	struct page *p;
 
-	if (snapshot_get(snap, from, strlen(from))) {
-		diag_add(&s->diags, DIAG_WARNING, to->note.path, 0,
-			 "alias URL %s is already a page; no redirect made", from);
-		return;
+	s->vault = xstrdup(path);
+	diag_list_init(&s->diags);
+	s->resolver = resolver_new();
+	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
+	if (config_load(&s->cfg, path, &s->diags) < 0)
+		goto fail;
+	if (opt && opt->base_url && config_set_base_url(&s->cfg, opt->base_url) < 0) {
+		log_error("--base-url must be an absolute http(s) URL: %s", opt->base_url);
+		goto fail;
 	}
-	p = page_new(PAGE_REDIRECT, from, strlen(from));
-	p->location = xstrdup(to->href);
-	p->mtime = to->note.mtime;
-	snapshot_put(snap, p);
-}
+	s->layout.title = s->cfg.title;
+	s->layout.language = s->cfg.language;
+	s->layout.url_prefix = s->cfg.url_prefix;
+	s->layout.base_url = s->cfg.base_url;
+	s->layout.css_url = s->layout.js_url = s->layout.icon_url = "";
+	buf_addf(&b, "%s/_quire/tree.json", s->cfg.url_prefix);
+	s->asset_urls[7] = buf_detach(&b, NULL);
+	s->layout.tree_url = s->asset_urls[7];
+	load_assets(s);
 
-struct snapshot *site_snapshot(struct site *s, uint64_t version)
-{
-	struct snapshot *snap = snapshot_new(version);
-	struct buf b = BUF_INIT;
-	size_t i, k;
-
-	for (i = 0; i < s->nnotes; i++) {
-		if (s->notes[i].published && s->notes[i].page)
-			snapshot_put(snap, page_ref(s->notes[i].page));
-	}
-	snap->nnotes = s->npublished;
-	for (i = 0; i < s->nfiles; i++) {
-		const struct site_file *f = &s->files[i];
-		struct page *p;
-		char id[64];
-
-		if (!f->published)
-			continue;
-		if (snapshot_get(snap, f->url, strlen(f->url))) {
-			diag_add(&s->diags, DIAG_WARNING, f->path, 0,
-				 "URL %s is taken by a note; attachment not served", f->url);
-			continue;
-		}
-		p = page_new(PAGE_FILE, f->url, strlen(f->url));
-		buf_reset(&b);
-		buf_addf(&b, "%s/%s", s->vault, f->disk);
-		p->file = buf_detach(&b, NULL);
-		p->file_size = f->size;
-		p->mtime = f->mtime;
-		p->content_type = vault_content_type(f->path);
-		/* the bytes stay on disk: size and mtime identify this version, as nginx does */
-		snprintf(id, sizeof(id), "%s|%lld|%lld", f->path, (long long)f->size,
-			 (long long)f->mtime);
-		hash_etag(id, strlen(id), p->etag);
-		snapshot_put(snap, p);
-		snap->nattachments++;
-	}
-	for (i = 0; i < s->nassets; i++)
-		snapshot_put(snap, page_ref(s->assets[i]));
-	snapshot_put(snap, tree_page(s));
-
-	buf_reset(&b);
 	if (s->cfg.robots) {
 		buf_adds(&b, s->cfg.robots);
 		if (b.len && b.ptr[b.len - 1] != '\n')
@@ -582,34 +1310,132 @@ struct snapshot *site_snapshot(struct site *s, uint64_t version)
 	} else {
 		buf_adds(&b, "User-agent: *\nAllow: /\n");
 	}
-	snapshot_put(snap, text_page(PAGE_GENERATED, "/robots.txt", "text/plain; charset=utf-8", &b));
-
+	p = text_page(PAGE_GENERATED, "/robots.txt", "text/plain; charset=utf-8", &b);
+	table_put(s, p);
+	page_unref(p);
 	layout_not_found_page(&s->layout, &b);
-	snapshot_set_not_found(snap, text_page(PAGE_NOT_FOUND, "/404.html",
-					       "text/html; charset=utf-8", &b));
+	s->not_found = text_page(PAGE_NOT_FOUND, "/404.html", "text/html; charset=utf-8", &b);
+	return s;
+fail:
+	buf_release(&b);
+	site_free(s);
+	return NULL;
+}
 
-	/* aliases: each becomes a redirect in the note's folder */
-	for (i = 0; i < s->nnotes; i++) {
-		const struct site_note *n = &s->notes[i];
-		if (!n->published)
-			continue;
-		for (k = 0; k < n->note.aliases.n; k++) {
-			const char *slash = strrchr(n->note.path, '/');
-			struct buf from = BUF_INIT;
-			if (slash)
-				buf_add(&from, n->note.path, (size_t)(slash - n->note.path + 1));
-			buf_adds(&from, n->note.aliases.v[k]);
-			buf_adds(&from, ".md");
-			{
-				char *url = vault_note_url(from.ptr, NULL);
-				if (strcmp(url, n->url) != 0)
-					put_redirect(s, snap, url, n);
-				free(url);
-			}
-			buf_release(&from);
+struct site *site_load(const char *path, const struct site_options *opt)
+{
+	struct site *s = site_new(path, opt);
+	const char *root = "";
+	struct stat st;
+
+	if (!s)
+		return NULL;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		log_error("cannot read vault %s: %s", path, errno ? strerror(errno) : "not a folder");
+		site_free(s);
+		return NULL;
+	}
+	site_apply(s, &root, 1);
+	return s;
+}
+
+struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
+{
+	struct snapshot *snap;
+	struct site_stats st;
+	size_t i = 0;
+	void *v;
+
+	if (!prev) {
+		snap = snapshot_new(1);
+		while (map_next(&s->pages, &i, NULL, NULL, &v))
+			snapshot_put(snap, page_ref(v));
+		snapshot_set_not_found(snap, page_ref(s->not_found));
+	} else {
+		snap = snapshot_clone(prev);
+		while (map_next(&s->dirty, &i, NULL, NULL, &v)) {
+			const char *key = v;
+			struct page *p = map_gets(&s->pages, key);
+			if (p)
+				snapshot_put(snap, page_ref(p));
+			else
+				snapshot_remove(snap, key, strlen(key));
 		}
 	}
-	buf_release(&b);
+	keys_release(&s->dirty);
+	site_stats(s, &st);
+	snap->nnotes = st.published;
+	snap->nattachments = st.published_attachments;
 	snap->load_ms = s->load_ms;
 	return snap;
+}
+
+void site_stats(const struct site *s, struct site_stats *st)
+{
+	size_t i, k;
+
+	memset(st, 0, sizeof(*st));
+	st->notes = s->nnotes;
+	st->attachments = s->nfiles;
+	for (i = 0; i < s->nnotes; i++) {
+		const struct site_note *n = s->notes[i];
+		if (!n->published)
+			continue;
+		st->published++;
+		for (k = 0; k < n->md.nrefs; k++) {
+			if (n->md.refs[k].kind == MD_REF_EMBED)
+				st->embeds++;
+			else
+				st->links++;
+			st->broken += n->refs[k].kind == MD_TARGET_BROKEN;
+		}
+	}
+	for (i = 0; i < s->nfiles; i++)
+		st->published_attachments += s->files[i]->refs > 0;
+}
+
+static void free_vecmap(struct map *m)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(m, &i, NULL, NULL, &v)) {
+		struct notevec *nv = v;
+		free((char *)(void *)nv->v[0]);
+		free(nv->v);
+		free(nv);
+	}
+	map_release(m);
+}
+
+void site_free(struct site *s)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nnotes; i++)
+		note_free(s->notes[i]);
+	for (i = 0; i < s->nfiles; i++)
+		file_free(s->files[i]);
+	free(s->notes);
+	free(s->files);
+	map_release(&s->note_by_path);
+	map_release(&s->file_by_path);
+	free_vecmap(&s->mentions);
+	free_vecmap(&s->claims);
+	i = 0;
+	while (map_next(&s->pages, &i, NULL, NULL, &v))
+		page_unref(v);
+	map_release(&s->pages);
+	keys_release(&s->dirty);
+	page_unref(s->not_found);
+	for (i = 0; i < 8; i++)
+		free(s->asset_urls[i]);
+	resolver_free(s->resolver);
+	config_release(&s->cfg);
+	diag_list_release(&s->diags);
+	free(s->vault);
+	free(s);
 }

@@ -1,21 +1,28 @@
 /*
- * site.h: the loader's state, and building a snapshot from it.
+ * site.h: the loader's state, and how a change becomes a snapshot.
  *
  * A site is everything known about a vault between two snapshots: the
  * settings, each note's metadata, rendered fragment and resolved
- * references, the attachments, the name index and the backlinks. It is
- * owned by one thread (the loader); the snapshots it produces are what the
- * rest of the program reads.
+ * references, the attachments, the name index, the backlinks, and the
+ * table of pages that the next snapshot will hold. It is owned by one
+ * thread (the loader); the snapshots it produces are what the rest of the
+ * program reads.
  *
- * site_load() reads the whole vault and renders every published page:
- *	1. scan the folder                         (vault.c)
- *	2. read and parse notes, frontmatter only   (note.c, parallel)
- *	3. decide what is published; give URLs      (vault.c)
- *	4. index names for links                    (resolve.c)
- *	5. render each published note's fragment    (render.c -> markdown.c, parallel)
- *	6. backlinks and the published attachments  (here)
- *	7. compose pages: embeds, layout, gzip, ETag (render.c, parallel)
- *	8. put it all in a snapshot with the theme, 404, tree.json, redirects
+ * There is one way in: site_apply() takes the paths that changed and
+ * works out what they touch. Loading a vault is site_apply() on every
+ * file of an empty site, so the full load and an incremental update run
+ * the same code, and "incremental equals full" is checked by building both
+ * (tests/test-incremental.c).
+ *
+ * What a change touches (docs/design.md has the table):
+ *	- the note itself is parsed and rendered again;
+ *	- a name that appears, vanishes or changes publish state re-resolves
+ *	  the notes that mention it (an index from name to mentioning notes),
+ *	  and those whose links now resolve differently are rendered again;
+ *	- a note whose URL changes re-renders the notes that link to it;
+ *	- notes gaining or losing a backlink, and notes linked from a note
+ *	  whose title or URL changed, are composed again (not re-rendered);
+ *	- notes that embed a changed note, transitively, are composed again.
  */
 #ifndef QUIRE_SITE_H
 #define QUIRE_SITE_H
@@ -25,30 +32,44 @@
 #include "config.h"
 #include "diag.h"
 #include "layout.h"
+#include "map.h"
 #include "markdown.h"
 #include "note.h"
 #include "snapshot.h"
 #include "vault.h"
 
 struct resolver;
+struct site_note;
+struct site_file;
 
 /* How one wikilink or embed of a note resolved. */
 struct site_ref {
 	enum md_target_kind kind;
-	size_t id;            /* note or file index for NOTE, ATTACHMENT and PLAIN */
+	void *target;  /* struct site_note * (NOTE, PLAIN), struct site_file * (ATTACHMENT), or NULL */
 };
 
 struct site_note {
 	struct note note;
 	char *disk;           /* path as on disk, vault-relative */
+	char *name_key;       /* resolve_name_key(path): what links call it by */
+	char *base_url;       /* its URL before collision suffixes (published notes) */
 	char *url;            /* decoded URL path without prefix: "/folder/note"; NULL if unpublished */
 	char *href;           /* encoded URL with prefix, for links */
 	int published;
 	struct md_result md;  /* the rendered fragment (published notes) */
 	struct site_ref *refs;/* parallel to md.refs */
-	size_t *backlinks;    /* published notes linking here, sorted by title */
+	struct site_note **backlinks; /* published notes linking here, by title then path */
 	size_t nbacklinks, abacklinks;
+	char **mentions;      /* name keys under which this note is in site->mentions */
+	size_t nmentions;
+	char **aliases;       /* alias URLs this note claims */
+	size_t naliases;
 	struct page *page;    /* the composed page (a reference) */
+	/* work marks for one site_apply() */
+	unsigned reparse : 1, rerender : 1, recompose : 1, removed : 1, added : 1, seen : 1;
+	unsigned indexed : 1, parsed : 1;
+	char *old_title;      /* before this apply's reparse, to spot a retitle */
+	int was_published;
 };
 
 struct site_file {
@@ -58,7 +79,9 @@ struct site_file {
 	char *href;           /* encoded with prefix */
 	off_t size;
 	time_t mtime;
-	int published;        /* referenced by a published note */
+	int refs;             /* references from published notes: published when > 0 */
+	unsigned changed : 1, removed : 1, added : 1;
+	unsigned long seen;   /* the site's apply count when last found on disk */
 };
 
 struct site_options {
@@ -70,39 +93,66 @@ struct site {
 	char *vault;              /* the root as given */
 	struct config cfg;
 	struct diag_list diags;
-	struct site_note *notes;  /* in path order */
-	size_t nnotes;
-	struct site_file *files;  /* in path order */
-	size_t nfiles;
+	struct site_note **notes; /* sorted by path */
+	size_t nnotes, anotes;
+	struct site_file **files; /* sorted by path */
+	size_t nfiles, afiles;
+	struct map note_by_path;  /* path -> struct site_note * */
+	struct map file_by_path;  /* path -> struct site_file * */
 	struct resolver *resolver;
-	const char **note_paths;  /* for the resolver */
-	const char **file_paths;
+	struct map mentions;      /* name key -> notes whose links use that name */
+	struct map claims;        /* alias URL -> notes claiming it, in path order */
+	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
+	struct map dirty;         /* URL paths changed since the last snapshot */
+	struct page *not_found;
 	struct layout_site layout;
 	char *asset_urls[8];      /* owned strings behind layout's URLs */
-	struct page *assets[8];   /* theme files as pages */
-	size_t nassets;
 	int threads;
-	/* figures for check and the start-up line */
-	size_t npublished, nlinks, nbroken, nembeds;
-	double load_ms;
+	unsigned long applies;    /* site_apply() calls so far */
+	double load_ms;           /* the last site_apply() */
+	size_t napplied;          /* notes parsed by the last site_apply() */
+	size_t nrendered;         /* notes rendered by the last site_apply() */
+	size_t ncomposed;         /* pages composed by the last site_apply() */
+};
+
+/* Figures for check and the start-up line. */
+struct site_stats {
+	size_t notes, published, attachments, published_attachments;
+	size_t links, embeds, broken;
 };
 
 /*
- * Reads the vault at path and renders every published page. Problems with
- * notes are diagnostics in site->diags, not failures. Returns NULL only
- * when the vault cannot be read at all (logged). The caller frees with
- * site_free().
+ * A site for the vault at path with its settings loaded and no notes yet.
+ * Returns NULL when quire.yml cannot be read or --base-url is bad (logged).
  */
-struct site *site_load(const char *path, const struct site_options *opt);
-void site_free(struct site *s);
+struct site *site_new(const char *path, const struct site_options *opt);
 
 /*
- * A new snapshot (version given) holding every page of the site. The
- * caller owns the returned reference.
+ * Reads the vault at path and renders every published page: site_new()
+ * and site_apply() of every file. Problems with notes are diagnostics,
+ * not failures. Returns NULL only when the vault cannot be read (logged).
  */
-struct snapshot *site_snapshot(struct site *s, uint64_t version);
+struct site *site_load(const char *path, const struct site_options *opt);
 
-/* Number of notes that are published. */
-size_t site_published_notes(const struct site *s);
+/*
+ * Takes n vault-relative paths (as on disk) that changed: files created,
+ * modified or deleted, or folders (all that is below them). Reads them
+ * again and updates every page they touch. Returns 0, or -1 when the vault
+ * itself has become unreadable (logged; the site is unchanged).
+ */
+int site_apply(struct site *s, const char *const *paths, size_t n);
+
+/*
+ * The next snapshot: prev's pages with what changed since the last call
+ * replaced (prev NULL: every page, version 1). The caller owns it.
+ */
+struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev);
+
+void site_stats(const struct site *s, struct site_stats *st);
+
+/* The note at a vault path (NFC), or NULL. */
+struct site_note *site_find_note(const struct site *s, const char *path);
+
+void site_free(struct site *s);
 
 #endif

@@ -135,6 +135,44 @@ static int link_inside(const char *root_real, const char *root, const char *rel)
 int vault_scan(const char *root, const struct config *cfg, struct vault_scan *out,
 	       struct diag_list *diags)
 {
+	return vault_scan_under(root, "", cfg, out, diags);
+}
+
+enum vault_entry vault_stat(const char *root, const struct config *cfg, const char *rel,
+			    struct stat *st)
+{
+	struct buf full = BUF_INIT;
+	char *root_real = NULL;
+	enum vault_entry ret = VAULT_MISSING;
+
+	if (!rel[0]) {
+		ret = VAULT_FOLDER;
+		goto out;
+	}
+	if (vault_ignored(cfg, rel) || !utf8_valid(rel, strlen(rel)))
+		goto out;
+	buf_addf(&full, "%s/%s", root, rel);
+	if (lstat(full.ptr, st) < 0)
+		goto out;
+	if (S_ISLNK(st->st_mode)) {
+		root_real = realpath(root, NULL);
+		if (!root_real || !link_inside(root_real, root, rel) || stat(full.ptr, st) < 0 ||
+		    !S_ISREG(st->st_mode))
+			goto out;
+	}
+	if (S_ISDIR(st->st_mode))
+		ret = VAULT_FOLDER;
+	else if (S_ISREG(st->st_mode))
+		ret = VAULT_FILE;
+out:
+	free(root_real);
+	buf_release(&full);
+	return ret;
+}
+
+int vault_scan_under(const char *root, const char *sub, const struct config *cfg,
+		     struct vault_scan *out, struct diag_list *diags)
+{
 	char **queue = NULL;
 	int *depths = NULL;
 	size_t qn = 0, qalloc = 0, dalloc = 0, qi = 0;
@@ -145,7 +183,7 @@ int vault_scan(const char *root, const struct config *cfg, struct vault_scan *ou
 		return log_error("cannot open vault %s: %s", root, strerror(errno));
 	ALLOC_GROW(queue, 1, qalloc);
 	ALLOC_GROW(depths, 1, dalloc);
-	queue[qn] = xstrdup("");
+	queue[qn] = xstrdup(sub);
 	depths[qn++] = 0;
 	while (qi < qn) {
 		char *rel = queue[qi];
@@ -159,6 +197,8 @@ int vault_scan(const char *root, const struct config *cfg, struct vault_scan *ou
 		if (!dir) {
 			if (!rel[0])
 				ret = log_error("cannot read vault %s: %s", root, strerror(errno));
+			else if (qi == 1)
+				ret = -1; /* the folder asked for is gone: the caller knows what to do */
 			else
 				diag_add(diags, DIAG_ERROR, rel, 0, "cannot read folder: %s",
 					 strerror(errno));

@@ -15,6 +15,7 @@
 #define QUIRE_VAULT_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -43,6 +44,23 @@ struct vault_scan {
  */
 int vault_scan(const char *root, const struct config *cfg, struct vault_scan *out,
 	       struct diag_list *diags);
+
+/*
+ * Like vault_scan(), for the folder sub (vault-relative, as on disk) and
+ * everything below it. Returns -1 when sub cannot be read (not logged).
+ */
+int vault_scan_under(const char *root, const char *sub, const struct config *cfg,
+		     struct vault_scan *out, struct diag_list *diags);
+
+enum vault_entry { VAULT_MISSING, VAULT_FILE, VAULT_FOLDER };
+
+/*
+ * What is at the vault-relative path rel under the scan's rules: a file
+ * (with *st filled), a folder, or nothing (absent, ignored, a dot path, a
+ * symlink leaving the vault or naming a folder, not a regular file).
+ */
+enum vault_entry vault_stat(const char *root, const struct config *cfg, const char *rel,
+			    struct stat *st);
 void vault_scan_release(struct vault_scan *s);
 
 /* True when a vault-relative path is excluded: a dot segment or an ignore glob. */

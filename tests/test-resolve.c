@@ -4,6 +4,9 @@
  * folders, notes against attachments, special characters.
  */
 #include "resolve.h"
+
+#include <stdint.h>
+#include <stdlib.h>
 #include "test.h"
 
 static const char *const notes[] = {
@@ -33,8 +36,9 @@ static struct resolver *r;
 
 static void expect(const char *from, const char *target, enum resolve_kind kind, size_t id)
 {
-	size_t got = 999;
-	enum resolve_kind k = resolver_find(r, from, target, &got);
+	void *item = NULL;
+	enum resolve_kind k = resolver_find(r, from, target, &item);
+	size_t got = item ? (uintptr_t)item - 1 : 999;
 
 	if (k != kind || (kind != RESOLVE_NONE && got != id)) {
 		fprintf(stderr, "  [[%s]] from %s: got kind %d id %zu, want kind %d id %zu\n", target,
@@ -119,9 +123,51 @@ static void test_special_characters(void)
 	expect("index.md", "weird/100% #1 WHAT?", RESOLVE_NOTE, 7);
 }
 
+static void index_all(void)
+{
+	size_t i;
+
+	r = resolver_new();
+	for (i = 0; i < sizeof(notes) / sizeof(*notes); i++)
+		resolver_add(r, notes[i], RESOLVE_NOTE, (void *)(uintptr_t)(i + 1));
+	for (i = 0; i < sizeof(files) / sizeof(*files); i++)
+		resolver_add(r, files[i], RESOLVE_FILE, (void *)(uintptr_t)(i + 1));
+}
+
+/* Entries come and go as the vault changes; lookups follow. */
+static void test_add_remove(void)
+{
+	expect("index.md", "Alpha", RESOLVE_NOTE, 1);
+	resolver_remove(r, notes[1], RESOLVE_NOTE, (void *)(uintptr_t)2);
+	expect("index.md", "Alpha", RESOLVE_NOTE, 2);        /* the other Alpha now */
+	expect("index.md", "Projects/Alpha", RESOLVE_NONE, 0);
+	resolver_remove(r, notes[2], RESOLVE_NOTE, (void *)(uintptr_t)3);
+	expect("index.md", "Alpha", RESOLVE_NONE, 0);
+	resolver_add(r, notes[1], RESOLVE_NOTE, (void *)(uintptr_t)2);
+	resolver_add(r, notes[2], RESOLVE_NOTE, (void *)(uintptr_t)3);
+	expect("index.md", "Alpha", RESOLVE_NOTE, 1);
+	/* a file and a note at one folded path: both entries kept apart */
+	resolver_add(r, "Photo.PNG", RESOLVE_FILE, (void *)(uintptr_t)100);
+	resolver_remove(r, "Photo.PNG", RESOLVE_FILE, (void *)(uintptr_t)100);
+	expect("index.md", "photo.png", RESOLVE_FILE, 0);
+}
+
+static void test_name_keys(void)
+{
+	char *k = resolve_name_key("Folder/My Note.md");
+	CHECK_STR(k, "my note");
+	free(k);
+	k = resolve_name_key("../up/PHOTO.png");
+	CHECK_STR(k, "photo.png");
+	free(k);
+	k = resolve_name_key("Cafe\xCC\x81");
+	CHECK_STR(k, "caf\xC3\xA9");
+	free(k);
+}
+
 int main(void)
 {
-	r = resolver_new(notes, sizeof(notes) / sizeof(*notes), files, sizeof(files) / sizeof(*files));
+	index_all();
 	RUN(test_by_name);
 	RUN(test_shortest_and_same_folder);
 	RUN(test_paths);
@@ -129,6 +175,8 @@ int main(void)
 	RUN(test_unicode);
 	RUN(test_notes_and_files);
 	RUN(test_special_characters);
+	RUN(test_add_remove);
+	RUN(test_name_keys);
 	resolver_free(r);
 	return test_done();
 }
