@@ -7,13 +7,13 @@
  *     %%comments%% and swaps $math$ and $$math$$ for placeholders made of
  *     control characters ("\x02M<n>\x03"), which cmark passes through as text
  *     untouched: otherwise `_` and `*` inside TeX would turn into emphasis.
- *     Escaped \[ \] \# \= \^ at the start of a word become placeholders
- *     too ("\x02E<byte>\x03"), because cmark drops the backslash and
- *     "\[\[x]]" or "\#x" would then look like a wikilink or a tag. Only at
- *     the start of a word and not before '*', '_' or '~': a placeholder next
- *     to those, or inside a bare URL, would change how cmark reads them. Lines are kept where cheap (comments
- *     leave empty lines) and a line map corrects the rest (display math that
- *     spans lines).
+ *     Escaped \[ \] \# \= \^ at the start of a word become placeholders too
+ *     ("\x02E<byte>\x03"): cmark drops the backslash, and "\[\[x]]" or "\#x"
+ *     would then look like a wikilink or a tag. Only at the start of a word
+ *     and not before '*', '_' or '~', because a placeholder next to those or
+ *     inside a bare URL would change how cmark reads them. Comments leave
+ *     their line breaks; a line map corrects line numbers for the rest
+ *     (display math that spans lines).
  *  2. cmark-gfm parses (tables, strikethrough, autolinks, task lists,
  *     footnotes, raw HTML).
  *  3. A tree pass annotates nodes through cmark's user_data: on each run of
@@ -721,7 +721,6 @@ struct ctx {
 	struct md_result *res;
 	struct buf *out;
 	struct pre pre;
-	const char *md; /* what cmark parsed */
 
 	struct ann **chunks;
 	size_t nchunks, achunks, used;

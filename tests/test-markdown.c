@@ -10,6 +10,9 @@
  * The C tests check what HTML alone does not: the references handed to the
  * resolver, offsets of splices, headings and blocks, tags, summary, text,
  * md_heading_id(), and hostile inputs that must simply finish.
+ *
+ * `test-markdown --render < note.md` prints the HTML against the same fake
+ * vault: the way to write the expected half of a new example.
  */
 #include "markdown.h"
 #include "test.h"
