@@ -2224,7 +2224,7 @@ static void render_embed(struct ctx *c, size_t ix)
 	case MD_TARGET_NOTE:
 		buf_adds(o, "<div class=\"embed\" data-src=\"");
 		buf_adds_html(o, l->target);
-		if (l->fragment) {
+		if (l->fragment && *l->fragment) {
 			buf_addc(o, '#');
 			buf_adds_html(o, l->fragment);
 		}
