@@ -166,7 +166,7 @@ struct worker {
 	struct timeval deadline;
 	time_t date_sec;          /* second of the cached dates below */
 	char date[HTTP_DATE_SIZE];
-	char clf_date[32];        /* "10/Oct/2000:13:55:36 +0000" */
+	char clf_date[80];        /* "10/Oct/2000:13:55:36 +0000" */
 	time_t lm_sec;            /* one-entry cache of the last Last-Modified */
 	char lm[HTTP_DATE_SIZE];
 	struct buf hdr;           /* header lines of the response being built */
