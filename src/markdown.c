@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
 #include <cmark-gfm.h>
 #include <cmark-gfm-core-extensions.h>
 #include <cmark-gfm/node.h>
@@ -2957,6 +2958,8 @@ static int has_escape(const char *s, size_t len)
 	return 0;
 }
 
+static pthread_mutex_t finish_lock = PTHREAD_MUTEX_INITIALIZER;
+
 void md_global_init(void)
 {
 	cmark_gfm_core_extensions_ensure_registered();
@@ -3029,7 +3032,18 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 			cmark_parser_attach_syntax_extension(parser, ext);
 	}
 	cmark_parser_feed(parser, md, mdlen);
+	/*
+	 * cmark-gfm keeps the table of inline trigger characters in a global
+	 * that each parser fills with its extensions' characters before the
+	 * inline pass and empties after it (finalize_document), so two
+	 * parsers finishing at once can lose each other's ':' and 'w' and
+	 * drop autolinks at random (github/cmark-gfm pull 176). Only that
+	 * pass is serialized; block parsing above and our passes and renderer
+	 * below run in parallel.
+	 */
+	pthread_mutex_lock(&finish_lock);
 	doc = cmark_parser_finish(parser);
+	pthread_mutex_unlock(&finish_lock);
 	cmark_parser_free(parser);
 	if (!doc) {
 		ctx_release(&c);
