@@ -4,11 +4,13 @@
 #include "export.h"
 #include "buf.h"
 #include "log.h"
+#include "parallel.h"
 #include "vault.h"
 #include "xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -164,31 +166,64 @@ out:
 	return ret;
 }
 
+struct job {
+	const struct page **pages;
+	const char *dir;
+	struct export_stats *st;   /* one per page: no sharing between threads */
+	atomic_int failed;
+};
+
+static void export_one(void *arg, size_t i)
+{
+	struct job *j = arg;
+
+	if (atomic_load(&j->failed))
+		return;
+	if (export_page(j->pages[i], j->dir, &j->st[i]) < 0)
+		atomic_store(&j->failed, 1);
+}
+
 int export_snapshot(const struct snapshot *snap, const char *dir, struct export_stats *stats)
 {
 	struct export_stats st = { 0, 0 };
 	struct buf root = BUF_INIT;
-	size_t i = 0;
+	struct job j;
+	size_t i = 0, n = 0;
 	void *v;
-	int ret = 0;
 
 	buf_addf(&root, "%s/", dir);
 	if (mkdirs(root.ptr) < 0) {
 		buf_release(&root);
 		return -1;
 	}
-	while (ret == 0 && map_next(&snap->pages, &i, NULL, NULL, &v)) {
+	j.pages = xcalloc(snap->pages.len + 1, sizeof(*j.pages));
+	j.st = xcalloc(snap->pages.len + 1, sizeof(*j.st));
+	j.dir = dir;
+	atomic_init(&j.failed, 0);
+	while (map_next(&snap->pages, &i, NULL, NULL, &v)) {
 		const struct page *p = v;
 		if (!safe_key(p->path)) {
 			log_warn("not exporting %s: it would leave the export folder", p->path);
 			continue;
 		}
-		ret = export_page(p, dir, &st);
+		j.pages[n++] = p;
 	}
-	if (ret == 0 && snap->not_found)
-		ret = export_page(snap->not_found, dir, &st);
+	if (snap->not_found)
+		j.pages[n++] = snap->not_found;
+	/*
+	 * Creating a file costs the file system far more than writing its
+	 * bytes (ext4 here: ~0.5 ms an open), so files are written from
+	 * several threads, which overlaps those waits.
+	 */
+	parallel_for(n, 4, export_one, &j);
+	for (i = 0; i < n; i++) {
+		st.files += j.st[i].files;
+		st.bytes += j.st[i].bytes;
+	}
+	free(j.pages);
+	free(j.st);
 	buf_release(&root);
 	if (stats)
 		*stats = st;
-	return ret;
+	return atomic_load(&j.failed) ? -1 : 0;
 }
