@@ -74,9 +74,11 @@ static void print_summary(const struct site *s)
 	struct site_stats st;
 
 	site_stats(s, &st);
-	printf("%zu notes, %zu attachments, %zu links (%zu broken), %zu errors, %zu warnings\n",
-	       st.notes, st.attachments, st.links + st.embeds, st.broken, s->diags.nerrors,
-	       s->diags.nwarnings);
+	printf("%zu notes, %zu attachments, %zu links (%zu broken", st.notes, st.attachments,
+	       st.links + st.embeds - st.outside, st.broken);
+	if (st.outside)
+		printf(", %zu more point outside the vault", st.outside);
+	printf("), %zu errors, %zu warnings\n", s->diags.nerrors, s->diags.nwarnings);
 }
 
 static int cmd_check(int argc, char **argv)

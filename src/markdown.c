@@ -610,6 +610,28 @@ static size_t scan_inline(struct pre *p, size_t i)
 			j = k == NONE ? j + 1 : k;
 			continue;
 		}
+		if (ch == '[' && j + 1 < len && s[j + 1] == '[') {
+			/*
+			 * A wikilink's '|' inside a table row would end the cell:
+			 * Obsidian wants "\|" there, but vaults converted from
+			 * elsewhere have the bare pipe. Escaping it here makes both
+			 * work, in tables and out (where "\|" is just "|").
+			 */
+			for (k = j + 2; k + 1 < len && s[k] != '\n' && !(s[k] == ']' && s[k + 1] == ']');
+			     k++)
+				;
+			if (k + 1 < len && s[k] == ']' && s[k + 1] == ']' && memchr(s + j, '|', k - j)) {
+				size_t m;
+				pre_copy(p, run, j);
+				for (m = j; m < k + 2; m++) {
+					if (s[m] == '|' && s[m - 1] != '\\')
+						buf_addc(&p->out, '\\');
+					buf_addc(&p->out, s[m]);
+				}
+				run = j = k + 2;
+				continue;
+			}
+		}
 		j++;
 	}
 	pre_copy(p, run, len);
@@ -655,6 +677,8 @@ enum {
 	A_TITLE_END = 1 << 4, /* the line break that ends a callout's title */
 	A_EMBEDS = 1 << 5,    /* a paragraph of nothing but embeds: rendered without <p> */
 	A_ID = 1 << 6,        /* a block carrying a ^block id */
+	A_LOCAL = 1 << 7,     /* a Markdown link or image to a file of the vault */
+	A_PLAIN = 1 << 8,     /* ... that resolved to an unpublished note: no <a> */
 };
 
 struct ann {
@@ -696,7 +720,7 @@ struct segv {
 
 /* A wikilink or embed found by the tree pass, resolved when rendered. */
 struct link {
-	int embed, done;
+	int embed, done, markdown;
 	char *target, *fragment, *label; /* owned until handed to res->refs */
 	char *display;                    /* the text shown when there is no label */
 	size_t ref;
@@ -2030,6 +2054,7 @@ static struct link *resolve(struct ctx *c, size_t ix)
 	r->fragment = l->fragment;
 	r->label = l->label;
 	r->line = src_line(c);
+	r->markdown = l->markdown;
 	l->ref = res->nrefs++;
 	l->done = 1;
 	if (c->opt->resolve)
@@ -2057,6 +2082,95 @@ static void add_fragment(struct buf *o, const char *frag)
 	id = md_heading_id(last ? last + 1 : frag);
 	buf_adds_html(o, id);
 	free(id);
+}
+
+/*
+ * A Markdown link or image whose URL is a relative path with a file
+ * extension ("../Other/Note.md", "media/x.png", "My%20Note.md#Usage")
+ * points into the vault: it resolves like a wikilink, publishes the
+ * attachment it names, counts as a backlink, and is reported when broken.
+ * URLs with a scheme, root-relative URLs, fragments alone and paths
+ * without an extension are the web's, and are left as written.
+ */
+static int local_url(const char *u)
+{
+	size_t n = strcspn(u, "?#"), i;
+	const char *last;
+
+	if (!n || u[0] == '/' || u[0] == '#')
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (u[i] == ':')
+			return 0;
+		if (u[i] == '/')
+			break;
+	}
+	for (i = 0; i < n; i++)
+		if (u[i] == '\\')
+			return 0;
+	last = u;
+	for (i = 0; i < n; i++)
+		if (u[i] == '/')
+			last = u + i + 1;
+	return memchr(last, '.', (size_t)(u + n - last)) != NULL && last[0] != '.';
+}
+
+static int hexval(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* %XX decoded (a %00 is dropped); the caller checks the result is UTF-8. */
+static char *percent_decode(const char *s, size_t len)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		int hi, lo;
+		if (s[i] == '%' && i + 2 < len && (hi = hexval(s[i + 1])) >= 0 &&
+		    (lo = hexval(s[i + 2])) >= 0) {
+			char ch = (char)(hi * 16 + lo);
+			if (ch)
+				buf_addc(&b, ch);
+			i += 2;
+		} else {
+			buf_addc(&b, s[i]);
+		}
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Registers a local link or image as a reference and resolves it; returns its link. */
+static struct link *local_link(struct ctx *c, const char *u, int embed)
+{
+	size_t ix, n = strcspn(u, "?#");
+	struct link *l = new_link(c, &ix);
+	char *target = percent_decode(u, n), *frag = NULL;
+
+	if (!utf8_valid(target, strlen(target))) {
+		free(target);
+		target = xstrdup(u);
+		target[n] = '\0';
+	}
+	if (u[n] == '#' && u[n + 1]) {
+		frag = percent_decode(u + n + 1, strlen(u + n + 1));
+		if (!utf8_valid(frag, strlen(frag))) {
+			free(frag);
+			frag = NULL;
+		}
+	}
+	l->embed = embed;
+	l->target = target;
+	l->fragment = frag;
+	l->markdown = 1;
+	return resolve(c, ix);
 }
 
 static void link_open(struct ctx *c, size_t ix)
@@ -2843,10 +2957,34 @@ static void render_node(struct ctx *c, cmark_iter *it, cmark_node *n, int enteri
 		break;
 	case CMARK_NODE_LINK:
 		if (!entering) {
-			buf_adds(o, "</a>");
+			buf_adds(o, has_flag(n, A_PLAIN) ? "</span>" : "</a>");
 			break;
 		}
 		s = cmark_node_get_url(n);
+		if (s && local_url(s)) {
+			struct link *l = local_link(c, s, 0);
+			struct ann *la = ann_get(c, n);
+			la->flags |= A_LOCAL;
+			if (l->kind == MD_TARGET_PLAIN) {
+				la->flags |= A_PLAIN;
+				buf_adds(o, "<span class=\"internal\">");
+				break;
+			}
+			if (l->kind == MD_TARGET_BROKEN) {
+				/* not in the vault: perhaps meant for the web, keep it as written */
+				buf_adds(o, "<a href=\"");
+				add_href_raw(c, s, strlen(s));
+				buf_adds(o, "\">");
+				break;
+			}
+			buf_adds(o, l->kind == MD_TARGET_NOTE ? "<a class=\"internal\" href=\""
+							     : "<a class=\"internal attachment\" href=\"");
+			buf_adds_html(o, l->url);
+			if (l->kind == MD_TARGET_NOTE)
+				add_fragment(o, l->fragment);
+			buf_adds(o, "\">");
+			break;
+		}
 		buf_adds(o, "<a href=\"");
 		add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
 		s = cmark_node_get_title(n);
@@ -2860,7 +2998,15 @@ static void render_node(struct ctx *c, cmark_iter *it, cmark_node *n, int enteri
 		if (entering) {
 			s = cmark_node_get_url(n);
 			buf_adds(o, "<img src=\"");
-			add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
+			if (s && local_url(s)) {
+				struct link *l = local_link(c, s, 1);
+				if (l->kind == MD_TARGET_ATTACHMENT || l->kind == MD_TARGET_NOTE)
+					buf_adds_html(o, l->url);
+				else /* broken or private: the src as written, so nothing leaks */
+					add_href_raw(c, s, l->kind == MD_TARGET_PLAIN ? 0 : strlen(s));
+			} else {
+				add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
+			}
 			buf_adds(o, "\" alt=\"");
 			c->plain = n;
 			break;
@@ -2958,6 +3104,24 @@ static int has_escape(const char *s, size_t len)
 	return 0;
 }
 
+/* A "[[...|...]]" on one line: its pipe needs escaping for tables (see scan_inline). */
+static int has_piped_wikilink(const char *s, size_t len)
+{
+	const char *q, *end = s + len;
+
+	while ((q = memchr(s, '[', (size_t)(end - s))) && q + 1 < end) {
+		if (q[1] == '[') {
+			for (q += 2; q + 1 < end && *q != '\n' && !(q[0] == ']' && q[1] == ']'); q++)
+				if (*q == '|')
+					return 1;
+		} else {
+			q++;
+		}
+		s = q;
+	}
+	return 0;
+}
+
 static pthread_mutex_t finish_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void md_global_init(void)
@@ -3018,7 +3182,8 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 	c.pre.s = src;
 	c.pre.len = len;
 	/* most notes have none of these: then cmark reads the source itself */
-	if (memchr(src, '$', len) || find_pair(src, 0, len, '%') != NONE || has_escape(src, len)) {
+	if (memchr(src, '$', len) || find_pair(src, 0, len, '%') != NONE || has_escape(src, len) ||
+	    has_piped_wikilink(src, len)) {
 		prepass(&c.pre);
 		md = c.pre.out.ptr;
 		mdlen = c.pre.out.len;

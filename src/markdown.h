@@ -44,11 +44,13 @@ struct md_ref {
 	char *fragment; /* after the first '#', without it ("Heading", "^id"), or NULL */
 	char *label;    /* after the first '|', trimmed, or NULL */
 	int line;       /* 1-based line in the note's file (see md_options.first_line) */
+	int markdown;   /* written as a Markdown link or image to a relative path, not [[...]] */
 };
 
 /* What the caller says a reference points at. */
 enum md_target_kind {
-	MD_TARGET_BROKEN,     /* nothing by that name: <a class="internal broken"> */
+	MD_TARGET_BROKEN,     /* nothing by that name: <a class="internal broken">; a Markdown
+				 link keeps its URL as written (it may be meant for the web) */
 	MD_TARGET_PLAIN,      /* exists but is not published: plain text, no link */
 	MD_TARGET_NOTE,       /* a published note */
 	MD_TARGET_ATTACHMENT, /* a published attachment (image, audio, video, PDF, other) */

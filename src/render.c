@@ -96,7 +96,13 @@ void render_note_body(struct site *s, struct site_note *n)
 	}
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct md_ref *ref = &n->md.refs[k];
-		if (n->refs[k].kind == MD_TARGET_BROKEN)
+		if (n->refs[k].kind != MD_TARGET_BROKEN)
+			continue;
+		if (ref->markdown)
+			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
+				  "%s to %s, which is not in the vault: left as written",
+				  ref->kind == MD_REF_EMBED ? "image" : "link", ref->target);
+		else
 			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
 				  "broken %s: [[%s]] matches no note or attachment",
 				  ref->kind == MD_REF_EMBED ? "embed" : "link", ref->target);

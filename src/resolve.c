@@ -306,6 +306,18 @@ enum resolve_kind resolver_find(const struct resolver *r, const char *from, cons
 		key = join(ffrom, fromdir, p);
 		if (key)
 			e = by_path(r, key, from);
+		/*
+		 * A relative path that misses (a vault opened one folder higher
+		 * than it was written in, "../" past the root) falls back to its
+		 * tail, as Obsidian's lenient lookup does: "../../images/x.png"
+		 * finds "docs/images/x.png".
+		 */
+		while (!e && (strncmp(p, "./", 2) == 0 || strncmp(p, "../", 3) == 0))
+			p = strchr(p, '/') + 1;
+		if (!e && strchr(p, '/'))
+			e = by_tail(r, p, from);
+		else if (!e && *p)
+			e = pick(map_get(&r->by_name, p, strlen(p)), RESOLVE_FILE, from);
 		goto out;
 	}
 	while (*p == '/')

@@ -1383,11 +1383,17 @@ void site_stats(const struct site *s, struct site_stats *st)
 			continue;
 		st->published++;
 		for (k = 0; k < n->md.nrefs; k++) {
+			st->wikilinks += !n->md.refs[k].markdown;
 			if (n->md.refs[k].kind == MD_REF_EMBED)
 				st->embeds++;
 			else
 				st->links++;
-			st->broken += n->refs[k].kind == MD_TARGET_BROKEN;
+			if (n->refs[k].kind != MD_TARGET_BROKEN)
+				continue;
+			if (n->md.refs[k].markdown)
+				st->outside++;
+			else
+				st->broken++;
 		}
 	}
 	for (i = 0; i < s->nfiles; i++)

@@ -119,6 +119,8 @@ struct site {
 struct site_stats {
 	size_t notes, published, attachments, published_attachments;
 	size_t links, embeds, broken;
+	size_t outside;       /* Markdown links to relative paths not in the vault */
+	size_t wikilinks;     /* [[links]] and ![[embeds]] (the rest are Markdown links) */
 };
 
 /*

@@ -59,8 +59,17 @@ static void resolve_fake(void *ctx, size_t index, const struct md_ref *ref, stru
 			seen->bad_index = 1;
 		seen->n++;
 	}
+	/* paths as Markdown links write them: "./Note.md" is "Note" */
+	const char *t = ref->target;
+	size_t tl;
+
+	while (!strncmp(t, "./", 2))
+		t += 2;
+	tl = strlen(t);
+	if (tl > 3 && !strcasecmp(t + tl - 3, ".md"))
+		tl -= 3;
 	for (i = 0; i < sizeof(vault) / sizeof(vault[0]); i++) {
-		if (!strcasecmp(vault[i].name, ref->target)) {
+		if (strlen(vault[i].name) == tl && !strncasecmp(vault[i].name, t, tl)) {
 			out->kind = vault[i].kind;
 			out->url = vault[i].url;
 			out->title = vault[i].title;

@@ -64,7 +64,10 @@ static void test_pwsh_docs(void)
 	CHECK_INT(stats(s).published, 1120);
 	/* every one of the corpus's wikilinks resolves */
 	CHECK_INT(stats(s).broken, 0);
-	CHECK(stats(s).links + stats(s).embeds >= 5000);
+	/* the corpus README counts 5,651 wikilinks; a few more stand in tables and callouts */
+	CHECK(stats(s).wikilinks >= 5651);
+	fprintf(stderr, "  pwsh-docs: %zu wikilinks and embeds, %zu Markdown links\n",
+		stats(s).wikilinks, stats(s).links + stats(s).embeds - stats(s).wikilinks);
 	CHECK_INT(s->diags.nerrors, 0);
 	if (stats(s).broken || s->diags.nerrors)
 		print_diags(s, 20);
@@ -176,10 +179,11 @@ static void test_unpublished_leaves_no_trace(void)
 
 	tv_write(v, "index.md",
 		 "# Home\n\nSee [[Zanzibar Plans|a trip]], [[Quokka|an animal]] and [[folder/Pangolin|scales]].\n\n"
+		 "Also [a page](Zanzibar%20Plans.md) and ![pic](./folder/Pangolin.md).\n\n"
 		 "![[Zanzibar Plans]]\n\n![[Quokka#Section]]\n\n![[shared.png]]\n\n#public\n");
 	tv_write(v, "Zanzibar Plans.md",
 		 "---\ndraft: true\ntags: [zanzibar]\naliases: [PRIVATEALIAS]\n---\n"
-		 "SECRETBODY lives here. [[index]] ![[private-scan.png]]\n");
+		 "SECRETBODY lives here. [[index]] ![[private-scan.png]] ![scan](private-scan.png)\n");
 	tv_write(v, "Quokka.md",
 		 "---\npublish: false\ndescription: HIDDENTEXT\n---\n## Section\nHIDDENTEXT\n"
 		 "Links to [[index]] so it would be a backlink.\n");
