@@ -27,13 +27,19 @@ struct loader {
 	pthread_cond_t published;   /* a new version is live */
 	int stop;
 	int reload;                 /* a full reload is queued */
+	char **queue;               /* changed paths waiting for the next build */
+	size_t nqueue, aqueue;
+	int building;               /* the thread has taken the queue and is building */
 	uint64_t version;           /* live version, under lock */
+	struct snapshot *last;      /* the last snapshot published (a reference) */
 };
 
 static void publish(struct loader *l, struct snapshot *snap)
 {
 	uint64_t v = snap->version;
 
+	snapshot_unref(l->last);
+	l->last = snapshot_ref(snap);
 	snapshot_publish(l->slot, snap);
 	pthread_mutex_lock(&l->lock);
 	l->version = v;
@@ -104,6 +110,25 @@ static void full_reload(struct loader *l)
 	publish(l, snap);
 }
 
+/* One snapshot for every path taken from the queue at once. */
+static void apply(struct loader *l, char **paths, size_t n)
+{
+	struct snapshot *snap;
+	size_t i;
+
+	site_apply(l->site, (const char *const *)paths, n);
+	snap = site_snapshot(l->site, l->last);
+	snap->version = l->version + 1;
+	log_debug("applied %zu changed paths: %zu notes parsed, %zu rendered, %zu composed in "
+		  "%.1f ms; snapshot %llu",
+		  n, l->site->napplied, l->site->nrendered, l->site->ncomposed, l->site->load_ms,
+		  (unsigned long long)snap->version);
+	publish(l, snap);
+	for (i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 static void *run(void *arg)
 {
 	struct loader *l = arg;
@@ -111,20 +136,51 @@ static void *run(void *arg)
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		int reload;
+		char **paths;
+		size_t n;
 
-		while (!l->stop && !l->reload)
+		while (!l->stop && !l->reload && !l->nqueue)
 			pthread_cond_wait(&l->wake, &l->lock);
 		if (l->stop)
 			break;
 		reload = l->reload;
 		l->reload = 0;
+		paths = l->queue;
+		n = l->nqueue;
+		l->queue = NULL;
+		l->nqueue = l->aqueue = 0;
+		l->building = 1;
 		pthread_mutex_unlock(&l->lock);
-		if (reload)
+		if (reload) {
+			/* a full reload reads every path anyway */
+			while (n > 0)
+				free(paths[--n]);
+			free(paths);
 			full_reload(l);
+		} else {
+			apply(l, paths, n);
+		}
 		pthread_mutex_lock(&l->lock);
+		l->building = 0;
 	}
 	pthread_mutex_unlock(&l->lock);
 	return NULL;
+}
+
+uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n)
+{
+	uint64_t v;
+	size_t i;
+
+	pthread_mutex_lock(&l->lock);
+	ALLOC_GROW(l->queue, l->nqueue + n, l->aqueue);
+	for (i = 0; i < n; i++)
+		l->queue[l->nqueue++] = xstrdup(paths[i]);
+	/* the next build takes this; one under way has its queue already */
+	v = l->version + 1 + (uint64_t)l->building;
+	pthread_cond_signal(&l->wake);
+	pthread_mutex_unlock(&l->lock);
+	return v;
 }
 
 int loader_start(struct loader *l)
@@ -185,6 +241,10 @@ void loader_free(struct loader *l)
 		pthread_join(l->thread, NULL);
 	}
 	site_free(l->site);
+	while (l->nqueue > 0)
+		free(l->queue[--l->nqueue]);
+	free(l->queue);
+	snapshot_unref(l->last);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->wake);
 	pthread_cond_destroy(&l->published);

@@ -35,6 +35,14 @@ int loader_start(struct loader *l);
 /* Queues a full reload of quire.yml and the vault. Thread-safe. */
 void loader_reload(struct loader *l);
 
+/*
+ * Queues vault-relative paths (as on disk) that changed: files written or
+ * deleted, or folders. Returns the version of the snapshot that will
+ * include the change (a later one may come first if a build is under way).
+ * Thread-safe; paths are copied.
+ */
+uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n);
+
 /* The version of the live snapshot. Thread-safe. */
 uint64_t loader_version(struct loader *l);
 
