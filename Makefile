@@ -23,6 +23,7 @@ test: setup
 	ninja -C build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs --timeout-multiplier 4
+	@python3 scripts/test-summary build build-asan
 
 test-fast: build
 	meson test -C build --print-errorlogs
