@@ -1,0 +1,213 @@
+/*
+ * test-serve.c: the real loader and the real front on a real vault.
+ *
+ * vault-sample (a copy, with a draft, a private note and their attachments
+ * added) is loaded, served on a free loopback port, and exported; every
+ * exported page is fetched over a socket and must come back with exactly
+ * the exported bytes, identity and gzip. Drafts, private notes and the
+ * attachments only they use are never served. An edit through the loader
+ * goes live.
+ */
+#include "testutil.h"
+
+#include "export.h"
+#include "gzip.h"
+#include "http.h"
+#include "httpc.h"
+#include "loader.h"
+#include "markdown.h"
+#include "test.h"
+
+#include <pthread.h>
+
+static struct snapshot_slot slot;
+static struct loader *loader;
+static struct http_server *srv;
+static pthread_t thread;
+static int port;
+static char *vault, *out;
+
+static void *run_server(void *arg)
+{
+	(void)arg;
+	http_server_run(srv);
+	return NULL;
+}
+
+static int get(const char *path, const char *extra, struct resp *r)
+{
+	char req[4096];
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n", path, extra);
+	return fetch(port, req, r);
+}
+
+static const char *copy_from, *copy_to;
+
+static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	struct buf data = BUF_INIT;
+
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F && read_file(path, &data) == 0)
+		tv_write_len(copy_to, path + strlen(copy_from) + 1, data.ptr, data.len);
+	buf_release(&data);
+	return 0;
+}
+
+static void setup(void)
+{
+	struct buf src = BUF_INIT;
+	struct http_options ho;
+	struct snapshot *snap;
+
+	vault = tv_new();
+	out = tv_new();
+	buf_addf(&src, "%s/vault-sample", getenv("QUIRE_SOURCE_ROOT") ? getenv("QUIRE_SOURCE_ROOT") : ".");
+	copy_from = src.ptr;
+	copy_to = vault;
+	nftw(src.ptr, copy_one, 16, FTW_PHYS);
+	buf_release(&src);
+	tv_write(vault, "secret/Hidden plan.md",
+		 "---\ndraft: true\n---\nHIDDENPLAN text ![[hidden-diagram.png]]\n");
+	tv_write(vault, "secret/Private.md",
+		 "---\npublish: false\n---\nPRIVATENOTE ![private](private-photo.png)\n");
+	tv_write_len(vault, "secret/hidden-diagram.png", "\x89PNG hidden", 11);
+	tv_write_len(vault, "secret/private-photo.png", "\x89PNG private", 12);
+
+	snapshot_slot_init(&slot);
+	loader = loader_new(vault, NULL, &slot);
+	CHECK(loader != NULL);
+	memset(&ho, 0, sizeof(ho));
+	ho.listen = "127.0.0.1:0";
+	ho.threads = 2;
+	ho.slot = &slot;
+	ho.url_prefix = "";
+	srv = http_server_new(&ho);
+	CHECK(srv != NULL);
+	port = http_server_port(srv);
+	CHECK(loader_start(loader) == 0);
+	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
+	snap = snapshot_acquire(&slot);
+	CHECK_INT(export_snapshot(snap, out, NULL), 0);
+	snapshot_unref(snap);
+}
+
+static void teardown(void)
+{
+	http_server_stop(srv);
+	pthread_join(thread, NULL);
+	http_server_free(srv);
+	loader_free(loader);
+	snapshot_slot_release(&slot);
+	tv_remove(vault);
+	tv_remove(out);
+}
+
+/* Every page of the snapshot: served bytes equal exported bytes, both encodings. */
+static void test_served_equals_exported(void)
+{
+	struct snapshot *snap = snapshot_acquire(&slot);
+	size_t i = 0, checked = 0, gz = 0;
+	void *v;
+
+	while (map_next(&snap->pages, &i, NULL, NULL, &v)) {
+		const struct page *p = v;
+		struct buf path = BUF_INIT, file = BUF_INIT, url = BUF_INIT;
+		char *rel;
+		struct resp r;
+
+		if (p->kind == PAGE_REDIRECT)
+			continue;
+		rel = export_path(p);
+		buf_addf(&path, "%s/%s", out, rel);
+		buf_add_urlpath(&url, p->path, p->path_len);
+		CHECK(read_file(path.ptr, &file) == 0);
+		if (get(url.ptr, "", &r) == 0) {
+			CHECK_INT(r.status, 200);
+			if (r.body.len != file.len || memcmp(r.body.ptr, file.ptr, file.len)) {
+				fprintf(stderr, "  %s: served bytes differ from %s\n", p->path, rel);
+				test_current_failed = 1;
+			}
+			checked++;
+		}
+		resp_free(&r);
+		if (p->gz) {
+			buf_adds(&path, ".gz");
+			CHECK(read_file(path.ptr, &file) == 0);
+			if (get(url.ptr, "Accept-Encoding: gzip\r\n", &r) == 0) {
+				CHECK(hdr(&r, "Content-Encoding") && !strcmp(hdr(&r, "Content-Encoding"), "gzip"));
+				CHECK(r.body.len == file.len && !memcmp(r.body.ptr, file.ptr, file.len));
+				gz++;
+			}
+			resp_free(&r);
+		}
+		free(rel);
+		buf_release(&path);
+		buf_release(&file);
+		buf_release(&url);
+	}
+	CHECK(checked >= 25);
+	CHECK(gz >= 20);
+	snapshot_unref(snap);
+}
+
+static void test_private_never_served(void)
+{
+	static const char *const paths[] = {
+		"/secret/hidden-plan", "/secret/private", "/secret/hidden-diagram.png",
+		"/secret/private-photo.png", "/drafts/roadmap",
+	};
+	size_t i;
+	struct resp r;
+
+	for (i = 0; i < sizeof(paths) / sizeof(*paths); i++) {
+		CHECK(get(paths[i], "", &r) == 0);
+		CHECK_INT(r.status, 404);
+		CHECK(!memmem(r.body.ptr, r.body.len, "HIDDENPLAN", 10));
+		resp_free(&r);
+	}
+	CHECK(get("/_quire/tree.json", "", &r) == 0);
+	CHECK(!memmem(r.body.ptr, r.body.len, "Hidden plan", 11));
+	CHECK(!memmem(r.body.ptr, r.body.len, "Private", 7));
+	resp_free(&r);
+}
+
+static void test_edit_goes_live(void)
+{
+	const char *path = "writing/links.md";
+	uint64_t v;
+	struct buf text = BUF_INIT, full = BUF_INIT;
+	struct resp r;
+
+	buf_addf(&full, "%s/%s", vault, path);
+	CHECK(read_file(full.ptr, &text) == 0);
+	buf_adds(&text, "\nFRESHLY EDITED paragraph.\n");
+	tv_write_len(vault, path, text.ptr, text.len);
+	v = loader_notify(loader, &path, 1);
+	CHECK_INT(loader_wait(loader, v, 5000), 0);
+	CHECK(get("/writing/links", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(memmem(r.body.ptr, r.body.len, "FRESHLY EDITED", 14) != NULL);
+	resp_free(&r);
+	/* and a deleted note is gone from the next snapshot */
+	unlink(full.ptr);
+	v = loader_notify(loader, &path, 1);
+	CHECK_INT(loader_wait(loader, v, 5000), 0);
+	CHECK(get("/writing/links", "", &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
+	buf_release(&text);
+	buf_release(&full);
+}
+
+int main(void)
+{
+	md_global_init();
+	setup();
+	RUN(test_served_equals_exported);
+	RUN(test_private_never_served);
+	RUN(test_edit_goes_live);
+	teardown();
+	return test_done();
+}
