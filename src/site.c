@@ -67,6 +67,7 @@ struct work {
 	struct map names;         /* name keys whose resolution may have changed -> owned key */
 	struct map stale_keys;    /* alias keys and old URLs to look at again -> owned key */
 	int tree;                 /* the explorer tree must be rebuilt */
+	int urls;                 /* a note's URL may have changed: assign them again */
 };
 
 static double now_ms(void)
@@ -344,8 +345,10 @@ static void withdraw(struct site *s, struct work *w, struct site_note *n)
 			}
 		} else if (r->kind == MD_TARGET_ATTACHMENT) {
 			struct site_file *f = r->target;
-			if (--f->refs == 0)
+			if (--f->refs == 0) {
 				table_del(s, f->url);
+				s->nserved_files--;
+			}
 		}
 	}
 	md_result_release(&n->md);
@@ -390,6 +393,7 @@ static void contribute(struct site *s, struct work *w, struct site_note *n)
 			struct site_file *f = r->target;
 			if (f->refs++ == 0) {
 				struct page *p = file_page(s, f);
+				s->nserved_files++;
 				table_put(s, p);
 				page_unref(p);
 			}
@@ -654,6 +658,10 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 	if (published != n->published) {
 		key_add(&w->names, n->name_key);
 		w->tree = 1;
+		w->urls = 1;
+		s->npublished += published ? 1 : (size_t)-1;
+	} else if (published && (!n->base_url || strcmp(n->base_url, base) != 0)) {
+		w->urls = 1; /* a new slug */
 	}
 	if (n->md.nrefs || n->nmentions)
 		withdraw(s, w, n);
@@ -689,6 +697,8 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 
 	if (n->published) {
 		/* notes linking here re-resolve through the name event below */
+		s->npublished--;
+		w->urls = 1;
 		withdraw(s, w, n);
 		if (n->url)
 			table_del(s, n->url), key_add(&w->stale_keys, n->url);
@@ -740,7 +750,9 @@ static void assign_urls(struct site *s, struct work *w)
 			if (n->url) {
 				table_del(s, n->url);
 				key_add(&w->stale_keys, n->url);
-				/* notes linking here carry the old URL in their fragments */
+				/* notes linking here carry the old URL in their fragments, and
+				 * so does the note itself in its [[#Heading]] links */
+				need_render(w, n);
 				referrers(s, n, -1, &refs);
 				for (k = 0; k < refs.n; k++)
 					need_render(w, refs.v[k]);
@@ -1106,7 +1118,10 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		for (i = 0; i < round.n; i++)
 			after_parse(s, &w, round.v[i]);
 		free(round.v);
-		assign_urls(s, &w);
+		/* URLs depend on path order, publish state and slugs only */
+		if (w.urls)
+			assign_urls(s, &w);
+		w.urls = 0;
 		resolve_names(s, &w);
 	}
 
@@ -1342,7 +1357,6 @@ struct site *site_load(const char *path, const struct site_options *opt)
 struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 {
 	struct snapshot *snap;
-	struct site_stats st;
 	size_t i = 0;
 	void *v;
 
@@ -1363,9 +1377,8 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 		}
 	}
 	keys_release(&s->dirty);
-	site_stats(s, &st);
-	snap->nnotes = st.published;
-	snap->nattachments = st.published_attachments;
+	snap->nnotes = s->npublished;
+	snap->nattachments = s->nserved_files;
 	snap->load_ms = s->load_ms;
 	return snap;
 }

@@ -109,6 +109,8 @@ struct site {
 	char *asset_urls[8];      /* owned strings behind layout's URLs */
 	int threads;
 	unsigned long applies;    /* site_apply() calls so far */
+	size_t npublished;        /* published notes */
+	size_t nserved_files;     /* attachments referenced by published notes */
 	double load_ms;           /* the last site_apply() */
 	size_t napplied;          /* notes parsed by the last site_apply() */
 	size_t nrendered;         /* notes rendered by the last site_apply() */
