@@ -1,0 +1,52 @@
+/*
+ * fuzz-note.c: a libFuzzer target for everything a note's bytes go
+ * through: UTF-8 sanitizing, frontmatter (libyaml), the pre-pass, cmark-gfm
+ * and our tree passes and renderer.
+ *
+ *	meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
+ *	      -Db_lundef=false --buildtype=debug   (with CC=clang)
+ *	ninja -C build-fuzz && build-fuzz/tests/fuzz-note -max_total_time=60 tests/spec
+ */
+#include "diag.h"
+#include "markdown.h"
+#include "note.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static void resolve(void *ctx, size_t index, const struct md_ref *ref, struct md_target *out)
+{
+	(void)ctx;
+	/* alternate kinds so every branch of the renderer is reached */
+	switch ((index + strlen(ref->target)) % 4) {
+	case 0: out->kind = MD_TARGET_BROKEN; break;
+	case 1: out->kind = MD_TARGET_PLAIN; break;
+	case 2: out->kind = MD_TARGET_NOTE; out->url = "/n"; break;
+	default: out->kind = MD_TARGET_ATTACHMENT; out->url = "/a.png"; break;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int ready;
+	struct diag_list diags;
+	struct note n;
+	struct md_options opt = { resolve, NULL, "/p", 1 };
+	struct md_result res = MD_RESULT_INIT;
+
+	if (!ready) {
+		md_global_init();
+		ready = 1;
+	}
+	diag_list_init(&diags);
+	memset(&n, 0, sizeof(n));
+	note_parse(&n, "fuzz.md", (const char *)data, size, 0, &diags);
+	opt.first_line = n.body_line;
+	md_render(n.body, n.body_len, &opt, &res);
+	md_result_release(&res);
+	note_release(&n);
+	diag_list_release(&diags);
+	return 0;
+}
