@@ -129,7 +129,7 @@ static int cmd_export(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *vault = ".", *out = NULL;
-	struct site_options so = { NULL, 0 };
+	struct site_options so = { .base_url = NULL };
 	struct export_stats st;
 	struct snapshot *snap;
 	struct site *s;

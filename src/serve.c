@@ -72,7 +72,7 @@ int serve_main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct http_options ho;
-	struct site_options so = { NULL, 0 };
+	struct site_options so = { .base_url = NULL };
 	struct snapshot_slot slot;
 	struct loader *loader = NULL;
 	struct http_server *srv = NULL;
@@ -92,7 +92,7 @@ int serve_main(int argc, char **argv)
 			if (parse_int(optarg, "--threads", 1, 256, &ho.threads) < 0)
 				return 2;
 			break;
-		case 'd': break; /* state arrives with the sync API and search */
+		case 'd': so.data_dir = optarg; break;
 		case 'a': ho.access_log = optarg; break;
 		case 'm': ho.metrics_public = 1; break;
 		case 'c':

@@ -30,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct notevec {
 	struct site_note **v;
@@ -598,6 +600,7 @@ static void parse_one(void *arg, size_t i)
 			  strerror(errno));
 	else if (stat(full.ptr, &st) == 0)
 		mtime = st.st_mtime;
+	n->hash = hash64(src.ptr, src.len);
 	n->note.path = NULL; /* keep the path string: the index maps use it as their key */
 	note_release(&n->note);
 	note_parse(&n->note, path, src.ptr, src.len, mtime, &s->diags);
@@ -809,14 +812,121 @@ static void resolve_names(struct site *s, struct work *w)
 	keys_release(&w->names);
 }
 
-/* Alias URLs of a note: each alias as a note name in the note's folder. */
-static void alias_urls(const struct site_note *n, char ***out, size_t *nout)
+/* ---- moves ------------------------------------------------------------------ */
+
+struct moved {
+	char *path;           /* the map's key: where the note lives now */
+	char **urls;          /* URLs it had before */
+	size_t n;
+};
+
+/*
+ * Records that the note at from now lives at to, having had the URL url:
+ * that URL, and every URL that led to from, now redirect to to. Moves are
+ * appended to the moves file (when persist is set) and replayed in order
+ * at start-up, so the redirects outlive a restart.
+ */
+static void record_move(struct site *s, const char *url, const char *from, const char *to,
+			int persist)
+{
+	struct moved *src = map_gets(&s->moved, from), *dst = map_gets(&s->moved, to);
+	size_t k;
+
+	if (!dst) {
+		dst = xcalloc(1, sizeof(*dst));
+		dst->path = xstrdup(to);
+		map_put(&s->moved, dst->path, strlen(dst->path), dst);
+	}
+	if (src && src != dst) {
+		map_remove(&s->moved, from, strlen(from));
+		dst->urls = xrealloc(dst->urls, (dst->n + src->n + 1) * sizeof(*dst->urls));
+		for (k = 0; k < src->n; k++)
+			dst->urls[dst->n++] = src->urls[k];
+		free(src->urls);
+		free(src->path);
+		free(src);
+	}
+	for (k = 0; k < dst->n && strcmp(dst->urls[k], url) != 0; k++)
+		;
+	if (k == dst->n) {
+		dst->urls = xrealloc(dst->urls, (dst->n + 1) * sizeof(*dst->urls));
+		dst->urls[dst->n++] = xstrdup(url);
+	}
+	if (persist && s->moves_file) {
+		FILE *f;
+		char *dir = xstrdup(s->moves_file), *slash = strrchr(dir, '/');
+		if (slash) {
+			*slash = '\0';
+			mkdir(dir, 0755);
+		}
+		free(dir);
+		f = fopen(s->moves_file, "a");
+		if (!f || fprintf(f, "%s\t%s\t%s\n", url, from, to) < 0 || fflush(f) != 0 ||
+		    fsync(fileno(f)) != 0)
+			log_warn("cannot record the move of %s in %s: %s", from, s->moves_file,
+				 strerror(errno));
+		if (f)
+			fclose(f);
+	}
+}
+
+static void load_moves(struct site *s)
+{
+	struct buf data = BUF_INIT;
+	char *line, *save = NULL;
+
+	if (read_file(s->moves_file, &data) < 0) {
+		buf_release(&data);
+		return;
+	}
+	for (line = strtok_r(data.ptr, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *from = strchr(line, '\t'), *to = from ? strchr(from + 1, '\t') : NULL;
+		if (!to)
+			continue;
+		*from++ = '\0';
+		*to++ = '\0';
+		record_move(s, line, from, to, 0);
+	}
+	buf_release(&data);
+}
+
+/* A published note deleted and one added with the same bytes in one change: a move. */
+static void find_moves(struct site *s, struct work *w)
+{
+	size_t i, j;
+
+	for (i = 0; i < w->removed.n; i++) {
+		struct site_note *r = w->removed.v[i];
+		if (!r->url)
+			continue;
+		for (j = 0; j < w->parsed.n; j++) {
+			struct site_note *a = w->parsed.v[j];
+			if (a->added && a->published && a->hash == r->hash && !a->seen) {
+				a->seen = 1; /* one old note per new one */
+				record_move(s, r->url, r->note.path, a->note.path, 1);
+				break;
+			}
+		}
+	}
+	for (j = 0; j < w->parsed.n; j++)
+		w->parsed.v[j]->seen = 0;
+}
+
+/* Alias URLs of a note: each alias as a note name in the note's folder, and its former URLs. */
+static void alias_urls(const struct site *s, const struct site_note *n, char ***out, size_t *nout)
 {
 	const char *slash = strrchr(n->note.path, '/');
+	const struct moved *m = map_gets(&s->moved, n->note.path);
 	size_t k;
 
 	*out = NULL;
 	*nout = 0;
+	for (k = 0; m && k < m->n; k++) {
+		if (strcmp(m->urls[k], n->url) == 0)
+			continue;
+		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+		(*out)[(*nout)++] = xstrdup(m->urls[k]);
+	}
 	for (k = 0; k < n->note.aliases.n; k++) {
 		struct buf from = BUF_INIT;
 		char *url;
@@ -880,7 +990,7 @@ static void update_claims(struct site *s, struct work *w, struct site_note *n)
 	n->aliases = NULL;
 	n->naliases = 0;
 	if (n->published && !n->removed)
-		alias_urls(n, &now, &nnow);
+		alias_urls(s, n, &now, &nnow);
 	for (k = 0; k < nnow; k++) {
 		claim(s, now[k], n, 1);
 		key_add(&w->stale_keys, now[k]);
@@ -1188,6 +1298,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		s->ncomposed = live.n;
 		free(live.v);
 	}
+	if (w.removed.n && w.parsed.n)
+		find_moves(s, &w);
 	for (i = 0; i < w.parsed.n; i++)
 		update_claims(s, &w, w.parsed.v[i]);
 	for (i = 0; i < w.removed.n; i++)
@@ -1307,6 +1419,15 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	if (opt && opt->base_url && config_set_base_url(&s->cfg, opt->base_url) < 0) {
 		log_error("--base-url must be an absolute http(s) URL: %s", opt->base_url);
 		goto fail;
+	}
+	{
+		struct buf mf = BUF_INIT;
+		if (opt && opt->data_dir)
+			buf_addf(&mf, "%s/moves", opt->data_dir);
+		else
+			buf_addf(&mf, "%s/.quire/moves", path);
+		s->moves_file = buf_detach(&mf, NULL);
+		load_moves(s);
 	}
 	s->layout.title = s->cfg.title;
 	s->layout.language = s->cfg.language;
@@ -1444,6 +1565,15 @@ void site_free(struct site *s)
 	map_release(&s->file_by_path);
 	free_vecmap(&s->mentions);
 	free_vecmap(&s->claims);
+	i = 0;
+	while (map_next(&s->moved, &i, NULL, NULL, &v)) {
+		struct moved *m = v;
+		strs_free(m->urls, m->n);
+		free(m->path);
+		free(m);
+	}
+	map_release(&s->moved);
+	free(s->moves_file);
 	i = 0;
 	while (map_next(&s->pages, &i, NULL, NULL, &v))
 		page_unref(v);

@@ -28,6 +28,7 @@
 #define QUIRE_SITE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "diag.h"
@@ -69,6 +70,8 @@ struct site_note {
 	unsigned reparse : 1, rerender : 1, recompose : 1, removed : 1, added : 1, seen : 1;
 	unsigned indexed : 1, parsed : 1;
 	char *old_title;      /* before this apply's reparse, to spot a retitle */
+	uint64_t hash;        /* of the file's bytes: a note deleted and one added with the
+				 same bytes in one change is a move */
 	int was_published;
 };
 
@@ -87,6 +90,7 @@ struct site_file {
 struct site_options {
 	const char *base_url; /* overrides quire.yml, or NULL */
 	int threads;          /* loader threads; 0 = one per core */
+	const char *data_dir; /* state kept between runs (moves); NULL: <vault>/.quire */
 };
 
 struct site {
@@ -102,6 +106,8 @@ struct site {
 	struct resolver *resolver;
 	struct map mentions;      /* name key -> notes whose links use that name */
 	struct map claims;        /* alias URL -> notes claiming it, in path order */
+	struct map moved;         /* note path -> the URLs it had before it moved there */
+	char *moves_file;         /* where moves are recorded, to outlive a restart */
 	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
 	struct map dirty;         /* URL paths changed since the last snapshot */
 	struct page *not_found;

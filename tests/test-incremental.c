@@ -436,7 +436,7 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed)
 	struct buf src = BUF_INIT;
 	char *root = tv_new();
 	struct files files = { NULL, 0 };
-	struct site_options so = { NULL, 2 };
+	struct site_options so = { .threads = 2 };
 	struct snapshot *snap;
 	struct site *inc;
 	unsigned i;

@@ -17,7 +17,7 @@
 
 static struct site *load(const char *dir, int threads)
 {
-	struct site_options o = { NULL, threads };
+	struct site_options o = { .threads = threads };
 	return site_load(dir, &o);
 }
 
@@ -352,6 +352,70 @@ out:
 	tv_remove(v);
 }
 
+static void expect_redirect(const struct snapshot *snap, const char *from, const char *to)
+{
+	const struct page *p = snapshot_get(snap, from, strlen(from));
+	if (!p || p->kind != PAGE_REDIRECT || strcmp(p->location, to) != 0) {
+		fprintf(stderr, "  %s: want a redirect to %s, got %s\n", from, to,
+			!p ? "nothing" : p->kind != PAGE_REDIRECT ? "a page" : p->location);
+		test_current_failed = 1;
+	}
+}
+
+/* A note that moves keeps working at its new URL; its old URLs redirect, across restarts. */
+static void test_moves(void)
+{
+	char *v = tv_new();
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	struct snapshot *snap;
+	struct site *s, *again;
+	const char *paths[2];
+
+	tv_write(v, "Start.md", "Links to [[Moving]].\n");
+	tv_write(v, "Moving.md", "I move around.\n");
+	s = load(v, 1);
+	/* as an editor renames: the old path vanishes, the new one appears with the same bytes */
+	buf_addf(&a, "%s/Moving.md", v);
+	buf_addf(&b, "%s/Archive/Moved Once.md", v);
+	tv_write(v, "Archive/Moved Once.md", "I move around.\n");
+	unlink(a.ptr);
+	paths[0] = "Moving.md";
+	paths[1] = "Archive/Moved Once.md";
+	site_apply(s, paths, 2);
+	snap = site_snapshot(s, NULL);
+	CHECK(snapshot_get(snap, "/archive/moved-once", 19) != NULL);
+	expect_redirect(snap, "/moving", "/archive/moved-once");
+	snapshot_unref(snap);
+	/* and again: both former URLs lead to the latest */
+	tv_write(v, "Final.md", "I move around.\n");
+	unlink(b.ptr);
+	paths[0] = "Archive/Moved Once.md";
+	paths[1] = "Final.md";
+	site_apply(s, paths, 2);
+	snap = site_snapshot(s, NULL);
+	expect_redirect(snap, "/moving", "/final");
+	expect_redirect(snap, "/archive/moved-once", "/final");
+	snapshot_unref(snap);
+	/* a restart reads the moves back */
+	again = load(v, 1);
+	snap = site_snapshot(again, NULL);
+	expect_redirect(snap, "/moving", "/final");
+	expect_redirect(snap, "/archive/moved-once", "/final");
+	snapshot_unref(snap);
+	/* a new note at a former URL takes it over */
+	tv_write(v, "Moving.md", "A different note now.\n");
+	paths[0] = "Moving.md";
+	site_apply(again, paths, 1);
+	snap = site_snapshot(again, NULL);
+	CHECK(snapshot_get(snap, "/moving", 7) && snapshot_get(snap, "/moving", 7)->kind == PAGE_NOTE);
+	snapshot_unref(snap);
+	site_free(again);
+	site_free(s);
+	buf_release(&a);
+	buf_release(&b);
+	tv_remove(v);
+}
+
 static void test_deterministic_across_threads(void)
 {
 	struct buf dir = BUF_INIT;
@@ -386,6 +450,7 @@ int main(void)
 	RUN(test_explicit_mode);
 	RUN(test_bad_input);
 	RUN(test_urls_and_aliases);
+	RUN(test_moves);
 	RUN(test_deterministic_across_threads);
 	return test_done();
 }
