@@ -11,6 +11,7 @@
 #include "log.h"
 #include "parallel.h"
 #include "site.h"
+#include "watch.h"
 #include "xalloc.h"
 
 #include <getopt.h>
@@ -35,6 +36,12 @@ static const char serve_usage[] =
 	"  --max-connections N   refuse connections beyond N (default 10000)\n"
 	"  --no-watch            do not watch the vault for changes\n"
 	"  --base-url URL        overrides base_url of quire.yml\n";
+
+/* The watcher's batches go straight into the loader's queue. */
+static void on_change(void *ctx, const char *const *paths, size_t n)
+{
+	loader_notify(ctx, paths, n);
+}
 
 static void on_reload(void *ctx)
 {
@@ -78,7 +85,8 @@ int serve_main(int argc, char **argv)
 	struct http_server *srv = NULL;
 	const struct site *site;
 	const char *vault = ".";
-	int c, ret = 1;
+	struct watch *watch = NULL;
+	int c, ret = 1, watching = 1;
 
 	memset(&ho, 0, sizeof(ho));
 	ho.listen = "127.0.0.1:8080";
@@ -99,7 +107,7 @@ int serve_main(int argc, char **argv)
 			if (parse_int(optarg, "--max-connections", 1, 1000000, &ho.max_connections) < 0)
 				return 2;
 			break;
-		case 'w': break; /* watching arrives with render on write */
+		case 'w': watching = 0; break;
 		case 'b': so.base_url = optarg; break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default: fputs(serve_usage, stderr); return 2;
@@ -138,8 +146,14 @@ int serve_main(int argc, char **argv)
 	}
 	if (loader_start(loader) < 0)
 		goto out;
+	if (watching) {
+		watch = watch_new(vault, on_change, loader);
+		if (!watch)
+			log_warn("not watching %s for changes; SIGHUP reloads it", vault);
+	}
 	ret = http_server_run(srv) < 0 ? 1 : 0;
 out:
+	watch_free(watch);
 	http_server_free(srv);
 	loader_free(loader);
 	snapshot_slot_release(&slot);
