@@ -17,6 +17,7 @@
 #include "loader.h"
 #include "markdown.h"
 #include "test.h"
+#include "watch.h"
 
 #include <pthread.h>
 
@@ -201,6 +202,77 @@ static void test_edit_goes_live(void)
 	buf_release(&full);
 }
 
+/* GET path until its status is want and (if needle) its body holds needle; up to 10 s. */
+static int eventually(const char *path, int want, const char *needle)
+{
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		struct resp r;
+		int ok = get(path, "", &r) == 0 && r.status == want &&
+			 (!needle || memmem(r.body.ptr, r.body.len, needle, strlen(needle)));
+		resp_free(&r);
+		if (ok)
+			return 1;
+		usleep(10000);
+	}
+	fprintf(stderr, "  %s did not become %d%s%s\n", path, want, needle ? " with " : "",
+		needle ? needle : "");
+	return 0;
+}
+
+static void on_change(void *ctx, const char *const *paths, size_t n)
+{
+	loader_notify(ctx, paths, n);
+}
+
+/* Changes made on disk show up in the served site through the watcher. */
+static void test_watched_changes(void)
+{
+	struct watch *w = watch_new(vault, on_change, loader);
+	struct buf p = BUF_INIT, q = BUF_INIT;
+	size_t i;
+
+	CHECK(w != NULL);
+	if (!w)
+		return;
+	tv_write(vault, "Watched.md", "# Watched\n\nCREATED by hand.\n");
+	CHECK(eventually("/watched", 200, "CREATED by hand"));
+	tv_write(vault, "Watched.md", "# Watched\n\nEDITED in place.\n");
+	CHECK(eventually("/watched", 200, "EDITED in place"));
+	/* an editor's atomic save: a temporary file renamed over the note */
+	tv_write(vault, ".Watched.md.tmp", "# Watched\n\nSAVED atomically.\n");
+	buf_addf(&p, "%s/.Watched.md.tmp", vault);
+	buf_addf(&q, "%s/Watched.md", vault);
+	CHECK(rename(p.ptr, q.ptr) == 0);
+	CHECK(eventually("/watched", 200, "SAVED atomically"));
+	/* a rename: the new URL serves it, the old one redirects */
+	buf_reset(&p);
+	buf_addf(&p, "%s/Renamed.md", vault);
+	CHECK(rename(q.ptr, p.ptr) == 0);
+	CHECK(eventually("/renamed", 200, "SAVED atomically"));
+	CHECK(eventually("/watched", 301, NULL));
+	/* a new folder with a note in it */
+	tv_write(vault, "New Folder/Inside.md", "INSIDE a new folder.\n");
+	CHECK(eventually("/new-folder/inside", 200, "INSIDE a new folder"));
+	/* a delete */
+	CHECK(unlink(p.ptr) == 0);
+	CHECK(eventually("/renamed", 404, NULL));
+	/* a burst of 1,000 notes, as a sync or a git checkout brings */
+	for (i = 0; i < 1000; i++) {
+		char name[64], text[64];
+		snprintf(name, sizeof(name), "burst/Note %04zu.md", i);
+		snprintf(text, sizeof(text), "BURST number %zu.\n", i);
+		tv_write(vault, name, text);
+	}
+	CHECK(eventually("/burst/note-0000", 200, "BURST number 0."));
+	CHECK(eventually("/burst/note-0999", 200, "BURST number 999."));
+	CHECK(eventually("/burst/note-0500", 200, "BURST number 500."));
+	watch_free(w);
+	buf_release(&p);
+	buf_release(&q);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -208,6 +280,7 @@ int main(void)
 	RUN(test_served_equals_exported);
 	RUN(test_private_never_served);
 	RUN(test_edit_goes_live);
+	RUN(test_watched_changes);
 	teardown();
 	return test_done();
 }
