@@ -16,6 +16,7 @@
  */
 #include "site.h"
 #include "buf.h"
+#include "derived.h"
 #include "hash.h"
 #include "log.h"
 #include "parallel.h"
@@ -64,6 +65,7 @@ struct work {
 	struct notevec rerender;  /* to render */
 	struct notevec recompose; /* to compose (rendered ones too) */
 	struct notevec removed;   /* to free at the end */
+	struct notevec moved;     /* published notes whose URL changed */
 	struct site_file **files; /* attachments added, changed or removed */
 	size_t nfiles, afiles;
 	struct map names;         /* name keys whose resolution may have changed -> owned key */
@@ -130,6 +132,16 @@ static void table_del(struct site *s, const char *key)
 	mark_dirty(s, key, len);
 	old = map_remove(&s->pages, key, len);
 	page_unref(old);
+}
+
+void site_page_put(struct site *s, struct page *p)
+{
+	table_put(s, p);
+}
+
+void site_page_del(struct site *s, const char *key)
+{
+	table_del(s, key);
 }
 
 /* ---- notes and files ----------------------------------------------------- */
@@ -218,6 +230,8 @@ static void note_free(struct site_note *n)
 	strs_free(n->aliases, n->naliases);
 	page_unref(n->page);
 	free(n->old_title);
+	strs_free(n->dtags, n->ndtags);
+	free(n->durl);
 	free(n);
 }
 
@@ -770,6 +784,7 @@ static void assign_urls(struct site *s, struct work *w)
 			n->url = xstrdup(url);
 			n->href = make_href(s, n->url);
 			mark_recompose(w, n);
+			vec_push(&w->moved, n);
 			w->tree = 1;
 			/* its alias redirects point at the old URL */
 			for (k = 0; k < n->naliases; k++)
@@ -1312,6 +1327,18 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	}
 	if (w.tree)
 		tree_page(s);
+	{
+		/* tag pages, folder listings, sitemaps and feeds that list what changed */
+		struct notevec changed = { 0 };
+		for (i = 0; i < w.parsed.n; i++)
+			vec_push(&changed, w.parsed.v[i]);
+		for (i = 0; i < w.removed.n; i++)
+			vec_push(&changed, w.removed.v[i]);
+		for (i = 0; i < w.moved.n; i++)
+			vec_push(&changed, w.moved.v[i]);
+		derived_update(s, changed.v, changed.n);
+		free(changed.v);
+	}
 
 	/* done: clear the marks, free what left */
 	for (i = 0; i < w.parse.n; i++)
@@ -1340,6 +1367,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	free(w.rerender.v);
 	free(w.recompose.v);
 	free(w.removed.v);
+	free(w.moved.v);
 	free(w.files);
 	keys_release(&w.names);
 	keys_release(&w.stale_keys);
@@ -1413,6 +1441,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	s->vault = xstrdup(path);
 	diag_list_init(&s->diags);
 	s->resolver = resolver_new();
+	s->derived = derived_new();
 	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
 	if (config_load(&s->cfg, path, &s->diags) < 0)
 		goto fail;
@@ -1437,6 +1466,11 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	buf_addf(&b, "%s/_quire/tree.json", s->cfg.url_prefix);
 	s->asset_urls[7] = buf_detach(&b, NULL);
 	s->layout.tree_url = s->asset_urls[7];
+	if (s->cfg.base_url[0]) {
+		buf_addf(&b, "%s/rss.xml", s->cfg.url_prefix);
+		s->asset_urls[6] = buf_detach(&b, NULL);
+		s->layout.feed_url = s->asset_urls[6];
+	}
 	load_assets(s);
 
 	if (s->cfg.robots) {
@@ -1445,6 +1479,8 @@ struct site *site_new(const char *path, const struct site_options *opt)
 			buf_addc(&b, '\n');
 	} else {
 		buf_adds(&b, "User-agent: *\nAllow: /\n");
+		if (s->cfg.base_url[0])
+			buf_addf(&b, "Sitemap: %s/sitemap.xml\n", s->cfg.base_url);
 	}
 	p = text_page(PAGE_GENERATED, "/robots.txt", "text/plain; charset=utf-8", &b);
 	table_put(s, p);
@@ -1583,6 +1619,7 @@ void site_free(struct site *s)
 	for (i = 0; i < 8; i++)
 		free(s->asset_urls[i]);
 	resolver_free(s->resolver);
+	derived_free(s->derived);
 	config_release(&s->cfg);
 	diag_list_release(&s->diags);
 	free(s->vault);

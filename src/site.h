@@ -40,6 +40,8 @@
 #include "vault.h"
 
 struct resolver;
+struct derived;
+struct derived_folder;
 struct site_note;
 struct site_file;
 
@@ -72,6 +74,13 @@ struct site_note {
 	char *old_title;      /* before this apply's reparse, to spot a retitle */
 	uint64_t hash;        /* of the file's bytes: a note deleted and one added with the
 				 same bytes in one change is a move */
+	/* what derived.c registered it under */
+	char **dtags;         /* tag keys, with their parents ("a", "a/b") */
+	size_t ndtags;
+	struct derived_folder *dfolder;
+	int dshard;           /* sitemap shard, or -1 */
+	char *durl;           /* the URL it was listed under */
+	uint64_t dsig;        /* hash of what listings show of it (0: not listed) */
 	int was_published;
 };
 
@@ -108,6 +117,7 @@ struct site {
 	struct map claims;        /* alias URL -> notes claiming it, in path order */
 	struct map moved;         /* note path -> the URLs it had before it moved there */
 	char *moves_file;         /* where moves are recorded, to outlive a restart */
+	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */
 	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
 	struct map dirty;         /* URL paths changed since the last snapshot */
 	struct page *not_found;
@@ -159,6 +169,14 @@ int site_apply(struct site *s, const char *const *paths, size_t n);
 struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev);
 
 void site_stats(const struct site *s, struct site_stats *st);
+
+/* Puts a page in the table for the next snapshot (taking a new reference). */
+void site_page_put(struct site *s, struct page *p);
+/* Removes the page at a URL path from the table. */
+void site_page_del(struct site *s, const char *key);
+
+/* The date a note is listed and sorted under: updated, else created, else its file's. */
+void site_note_date(const struct site_note *n, char out[11]);
 
 /* The note at a vault path (NFC), or NULL. */
 struct site_note *site_find_note(const struct site *s, const char *path);

@@ -445,6 +445,8 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed)
 	rng_state = seed;
 	buf_addf(&src, "%s/%s", tv_corpus(), corpus_name);
 	copy_tree(src.ptr, root);
+	/* with a base_url, so that sitemaps and feeds are built and compared too */
+	tv_write(root, "quire.yml", "title: Property test\nbase_url: https://example.org/notes\n");
 	inc = site_load(root, &so);
 	CHECK(inc != NULL);
 	if (!inc)

@@ -1,0 +1,909 @@
+/*
+ * derived.c: tag pages, folder listings, sitemaps and feeds.
+ *
+ * Every published note is registered under its tags (with their parents:
+ * "a/b" also lists under "a"), its folder (and, for counting, every folder
+ * above), and a sitemap shard chosen by a hash of its URL. With each note
+ * goes a hash of what those listings show of it. derived_update() compares
+ * a changed note's new registrations and hash with the old ones and marks
+ * only the resources concerned; then it renders just those.
+ *
+ * Sitemap shards are chosen by hash, not by order, so adding a note changes
+ * one shard and not every shard after it. The number of shards is a power
+ * of two picked from the note count alone (about 250 to 500 URLs each, far
+ * from the limit of 1,000), so a fresh load and a long run of edits agree
+ * on it; crossing a threshold reshuffles every shard, which is rare.
+ *
+ * Feeds list the newest notes by date (updated, else created, else the
+ * file's). The site's feed is recomputed by one pass over the notes when
+ * any listed note changed; folder and tag feeds when their members did.
+ * Feeds and sitemaps need absolute URLs, so they exist only with base_url.
+ */
+#include "derived.h"
+#include "hash.h"
+#include "layout.h"
+#include "log.h"
+#include "site.h"
+#include "unicode.h"
+#include "xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+struct notelist {
+	struct site_note **v;
+	size_t n, alloc;
+};
+
+struct derived_tag {
+	char *key;             /* lowercased, as tag links write it */
+	struct notelist notes;
+	int dirty;
+};
+
+struct derived_folder {
+	char *path;            /* vault path, "" for the root */
+	char *name;
+	struct derived_folder *parent;
+	struct notelist notes; /* listed notes directly inside */
+	size_t subtree;        /* listed notes inside, at any depth */
+	struct derived_folder **kids;
+	size_t nkids, akids;
+	int dirty;
+};
+
+struct derived {
+	struct map tags;       /* key -> struct derived_tag * */
+	struct map folders;    /* path -> struct derived_folder * */
+	struct derived_tag **dirty_tags;
+	size_t ndirty_tags, adirty_tags;
+	struct derived_folder **dirty_folders;
+	size_t ndirty_folders, adirty_folders;
+	struct notelist *shards;
+	int *shard_dirty;
+	size_t nshards;
+	size_t nlisted;
+	int tag_index_dirty, site_feed_dirty, sitemap_index_dirty;
+};
+
+static void nl_add(struct notelist *l, struct site_note *n)
+{
+	ALLOC_GROW(l->v, l->n + 1, l->alloc);
+	l->v[l->n++] = n;
+}
+
+static void nl_del(struct notelist *l, const struct site_note *n)
+{
+	size_t i;
+	for (i = 0; i < l->n; i++) {
+		if (l->v[i] == n) {
+			l->v[i] = l->v[--l->n];
+			return;
+		}
+	}
+}
+
+struct derived *derived_new(void)
+{
+	return xcalloc(1, sizeof(struct derived));
+}
+
+void derived_free(struct derived *d)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!d)
+		return;
+	while (map_next(&d->tags, &i, NULL, NULL, &v)) {
+		struct derived_tag *t = v;
+		free(t->notes.v);
+		free(t->key);
+		free(t);
+	}
+	map_release(&d->tags);
+	i = 0;
+	while (map_next(&d->folders, &i, NULL, NULL, &v)) {
+		struct derived_folder *f = v;
+		free(f->notes.v);
+		free(f->kids);
+		free(f->path);
+		free(f->name);
+		free(f);
+	}
+	map_release(&d->folders);
+	for (i = 0; i < d->nshards; i++)
+		free(d->shards[i].v);
+	free(d->shards);
+	free(d->shard_dirty);
+	free(d->dirty_tags);
+	free(d->dirty_folders);
+	free(d);
+}
+
+/* ---- marks ------------------------------------------------------------------- */
+
+static void tag_dirty(struct derived *d, struct derived_tag *t)
+{
+	if (!t->dirty) {
+		t->dirty = 1;
+		ALLOC_GROW(d->dirty_tags, d->ndirty_tags + 1, d->adirty_tags);
+		d->dirty_tags[d->ndirty_tags++] = t;
+	}
+}
+
+static void folder_dirty(struct derived *d, struct derived_folder *f)
+{
+	for (; f; f = f->parent) {
+		if (f->dirty)
+			continue;
+		f->dirty = 1;
+		ALLOC_GROW(d->dirty_folders, d->ndirty_folders + 1, d->adirty_folders);
+		d->dirty_folders[d->ndirty_folders++] = f;
+	}
+}
+
+static struct derived_tag *get_tag(struct derived *d, const char *key)
+{
+	struct derived_tag *t = map_gets(&d->tags, key);
+
+	if (!t) {
+		t = xcalloc(1, sizeof(*t));
+		t->key = xstrdup(key);
+		map_put(&d->tags, t->key, strlen(t->key), t);
+	}
+	return t;
+}
+
+static struct derived_folder *get_folder(struct derived *d, const char *path, size_t len)
+{
+	struct derived_folder *f = map_get(&d->folders, path, len);
+	const char *slash;
+
+
+	if (f)
+		return f;
+	f = xcalloc(1, sizeof(*f));
+	f->path = xstrndup(path, len);
+	map_put(&d->folders, f->path, len, f);
+	for (slash = path + len; slash > path && slash[-1] != '/'; slash--)
+		;
+	slash = slash > path ? slash - 1 : NULL;
+	f->name = slash ? xstrndup(slash + 1, (size_t)(path + len - slash - 1)) : xstrdup(f->path);
+	if (len) {
+		f->parent = get_folder(d, path, slash ? (size_t)(slash - path) : 0);
+		ALLOC_GROW(f->parent->kids, f->parent->nkids + 1, f->parent->akids);
+		f->parent->kids[f->parent->nkids++] = f;
+	}
+	return f;
+}
+
+/* ---- what a note shows ---------------------------------------------------------- */
+
+void site_note_date(const struct site_note *n, char out[11])
+{
+	const char *d = n->note.updated ? n->note.updated : n->note.created;
+	struct tm tm;
+
+	if (d) {
+		memcpy(out, d, 10);
+		out[10] = '\0';
+		return;
+	}
+	gmtime_r(&n->note.mtime, &tm);
+	strftime(out, 11, "%Y-%m-%d", &tm);
+}
+
+static const char *summary_of(const struct site_note *n)
+{
+	return n->note.description ? n->note.description : n->md.summary;
+}
+
+static uint64_t signature(const struct site_note *n)
+{
+	struct buf b = BUF_INIT;
+	char date[11];
+	const char *sum = summary_of(n);
+	uint64_t h;
+
+	site_note_date(n, date);
+	buf_adds(&b, n->note.title);
+	buf_addc(&b, 0);
+	buf_adds(&b, n->href);
+	buf_addc(&b, 0);
+	buf_adds(&b, date);
+	buf_addc(&b, 0);
+	buf_adds(&b, sum ? sum : "");
+	h = hash64(b.ptr, b.len);
+	buf_release(&b);
+	return h ? h : 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The tag keys a note lists under: each tag lowercased, with its parents, sorted, unique. */
+static void tag_keys(const struct site_note *n, char ***out, size_t *nout)
+{
+	char **v = NULL;
+	size_t nv = 0, k, j, total = n->note.tags.n + n->md.ntags;
+
+	for (k = 0; k < total; k++) {
+		const char *t = k < n->note.tags.n ? n->note.tags.v[k] : n->md.tags[k - n->note.tags.n];
+		char *low = utf8_lower(t, strlen(t)), *p;
+		/* "a/b/c" lists under "a", "a/b" and "a/b/c" */
+		for (p = low;; p++) {
+			if (*p == '/' || *p == '\0') {
+				if (p > low) {
+					v = xrealloc(v, (nv + 1) * sizeof(*v));
+					v[nv++] = xstrndup(low, (size_t)(p - low));
+				}
+				if (!*p)
+					break;
+			}
+		}
+		free(low);
+	}
+	if (nv > 1)
+		qsort(v, nv, sizeof(*v), cmp_str);
+	for (k = 0, j = 0; k < nv; k++) {
+		if (j && strcmp(v[j - 1], v[k]) == 0)
+			free(v[k]);
+		else
+			v[j++] = v[k];
+	}
+	*out = v;
+	*nout = j;
+}
+
+static int has_key(char *const *v, size_t n, const char *key)
+{
+	return bsearch(&key, v, n, sizeof(*v), cmp_str) != NULL;
+}
+
+static size_t shard_count(size_t listed)
+{
+	size_t k = 1;
+	while (k * 500 < listed)
+		k *= 2;
+	return k;
+}
+
+static int shard_of(const struct derived *d, const char *url)
+{
+	return (int)(hash64(url, strlen(url)) & (d->nshards - 1));
+}
+
+static void shard_dirty(struct derived *d, int i)
+{
+	if (i >= 0 && (size_t)i < d->nshards)
+		d->shard_dirty[i] = 1;
+}
+
+/* Registers a note as it is now; marks whatever lists it, before or now. */
+static void update_note(struct site *s, struct site_note *n)
+{
+	struct derived *d = s->derived;
+	int listed = n->published && !n->removed;
+	uint64_t sig = listed ? signature(n) : 0;
+	char **keys = NULL;
+	size_t nkeys = 0, k;
+	struct derived_folder *folder = NULL;
+	int changed = sig != n->dsig;
+
+	if (listed) {
+		const char *slash = strrchr(n->note.path, '/');
+		tag_keys(n, &keys, &nkeys);
+		folder = get_folder(d, n->note.path, slash ? (size_t)(slash - n->note.path) : 0);
+	}
+	/* tags */
+	for (k = 0; k < n->ndtags; k++) {
+		if (!has_key(keys, nkeys, n->dtags[k])) {
+			struct derived_tag *t = get_tag(d, n->dtags[k]);
+			nl_del(&t->notes, n);
+			tag_dirty(d, t);
+			d->tag_index_dirty = 1;
+		}
+	}
+	for (k = 0; k < nkeys; k++) {
+		struct derived_tag *t = get_tag(d, keys[k]);
+		if (!has_key(n->dtags, n->ndtags, keys[k])) {
+			nl_add(&t->notes, n);
+			tag_dirty(d, t);
+			d->tag_index_dirty = 1;
+		} else if (changed) {
+			tag_dirty(d, t);
+		}
+	}
+	for (k = 0; k < n->ndtags; k++)
+		free(n->dtags[k]);
+	free(n->dtags);
+	n->dtags = keys;
+	n->ndtags = nkeys;
+	/* folders */
+	if (n->dfolder != folder) {
+		struct derived_folder *f;
+		if (n->dfolder) {
+			nl_del(&n->dfolder->notes, n);
+			for (f = n->dfolder; f; f = f->parent)
+				f->subtree--;
+			folder_dirty(d, n->dfolder);
+		}
+		if (folder) {
+			nl_add(&folder->notes, n);
+			for (f = folder; f; f = f->parent)
+				f->subtree++;
+			folder_dirty(d, folder);
+		}
+		n->dfolder = folder;
+		d->nlisted += (listed ? 1 : 0) - (n->dsig ? 1 : 0);
+	} else if (changed && folder) {
+		folder_dirty(d, folder);
+	}
+	/* sitemap shard */
+	if (n->dshard >= 0 && (!listed || changed)) {
+		nl_del(&d->shards[n->dshard], n);
+		shard_dirty(d, n->dshard);
+		n->dshard = -1;
+	}
+	if (listed && n->dshard < 0 && d->nshards) {
+		n->dshard = shard_of(d, n->url);
+		nl_add(&d->shards[n->dshard], n);
+		shard_dirty(d, n->dshard);
+	}
+	/* a derived page may want the URL the note left, or yield to the one it took */
+	if (n->durl && (!listed || strcmp(n->durl, n->url) != 0)) {
+		struct derived_tag *t;
+		struct derived_folder *f;
+		if (strncmp(n->durl, "/tags/", 6) == 0 && (t = map_gets(&d->tags, n->durl + 6)))
+			tag_dirty(d, t);
+		if (!strcmp(n->durl, "/tags/"))
+			d->tag_index_dirty = 1;
+		for (f = n->dfolder; f; f = f->parent)
+			folder_dirty(d, f);
+		{
+			/* a folder listing lives at its index note's URL */
+			size_t i = 0;
+			void *v;
+			while (map_next(&d->folders, &i, NULL, NULL, &v)) {
+				f = v;
+				if (f->dirty)
+					continue;
+				{
+					struct buf idx = BUF_INIT;
+					char *u;
+					buf_addf(&idx, "%s%sindex.md", f->path, f->path[0] ? "/" : "");
+					u = vault_note_url(idx.ptr, NULL);
+					if (strcmp(u, n->durl) == 0)
+						folder_dirty(d, f);
+					free(u);
+					buf_release(&idx);
+				}
+			}
+		}
+	}
+	free(n->durl);
+	n->durl = listed ? xstrdup(n->url) : NULL;
+	if (changed)
+		d->site_feed_dirty = 1;
+	n->dsig = sig;
+}
+
+void derived_forget(struct site *s, struct site_note *n)
+{
+	size_t k;
+
+	(void)s;
+	for (k = 0; k < n->ndtags; k++)
+		free(n->dtags[k]);
+	free(n->dtags);
+	n->dtags = NULL;
+	n->ndtags = 0;
+	free(n->durl);
+	n->durl = NULL;
+}
+
+/* ---- rendering ------------------------------------------------------------------ */
+
+/* The absolute URL for an href (base_url's origin + href). */
+static void add_abs(const struct site *s, struct buf *b, const char *href)
+{
+	size_t blen = strlen(s->cfg.base_url), plen = strlen(s->cfg.url_prefix);
+	buf_add_html(b, s->cfg.base_url, blen - plen);
+	buf_adds_html(b, href);
+}
+
+static void put_text(struct site *s, enum page_kind kind, const char *key, const char *type,
+		     struct buf *content)
+{
+	struct page *cur = map_gets(&s->pages, key), *p;
+	size_t len;
+	char *bytes;
+
+	if (cur && cur->kind == PAGE_NOTE) {
+		buf_reset(content);
+		return; /* a note owns this URL */
+	}
+	if (cur && cur->body_len == content->len && !memcmp(cur->body, content->ptr, content->len)) {
+		buf_reset(content);
+		return;
+	}
+	p = page_new(kind, key, strlen(key));
+	p->content_type = type;
+	bytes = buf_detach(content, &len);
+	page_set_body(p, bytes, len, 1);
+	site_page_put(s, p);
+	page_unref(p);
+}
+
+static void del_generated(struct site *s, const char *key)
+{
+	struct page *cur = map_gets(&s->pages, key);
+	if (cur && cur->kind == PAGE_GENERATED)
+		site_page_del(s, key);
+}
+
+static int cmp_notes_title(const void *a, const void *b)
+{
+	const struct site_note *x = *(struct site_note *const *)a, *y = *(struct site_note *const *)b;
+	int c = strcasecmp(x->note.title, y->note.title);
+	return c ? c : strcmp(x->note.path, y->note.path);
+}
+
+/* Newest first: by date, then by path for a stable order. */
+static int cmp_notes_date(const void *a, const void *b)
+{
+	const struct site_note *x = *(struct site_note *const *)a, *y = *(struct site_note *const *)b;
+	char dx[11], dy[11];
+	int c;
+
+	site_note_date(x, dx);
+	site_note_date(y, dy);
+	c = strcmp(dy, dx);
+	return c ? c : strcmp(x->note.path, y->note.path);
+}
+
+static void rfc822(const char *date, char *out, size_t size)
+{
+	struct tm tm;
+	time_t t;
+
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = atoi(date) - 1900;
+	tm.tm_mon = atoi(date + 5) - 1;
+	tm.tm_mday = atoi(date + 8);
+	t = timegm(&tm);
+	gmtime_r(&t, &tm);
+	strftime(out, size, "%a, %d %b %Y 00:00:00 +0000", &tm);
+}
+
+/* An RSS 2.0 feed of the newest of the given notes (reordered in place). */
+static void rss(struct site *s, const char *key, const char *title, const char *link_href,
+		struct site_note **v, size_t n)
+{
+	struct buf b = BUF_INIT;
+	size_t i, max = (size_t)s->cfg.feed_items;
+	char date[11], when[64];
+
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_notes_date);
+	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\">\n<channel>\n"
+		     "<title>");
+	buf_adds_html(&b, title);
+	buf_adds(&b, "</title>\n<link>");
+	add_abs(s, &b, link_href);
+	buf_adds(&b, "</link>\n<description>");
+	buf_adds_html(&b, "Recent notes: ");
+	buf_adds_html(&b, title);
+	buf_adds(&b, "</description>\n<language>");
+	buf_adds_html(&b, s->cfg.language);
+	buf_adds(&b, "</language>\n<atom:link rel=\"self\" type=\"application/rss+xml\" href=\"");
+	{
+		struct buf self = BUF_INIT;
+		buf_adds(&self, s->cfg.url_prefix);
+		buf_add_urlpath(&self, key, strlen(key));
+		add_abs(s, &b, self.ptr);
+		buf_release(&self);
+	}
+	buf_adds(&b, "\"/>\n");
+	for (i = 0; i < n && i < max; i++) {
+		const char *sum = summary_of(v[i]);
+		site_note_date(v[i], date);
+		rfc822(date, when, sizeof(when));
+		buf_adds(&b, "<item>\n<title>");
+		buf_adds_html(&b, v[i]->note.title);
+		buf_adds(&b, "</title>\n<link>");
+		add_abs(s, &b, v[i]->href);
+		buf_adds(&b, "</link>\n<guid isPermaLink=\"true\">");
+		add_abs(s, &b, v[i]->href);
+		buf_adds(&b, "</guid>\n<pubDate>");
+		buf_adds(&b, when);
+		buf_adds(&b, "</pubDate>\n");
+		if (sum && *sum) {
+			buf_adds(&b, "<description>");
+			buf_adds_html(&b, sum);
+			buf_adds(&b, "</description>\n");
+		}
+		buf_adds(&b, "</item>\n");
+	}
+	buf_adds(&b, "</channel>\n</rss>\n");
+	put_text(s, PAGE_GENERATED, key, "application/rss+xml; charset=utf-8", &b);
+	buf_release(&b);
+}
+
+static void atom(struct site *s, struct site_note **v, size_t n)
+{
+	struct buf b = BUF_INIT;
+	size_t i, max = (size_t)s->cfg.feed_items;
+	char date[11];
+
+	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<feed xmlns=\"http://www.w3.org/2005/Atom\">\n<title>");
+	buf_adds_html(&b, s->cfg.title);
+	buf_adds(&b, "</title>\n<id>");
+	add_abs(s, &b, s->cfg.url_prefix);
+	buf_adds(&b, "/</id>\n<link href=\"");
+	add_abs(s, &b, s->cfg.url_prefix);
+	buf_adds(&b, "/\"/>\n<link rel=\"self\" href=\"");
+	add_abs(s, &b, s->cfg.url_prefix);
+	buf_adds(&b, "/atom.xml\"/>\n<updated>");
+	if (n)
+		site_note_date(v[0], date);
+	else
+		strcpy(date, "1970-01-01");
+	buf_adds(&b, date);
+	buf_adds(&b, "T00:00:00Z</updated>\n<author><name>");
+	buf_adds_html(&b, s->cfg.title);
+	buf_adds(&b, "</name></author>\n");
+	for (i = 0; i < n && i < max; i++) {
+		const char *sum = summary_of(v[i]);
+		site_note_date(v[i], date);
+		buf_adds(&b, "<entry>\n<title>");
+		buf_adds_html(&b, v[i]->note.title);
+		buf_adds(&b, "</title>\n<id>");
+		add_abs(s, &b, v[i]->href);
+		buf_adds(&b, "</id>\n<link href=\"");
+		add_abs(s, &b, v[i]->href);
+		buf_adds(&b, "\"/>\n<updated>");
+		buf_adds(&b, date);
+		buf_adds(&b, "T00:00:00Z</updated>\n");
+		if (sum && *sum) {
+			buf_adds(&b, "<summary>");
+			buf_adds_html(&b, sum);
+			buf_adds(&b, "</summary>\n");
+		}
+		buf_adds(&b, "</entry>\n");
+	}
+	buf_adds(&b, "</feed>\n");
+	put_text(s, PAGE_GENERATED, "/atom.xml", "application/atom+xml; charset=utf-8", &b);
+	buf_release(&b);
+}
+
+static void note_items(const struct site_note *const *v, size_t n, struct layout_item *items,
+		       char (*dates)[11])
+{
+	size_t i;
+	for (i = 0; i < n; i++) {
+		site_note_date(v[i], dates[i]);
+		items[i].title = v[i]->note.title;
+		items[i].url = v[i]->href;
+		items[i].summary = summary_of(v[i]);
+		items[i].date = dates[i];
+	}
+}
+
+static void render_tag(struct site *s, struct derived_tag *t)
+{
+	struct buf key = BUF_INIT, html = BUF_INIT, title = BUF_INIT;
+	struct layout_item *items;
+	char (*dates)[11];
+
+	buf_addf(&key, "/tags/%s", t->key);
+	if (!t->notes.n) {
+		del_generated(s, key.ptr);
+		buf_adds(&key, "/rss.xml");
+		del_generated(s, key.ptr);
+		buf_release(&key);
+		return;
+	}
+	qsort(t->notes.v, t->notes.n, sizeof(*t->notes.v), cmp_notes_title);
+	items = xcalloc(t->notes.n, sizeof(*items));
+	dates = xcalloc(t->notes.n, sizeof(*dates));
+	note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
+	buf_addf(&title, "#%s", t->key);
+	layout_listing_page(&s->layout, title.ptr, NULL, items, t->notes.n, &html);
+	put_text(s, PAGE_GENERATED, key.ptr, "text/html; charset=utf-8", &html);
+	if (s->cfg.base_url[0]) {
+		struct buf link = BUF_INIT;
+		buf_adds(&link, s->cfg.url_prefix);
+		buf_add_urlpath(&link, key.ptr, key.len);
+		buf_adds(&key, "/rss.xml");
+		rss(s, key.ptr, title.ptr, link.ptr, t->notes.v, t->notes.n);
+		buf_release(&link);
+	}
+	free(items);
+	free(dates);
+	buf_release(&key);
+	buf_release(&html);
+	buf_release(&title);
+}
+
+static int cmp_tag_key(const void *a, const void *b)
+{
+	return strcmp((*(struct derived_tag *const *)a)->key, (*(struct derived_tag *const *)b)->key);
+}
+
+static void render_tag_index(struct site *s)
+{
+	struct derived *d = s->derived;
+	struct derived_tag **v = xcalloc(d->tags.len + 1, sizeof(*v));
+	struct layout_item *items = xcalloc(d->tags.len + 1, sizeof(*items));
+	char **urls = xcalloc(d->tags.len + 1, sizeof(*urls)), **counts;
+	struct buf html = BUF_INIT;
+	size_t i = 0, n = 0;
+	void *val;
+
+	while (map_next(&d->tags, &i, NULL, NULL, &val))
+		if (((struct derived_tag *)val)->notes.n)
+			v[n++] = val;
+	qsort(v, n, sizeof(*v), cmp_tag_key);
+	counts = xcalloc(n + 1, sizeof(*counts));
+	for (i = 0; i < n; i++) {
+		struct buf u = BUF_INIT, c = BUF_INIT;
+		buf_addf(&u, "%s/tags/", s->cfg.url_prefix);
+		buf_add_urlpath(&u, v[i]->key, strlen(v[i]->key));
+		buf_addf(&c, "%zu note%s", v[i]->notes.n, v[i]->notes.n == 1 ? "" : "s");
+		urls[i] = buf_detach(&u, NULL);
+		counts[i] = buf_detach(&c, NULL);
+		items[i].title = v[i]->key;
+		items[i].url = urls[i];
+		items[i].summary = counts[i];
+	}
+	layout_listing_page(&s->layout, "Tags", NULL, items, n, &html);
+	put_text(s, PAGE_GENERATED, "/tags/", "text/html; charset=utf-8", &html);
+	for (i = 0; i < n; i++) {
+		free(urls[i]);
+		free(counts[i]);
+	}
+	free(urls);
+	free(counts);
+	free(items);
+	free(v);
+	buf_release(&html);
+}
+
+static int cmp_folder_name(const void *a, const void *b)
+{
+	const struct derived_folder *x = *(struct derived_folder *const *)a,
+				    *y = *(struct derived_folder *const *)b;
+	int c = strcasecmp(x->name, y->name);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static char *folder_url(const struct derived_folder *f)
+{
+	struct buf idx = BUF_INIT;
+	char *u;
+
+	buf_addf(&idx, "%s%sindex.md", f->path, f->path[0] ? "/" : "");
+	u = vault_note_url(idx.ptr, NULL);
+	buf_release(&idx);
+	return u;
+}
+
+/* The notes of a folder and every folder below it (for its feed). */
+static void subtree_notes(const struct derived_folder *f, struct notelist *out)
+{
+	size_t i;
+	for (i = 0; i < f->notes.n; i++)
+		nl_add(out, f->notes.v[i]);
+	for (i = 0; i < f->nkids; i++)
+		if (f->kids[i]->subtree)
+			subtree_notes(f->kids[i], out);
+}
+
+static void render_folder(struct site *s, struct derived_folder *f)
+{
+	char *url = folder_url(f);
+	struct buf feed = BUF_INIT, html = BUF_INIT, href = BUF_INIT;
+	struct derived_folder **kids = NULL;
+	struct layout_item *items;
+	char (*dates)[11], **kid_urls;
+	size_t i, nk = 0, n;
+
+	buf_adds(&feed, url);
+	buf_adds(&feed, "rss.xml");
+	if (!f->subtree) {
+		del_generated(s, url);
+		del_generated(s, feed.ptr);
+		goto out;
+	}
+	kids = xcalloc(f->nkids + 1, sizeof(*kids));
+	for (i = 0; i < f->nkids; i++)
+		if (f->kids[i]->subtree)
+			kids[nk++] = f->kids[i];
+	qsort(kids, nk, sizeof(*kids), cmp_folder_name);
+	qsort(f->notes.v, f->notes.n, sizeof(*f->notes.v), cmp_notes_title);
+	n = nk + f->notes.n;
+	items = xcalloc(n + 1, sizeof(*items));
+	dates = xcalloc(n + 1, sizeof(*dates));
+	kid_urls = xcalloc(nk + 1, sizeof(*kid_urls));
+	for (i = 0; i < nk; i++) {
+		char *ku = folder_url(kids[i]);
+		struct buf b = BUF_INIT;
+		buf_adds(&b, s->cfg.url_prefix);
+		buf_add_urlpath(&b, ku, strlen(ku));
+		free(ku);
+		kid_urls[i] = buf_detach(&b, NULL);
+		items[i].title = kids[i]->name;
+		items[i].url = kid_urls[i];
+	}
+	note_items((const struct site_note *const *)f->notes.v, f->notes.n, items + nk, dates);
+	layout_listing_page(&s->layout, f->path[0] ? f->name : s->cfg.title, NULL, items, n, &html);
+	put_text(s, PAGE_GENERATED, url, "text/html; charset=utf-8", &html);
+	/* the root folder's feed is the site's: /rss.xml */
+	if (s->cfg.base_url[0] && f->path[0]) {
+		struct notelist all = { 0 };
+		subtree_notes(f, &all);
+		buf_adds(&href, s->cfg.url_prefix);
+		buf_add_urlpath(&href, url, strlen(url));
+		rss(s, feed.ptr, f->name, href.ptr, all.v, all.n);
+		free(all.v);
+	}
+	for (i = 0; i < nk; i++)
+		free(kid_urls[i]);
+	free(kid_urls);
+	free(items);
+	free(dates);
+out:
+	free(kids);
+	free(url);
+	buf_release(&feed);
+	buf_release(&html);
+	buf_release(&href);
+}
+
+static int cmp_notes_url(const void *a, const void *b)
+{
+	return strcmp((*(struct site_note *const *)a)->url, (*(struct site_note *const *)b)->url);
+}
+
+static void render_shard(struct site *s, size_t i)
+{
+	struct notelist *l = &s->derived->shards[i];
+	struct buf b = BUF_INIT, key = BUF_INIT;
+	size_t k;
+	char date[11];
+
+	buf_addf(&key, "/sitemap-%zu.xml", i);
+	qsort(l->v, l->n, sizeof(*l->v), cmp_notes_url);
+	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+	for (k = 0; k < l->n; k++) {
+		site_note_date(l->v[k], date);
+		buf_adds(&b, "<url><loc>");
+		add_abs(s, &b, l->v[k]->href);
+		buf_adds(&b, "</loc><lastmod>");
+		buf_adds(&b, date);
+		buf_adds(&b, "</lastmod></url>\n");
+	}
+	buf_adds(&b, "</urlset>\n");
+	put_text(s, PAGE_GENERATED, key.ptr, "application/xml; charset=utf-8", &b);
+	buf_release(&b);
+	buf_release(&key);
+}
+
+static void render_sitemap_index(struct site *s)
+{
+	struct buf b = BUF_INIT, loc = BUF_INIT;
+	size_t i;
+
+	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		     "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+	for (i = 0; i < s->derived->nshards; i++) {
+		buf_reset(&loc);
+		buf_addf(&loc, "%s/sitemap-%zu.xml", s->cfg.url_prefix, i);
+		buf_adds(&b, "<sitemap><loc>");
+		add_abs(s, &b, loc.ptr);
+		buf_adds(&b, "</loc></sitemap>\n");
+	}
+	buf_adds(&b, "</sitemapindex>\n");
+	put_text(s, PAGE_GENERATED, "/sitemap.xml", "application/xml; charset=utf-8", &b);
+	buf_release(&b);
+	buf_release(&loc);
+}
+
+/* A new number of shards: every listed note is placed again. */
+static void reshard(struct site *s, size_t k)
+{
+	struct derived *d = s->derived;
+	struct buf key = BUF_INIT;
+	size_t i;
+
+	for (i = k; i < d->nshards; i++) {
+		buf_reset(&key);
+		buf_addf(&key, "/sitemap-%zu.xml", i);
+		del_generated(s, key.ptr);
+	}
+	for (i = 0; i < d->nshards; i++)
+		free(d->shards[i].v);
+	free(d->shards);
+	free(d->shard_dirty);
+	d->nshards = k;
+	d->shards = xcalloc(k, sizeof(*d->shards));
+	d->shard_dirty = xcalloc(k, sizeof(*d->shard_dirty));
+	for (i = 0; i < k; i++)
+		d->shard_dirty[i] = 1;
+	for (i = 0; i < s->nnotes; i++) {
+		struct site_note *n = s->notes[i];
+		n->dshard = -1;
+		if (n->dsig) {
+			n->dshard = shard_of(d, n->url);
+			nl_add(&d->shards[n->dshard], n);
+		}
+	}
+	d->sitemap_index_dirty = 1;
+	buf_release(&key);
+}
+
+void derived_update(struct site *s, struct site_note *const *changed, size_t n)
+{
+	struct derived *d = s->derived;
+	size_t i;
+	int feeds = s->cfg.base_url[0] != '\0';
+
+	if (!d->nshards)
+		reshard(s, 1);
+	for (i = 0; i < n; i++)
+		update_note(s, changed[i]);
+	if (feeds && shard_count(d->nlisted) != d->nshards)
+		reshard(s, shard_count(d->nlisted));
+
+	for (i = 0; i < d->ndirty_tags; i++) {
+		struct derived_tag *t = d->dirty_tags[i];
+		t->dirty = 0;
+		render_tag(s, t);
+		if (!t->notes.n) {
+			map_remove(&d->tags, t->key, strlen(t->key));
+			free(t->notes.v);
+			free(t->key);
+			free(t);
+		}
+	}
+	d->ndirty_tags = 0;
+	if (d->tag_index_dirty)
+		render_tag_index(s);
+	d->tag_index_dirty = 0;
+	for (i = 0; i < d->ndirty_folders; i++) {
+		d->dirty_folders[i]->dirty = 0;
+		render_folder(s, d->dirty_folders[i]);
+	}
+	d->ndirty_folders = 0;
+	if (feeds) {
+		for (i = 0; i < d->nshards; i++) {
+			if (d->shard_dirty[i])
+				render_shard(s, i);
+			d->shard_dirty[i] = 0;
+		}
+		if (d->sitemap_index_dirty)
+			render_sitemap_index(s);
+		if (d->site_feed_dirty) {
+			struct notelist all = { 0 };
+			for (i = 0; i < s->nnotes; i++)
+				if (s->notes[i]->dsig)
+					nl_add(&all, s->notes[i]);
+			rss(s, "/rss.xml", s->cfg.title, s->cfg.url_prefix[0] ? s->cfg.url_prefix : "/",
+			    all.v, all.n);
+			atom(s, all.v, all.n);
+			free(all.v);
+		}
+	}
+	d->sitemap_index_dirty = 0;
+	d->site_feed_dirty = 0;
+}

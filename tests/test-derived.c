@@ -1,0 +1,203 @@
+/*
+ * test-derived.c: tag pages, folder listings, sitemaps and feeds.
+ *
+ * Sitemaps are validated with xmllint against the protocol's schema
+ * (tests/data/sitemap.xsd, siteindex.xsd), feeds are parsed by xmllint; contents are checked
+ * item by item, after edits too, and no unpublished note appears in any.
+ */
+#include "testutil.h"
+
+#include "markdown.h"
+#include "site.h"
+#include "test.h"
+
+static struct site *load(const char *dir)
+{
+	struct site_options o = { .threads = 2 };
+	return site_load(dir, &o);
+}
+
+static const struct page *page(const struct site *s, const char *key)
+{
+	return map_gets(&s->pages, key);
+}
+
+static int has(const struct site *s, const char *key, const char *needle)
+{
+	const struct page *p = page(s, key);
+	return p && memmem(p->body, p->body_len, needle, strlen(needle)) != NULL;
+}
+
+/* Runs xmllint on a page's bytes (with a schema, or just parsing); 1 when it passes. */
+static int xmllint(const struct page *p, const char *schema)
+{
+	char tmp[] = "/tmp/quire-xml-XXXXXX";
+	int fd = mkstemp(tmp), ok;
+	struct buf cmd = BUF_INIT;
+
+	if (fd < 0 || !p)
+		return 0;
+	ok = write(fd, p->body, p->body_len) == (ssize_t)p->body_len;
+	close(fd);
+	if (schema)
+		buf_addf(&cmd, "xmllint --noout --schema %s/tests/data/%s %s 2>/dev/null",
+			 getenv("QUIRE_SOURCE_ROOT") ? getenv("QUIRE_SOURCE_ROOT") : ".", schema, tmp);
+	else
+		buf_addf(&cmd, "xmllint --noout %s 2>/dev/null", tmp);
+	ok = ok && system(cmd.ptr) == 0;
+	unlink(tmp);
+	buf_release(&cmd);
+	return ok;
+}
+
+static char *vault;
+
+static void make_vault(void)
+{
+	vault = tv_new();
+	tv_write(vault, "quire.yml", "title: Garden\nbase_url: https://example.org/garden\nfeed_items: 3\n");
+	tv_write(vault, "Alpha.md", "---\ntags: [plants/trees]\ndate: 2024-01-05\n---\nAbout #oak.\n");
+	tv_write(vault, "Beta.md", "---\ntags: [plants]\nupdated: 2024-03-01\ndescription: B notes\n---\nText.\n");
+	tv_write(vault, "Garden/Gamma.md", "---\ndate: 2024-02-10\n---\nIn the garden #plants/flowers\n");
+	tv_write(vault, "Garden/Beds/Delta.md", "---\ndate: 2023-12-01\n---\nDeep.\n");
+	tv_write(vault, "Docs/index.md", "---\ntitle: Docs home\ndate: 2022-01-01\n---\nThe docs.\n");
+	tv_write(vault, "Docs/Page.md", "---\ndate: 2022-01-02\n---\nA page.\n");
+	tv_write(vault, "Secret.md", "---\ndraft: true\ntags: [plants]\ndate: 2030-01-01\n---\nSECRETWORD\n");
+}
+
+static void test_tags(void)
+{
+	struct site *s = load(vault);
+
+	CHECK(s != NULL);
+	CHECK(has(s, "/tags/", "plants"));
+	CHECK(has(s, "/tags/", "3 notes")); /* plants: Alpha (plants/trees), Beta, Gamma (inline) */
+	CHECK(has(s, "/tags/plants", "Alpha") && has(s, "/tags/plants", "Beta") &&
+	      has(s, "/tags/plants", "Gamma"));
+	CHECK(has(s, "/tags/plants/trees", "Alpha") && !has(s, "/tags/plants/trees", "Beta"));
+	CHECK(has(s, "/tags/oak", "Alpha"));
+	CHECK(!has(s, "/tags/plants", "Secret"));
+	CHECK(xmllint(page(s, "/tags/plants/rss.xml"), NULL));
+	site_free(s);
+}
+
+static void test_folders(void)
+{
+	struct site *s = load(vault);
+
+	CHECK(has(s, "/garden/", "Gamma") && has(s, "/garden/", "Beds"));
+	CHECK(has(s, "/garden/beds/", "Delta"));
+	/* a folder with its own index note keeps the note's page */
+	CHECK(page(s, "/docs/") && page(s, "/docs/")->kind == PAGE_NOTE);
+	CHECK(has(s, "/docs/", "The docs."));
+	CHECK(xmllint(page(s, "/garden/rss.xml"), NULL));
+	CHECK(has(s, "/garden/rss.xml", "Delta")); /* folder feeds cover subfolders */
+	site_free(s);
+}
+
+static void test_feeds(void)
+{
+	struct site *s = load(vault);
+	const struct page *rss = page(s, "/rss.xml"), *atom = page(s, "/atom.xml");
+	const char *b, *g, *a;
+
+	CHECK(xmllint(rss, NULL) && xmllint(atom, NULL));
+	/* newest first, three items (feed_items: 3): Beta 03-01, Gamma 02-10, Alpha 01-05 */
+	b = memmem(rss->body, rss->body_len, "<title>Beta", 11);
+	g = memmem(rss->body, rss->body_len, "<title>Gamma", 12);
+	a = memmem(rss->body, rss->body_len, "<title>Alpha", 12);
+	CHECK(b && g && a && b < g && g < a);
+	CHECK(!has(s, "/rss.xml", "Delta"));
+	CHECK(has(s, "/rss.xml", "https://example.org/garden/beta"));
+	CHECK(has(s, "/rss.xml", "<description>B notes</description>"));
+	CHECK(has(s, "/atom.xml", "<updated>2024-03-01T00:00:00Z</updated>"));
+	CHECK(!has(s, "/rss.xml", "Secret") && !has(s, "/atom.xml", "SECRETWORD"));
+	/* every page links the site feed */
+	CHECK(has(s, "/alpha", "/garden/rss.xml"));
+	site_free(s);
+}
+
+static void test_sitemaps(void)
+{
+	struct site *s;
+	size_t i, shards = 0, urls = 0;
+
+	s = load(vault);
+	CHECK(xmllint(page(s, "/sitemap.xml"), "siteindex.xsd"));
+	CHECK(xmllint(page(s, "/sitemap-0.xml"), "sitemap.xsd"));
+	CHECK(has(s, "/sitemap-0.xml", "<loc>https://example.org/garden/alpha</loc><lastmod>2024-01-05</lastmod>"));
+	CHECK(!has(s, "/sitemap-0.xml", "secret"));
+	CHECK(has(s, "/robots.txt", "Sitemap: https://example.org/garden/sitemap.xml"));
+	site_free(s);
+
+	/* 1,200 more notes: several shards, none over 1,000, every URL once */
+	for (i = 0; i < 1200; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "many/n%04zu.md", i);
+		tv_write(vault, name, "x\n");
+	}
+	s = load(vault);
+	for (i = 0; i < 64; i++) {
+		char key[32];
+		const struct page *p;
+		const char *q;
+		size_t here = 0;
+		snprintf(key, sizeof(key), "/sitemap-%zu.xml", i);
+		if (!(p = page(s, key)))
+			break;
+		shards++;
+		for (q = p->body; (q = memmem(q, p->body_len - (size_t)(q - p->body), "<loc>", 5)); q++)
+			here++;
+		CHECK(here <= 1000);
+		urls += here;
+		CHECK(xmllint(p, "sitemap.xsd"));
+	}
+	CHECK(shards >= 2);
+	CHECK_INT(urls, 1204); /* 1,200 + Alpha, Beta, Docs, Docs/Page (Gamma and Delta left in test_edits) */
+	CHECK(xmllint(page(s, "/sitemap.xml"), "siteindex.xsd"));
+	site_free(s);
+}
+
+/* After edits: retitle, delete, unpublish; the derived pages follow. */
+static void test_edits(void)
+{
+	struct site *s = load(vault);
+	const char *paths[1];
+
+	tv_write(vault, "Beta.md", "---\ntags: [plants]\ntitle: Renamed Beta\nupdated: 2024-03-01\n---\nText.\n");
+	paths[0] = "Beta.md";
+	site_apply(s, paths, 1);
+	CHECK(has(s, "/tags/plants", "Renamed Beta"));
+	CHECK(has(s, "/rss.xml", "Renamed Beta"));
+	tv_write(vault, "Garden/Gamma.md", "---\ndraft: true\n---\nNow a draft\n");
+	paths[0] = "Garden/Gamma.md";
+	site_apply(s, paths, 1);
+	CHECK(!has(s, "/tags/plants", "Gamma"));
+	CHECK(!page(s, "/tags/plants/flowers"));
+	CHECK(!has(s, "/garden/", "Gamma"));
+	CHECK(!has(s, "/rss.xml", "Gamma"));
+	{
+		struct buf p = BUF_INIT;
+		buf_addf(&p, "%s/Garden/Beds/Delta.md", vault);
+		unlink(p.ptr);
+		buf_release(&p);
+	}
+	paths[0] = "Garden/Beds/Delta.md";
+	site_apply(s, paths, 1);
+	CHECK(!page(s, "/garden/beds/"));
+	CHECK(!page(s, "/garden/")); /* nothing published is left in Garden */
+	site_free(s);
+}
+
+int main(void)
+{
+	md_global_init();
+	make_vault();
+	RUN(test_tags);
+	RUN(test_folders);
+	RUN(test_feeds);
+	RUN(test_edits);
+	RUN(test_sitemaps);
+	tv_remove(vault);
+	return test_done();
+}
