@@ -7,12 +7,14 @@
  */
 #include "loader.h"
 #include "log.h"
+#include "search.h"
 #include "xalloc.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 struct loader {
@@ -32,6 +34,9 @@ struct loader {
 	int building;               /* the thread has taken the queue and is building */
 	uint64_t version;           /* live version, under lock */
 	struct snapshot *last;      /* the last snapshot published (a reference) */
+	struct search *search;      /* the full-text index, when opt.search */
+	int search_fresh;
+	char *search_path;
 };
 
 static void publish(struct loader *l, struct snapshot *snap)
@@ -80,6 +85,16 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 		loader_free(l);
 		return NULL;
 	}
+	if (l->opt.search) {
+		/* opened here, before any reader: a rebuild replaces the file */
+		struct buf p = BUF_INIT;
+		mkdir(l->site->data_dir, 0755);
+		buf_addf(&p, "%s/search.db", l->site->data_dir);
+		l->search_path = buf_detach(&p, NULL);
+		l->search = search_open(l->search_path, &l->search_fresh);
+		if (!l->search)
+			log_warn("search is off: cannot open %s", l->search_path);
+	}
 	log_diags(l->site);
 	snap = site_snapshot(l->site, NULL);
 	publish(l, snap);
@@ -89,6 +104,11 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 const struct site *loader_site(const struct loader *l)
 {
 	return l->site;
+}
+
+const char *loader_search_path(const struct loader *l)
+{
+	return l->search ? l->search_path : NULL;
 }
 
 static void full_reload(struct loader *l)
@@ -105,6 +125,8 @@ static void full_reload(struct loader *l)
 	snap->version = l->version + 1;
 	site_free(l->site);
 	l->site = s;
+	if (l->search)
+		site_attach_search(s, l->search, 0);
 	log_info("reloaded %zu notes in %.0f ms, snapshot %llu", s->nnotes, s->load_ms,
 		 (unsigned long long)snap->version);
 	publish(l, snap);
@@ -129,10 +151,28 @@ static void apply(struct loader *l, char **paths, size_t n)
 	free(paths);
 }
 
+/* The first snapshot is live before the index is filled: search catches up here. */
+static void fill_search(struct loader *l)
+{
+	double t0;
+	struct timespec ts;
+
+	if (!l->search)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+	if (site_attach_search(l->site, l->search, l->search_fresh) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		log_info("search index ready in %.0f ms", (double)ts.tv_sec * 1e3 +
+			 (double)ts.tv_nsec / 1e6 - t0);
+	}
+}
+
 static void *run(void *arg)
 {
 	struct loader *l = arg;
 
+	fill_search(l);
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		int reload;
@@ -241,6 +281,8 @@ void loader_free(struct loader *l)
 		pthread_join(l->thread, NULL);
 	}
 	site_free(l->site);
+	search_free(l->search);
+	free(l->search_path);
 	while (l->nqueue > 0)
 		free(l->queue[--l->nqueue]);
 	free(l->queue);

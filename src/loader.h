@@ -29,7 +29,10 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 /* The site of the first load, for start-up figures. Owned by the loader; read it before loader_start(). */
 const struct site *loader_site(const struct loader *l);
 
-/* Starts the loader thread. 0 or -1. */
+/* The search index's file when search is on (readers open it), or NULL. */
+const char *loader_search_path(const struct loader *l);
+
+/* Starts the loader thread (which first fills the search index). 0 or -1. */
 int loader_start(struct loader *l);
 
 /* Queues a full reload of quire.yml and the vault. Thread-safe. */

@@ -108,8 +108,9 @@ void render_note_body(struct site *s, struct site_note *n)
 				  ref->kind == MD_REF_EMBED ? "embed" : "link", ref->target);
 	}
 	note_drop_body(&n->note);
-	/* the plain text is for the search index, which is not fed from here yet */
-	buf_release(&n->md.text);
+	/* the plain text is kept only until the search index has it */
+	if (!s->keep_text && !s->search)
+		buf_release(&n->md.text);
 }
 
 /* The part of note t that an embed with this fragment shows: [*start, *end). */

@@ -1106,6 +1106,36 @@ int search_delete(struct search *s, const char *url)
 	return ret;
 }
 
+int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void *ctx)
+{
+	sqlite3_stmt *st = NULL;
+	char **gone = NULL;
+	size_t n = 0, alloc = 0, i;
+	int rc, ret = 0;
+
+	if (!s->in_tx)
+		return log_error("search: prune outside a transaction");
+	if (sqlite3_prepare_v2(s->db, "SELECT url FROM doc", -1, &st, NULL) != SQLITE_OK)
+		return db_error(s->db, "prune");
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *url = (const char *)sqlite3_column_text(st, 0);
+		if (url && !keep(ctx, url)) {
+			ALLOC_GROW(gone, n + 1, alloc);
+			gone[n++] = xstrdup(url);
+		}
+	}
+	if (rc != SQLITE_DONE)
+		ret = db_error(s->db, "prune");
+	sqlite3_finalize(st);
+	for (i = 0; i < n; i++) {
+		if (ret == 0 && search_delete(s, gone[i]) < 0)
+			ret = -1;
+		free(gone[i]);
+	}
+	free(gone);
+	return ret;
+}
+
 int search_optimize(struct search *s)
 {
 	if (s->in_tx)

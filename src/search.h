@@ -83,6 +83,11 @@ int search_put(struct search *s, const char *url, const char *title, const char 
 /* Removes the note at url; a url not in the index is not an error. */
 int search_delete(struct search *s, const char *url);
 int search_commit(struct search *s);
+/*
+ * Deletes every note whose url keep() rejects: after a restart, the notes
+ * that left the vault while the server was down. Inside a transaction.
+ */
+int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void *ctx);
 /* Abandons the open transaction and what it staged, if any. */
 void search_rollback(struct search *s);
 /*

@@ -22,6 +22,7 @@
 #include "parallel.h"
 #include "render.h"
 #include "resolve.h"
+#include "search.h"
 #include "theme.h"
 #include "unicode.h"
 #include "xalloc.h"
@@ -1184,6 +1185,32 @@ static void tree_page(struct site *s)
 	page_unref(p);
 }
 
+/* Puts a note's row, or deletes the row of a note that left (its old URL). */
+static int index_note(struct site *s, struct site_note *n)
+{
+	struct buf headings = BUF_INIT, tags = BUF_INIT;
+	int listed = n->published && !n->removed, ret = 0;
+	size_t k;
+
+	if (n->durl && (!listed || strcmp(n->durl, n->url) != 0))
+		ret = search_delete(s->search, n->durl);
+	if (listed && ret == 0) {
+		for (k = 0; k < n->md.nheadings; k++) {
+			buf_adds(&headings, n->md.headings[k].text);
+			buf_addc(&headings, '\n');
+		}
+		for (k = 0; k < n->note.tags.n; k++)
+			buf_addf(&tags, "%s ", n->note.tags.v[k]);
+		for (k = 0; k < n->md.ntags; k++)
+			buf_addf(&tags, "%s ", n->md.tags[k]);
+		ret = search_put(s->search, n->url, n->note.title, headings.ptr, tags.ptr,
+				 n->md.text.ptr);
+	}
+	buf_release(&headings);
+	buf_release(&tags);
+	return ret;
+}
+
 /* ---- apply ----------------------------------------------------------------- */
 
 static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, size_t))
@@ -1336,6 +1363,19 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 			vec_push(&changed, w.removed.v[i]);
 		for (i = 0; i < w.moved.n; i++)
 			vec_push(&changed, w.moved.v[i]);
+		/* the search rows of what changed (derived.c still knows the old URLs) */
+		if (s->search && changed.n) {
+			int ok = search_begin(s->search) == 0;
+			for (k = 0; ok && k < changed.n; k++)
+				ok = index_note(s, changed.v[k]) == 0;
+			if (!ok || search_commit(s->search) < 0) {
+				search_rollback(s->search);
+				log_error("search index not updated; it catches up on the next change");
+			}
+		}
+		if (!s->keep_text)
+			for (i = 0; i < w.rerender.n; i++)
+				buf_release(&w.rerender.v[i]->md.text);
 		derived_update(s, changed.v, changed.n);
 		free(changed.v);
 	}
@@ -1375,6 +1415,38 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	return 0;
 }
 
+/* ---- search ----------------------------------------------------------------- */
+
+static int keep_url(void *ctx, const char *url)
+{
+	const struct page *p = map_gets(&((struct site *)ctx)->pages, url);
+	return p && p->kind == PAGE_NOTE;
+}
+
+int site_attach_search(struct site *s, struct search *search, int fresh)
+{
+	size_t i;
+	int ok;
+
+	s->search = search;
+	ok = search_begin(search) == 0 && search_prune(search, keep_url, s) == 0;
+	for (i = 0; ok && i < s->nnotes; i++) {
+		struct site_note *n = s->notes[i];
+		if (n->published)
+			ok = index_note(s, n) == 0;
+	}
+	if (!ok || search_commit(search) < 0) {
+		search_rollback(search);
+		return log_error("cannot fill the search index");
+	}
+	if (fresh)
+		search_optimize(search);
+	s->keep_text = 0;
+	for (i = 0; i < s->nnotes; i++)
+		buf_release(&s->notes[i]->md.text);
+	return 0;
+}
+
 /* ---- set-up --------------------------------------------------------------- */
 
 static const char *asset_type(const char *name)
@@ -1393,7 +1465,7 @@ static void load_assets(struct site *s)
 	const struct theme_file *f;
 	size_t n = 0;
 
-	for (f = theme_files; f->name && n < 6; f++, n++) {
+	for (f = theme_files; f->name && n < 5; f++, n++) {
 		struct buf url = BUF_INIT;
 		const char *dot = strrchr(f->name, '.');
 		char hex[17];
@@ -1442,6 +1514,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	diag_list_init(&s->diags);
 	s->resolver = resolver_new();
 	s->derived = derived_new();
+	s->keep_text = opt && opt->search;
 	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
 	if (config_load(&s->cfg, path, &s->diags) < 0)
 		goto fail;
@@ -1452,9 +1525,11 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	{
 		struct buf mf = BUF_INIT;
 		if (opt && opt->data_dir)
-			buf_addf(&mf, "%s/moves", opt->data_dir);
+			buf_adds(&mf, opt->data_dir);
 		else
-			buf_addf(&mf, "%s/.quire/moves", path);
+			buf_addf(&mf, "%s/.quire", path);
+		s->data_dir = xstrdup(mf.ptr);
+		buf_adds(&mf, "/moves");
 		s->moves_file = buf_detach(&mf, NULL);
 		load_moves(s);
 	}
@@ -1470,6 +1545,11 @@ struct site *site_new(const char *path, const struct site_options *opt)
 		buf_addf(&b, "%s/rss.xml", s->cfg.url_prefix);
 		s->asset_urls[6] = buf_detach(&b, NULL);
 		s->layout.feed_url = s->asset_urls[6];
+	}
+	if (opt && opt->search) {
+		buf_addf(&b, "%s/search", s->cfg.url_prefix);
+		s->asset_urls[5] = buf_detach(&b, NULL);
+		s->layout.search_url = s->asset_urls[5];
 	}
 	load_assets(s);
 
@@ -1610,6 +1690,7 @@ void site_free(struct site *s)
 	}
 	map_release(&s->moved);
 	free(s->moves_file);
+	free(s->data_dir);
 	i = 0;
 	while (map_next(&s->pages, &i, NULL, NULL, &v))
 		page_unref(v);

@@ -100,6 +100,7 @@ struct site_options {
 	const char *base_url; /* overrides quire.yml, or NULL */
 	int threads;          /* loader threads; 0 = one per core */
 	const char *data_dir; /* state kept between runs (moves); NULL: <vault>/.quire */
+	int search;           /* keep notes' text for the search index, link the search page */
 };
 
 struct site {
@@ -118,6 +119,9 @@ struct site {
 	struct map moved;         /* note path -> the URLs it had before it moved there */
 	char *moves_file;         /* where moves are recorded, to outlive a restart */
 	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */
+	struct search *search;    /* the full-text index kept by site_apply(), or NULL */
+	int keep_text;            /* keep each note's plain text (for indexing it later) */
+	char *data_dir;
 	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
 	struct map dirty;         /* URL paths changed since the last snapshot */
 	struct page *not_found;
@@ -177,6 +181,15 @@ void site_page_del(struct site *s, const char *key);
 
 /* The date a note is listed and sorted under: updated, else created, else its file's. */
 void site_note_date(const struct site_note *n, char out[11]);
+
+/*
+ * Fills the search index with every published note (the ones that changed
+ * since it was last filled cost a write, the others a lookup), drops rows
+ * of notes no longer published, and from then on keeps it current on each
+ * site_apply(). The site must have been loaded with the search option; the
+ * texts it kept for this are released. Returns 0 or -1 (logged).
+ */
+int site_attach_search(struct site *s, struct search *search, int fresh);
 
 /* The note at a vault path (NFC), or NULL. */
 struct site_note *site_find_note(const struct site *s, const char *path);
