@@ -364,7 +364,7 @@ void layout_listing_page(const struct layout_site *site, const char *title, cons
 		buf_adds(out, intro_html);
 		buf_adds(out, "\n</div>\n");
 	}
-	if (!nitems)
+	if (!nitems && !(intro_html && intro_html[0]))
 		buf_adds(out, "<p class=\"listing-empty\">No pages yet.</p>\n");
 	else
 		buf_adds(out, "<ul class=\"listing-items\">\n");

@@ -1421,6 +1421,7 @@ struct search_reader {
 	struct slot *slots;
 	size_t nslots;
 	struct buf match, snippet;
+	int html;                /* add_result writes HTML list items, not JSON */
 };
 
 static const char *const scan_sql[2] = {
@@ -1854,6 +1855,28 @@ static void add_segments(struct buf *out, const char *s, size_t n)
 	buf_addc(out, ']');
 }
 
+/* The snippet as HTML: matched runs in <mark>, everything escaped. */
+static void add_marked_html(struct buf *out, const char *s, size_t n)
+{
+	size_t i, from = 0;
+	int match = 0;
+
+	for (i = 0; i <= n; i++) {
+		if (i < n && s[i] != MARK_OPEN && s[i] != MARK_CLOSE)
+			continue;
+		if (i > from) {
+			if (match)
+				buf_adds(out, "<mark>");
+			buf_add_html(out, s + from, i - from);
+			if (match)
+				buf_adds(out, "</mark>");
+		}
+		if (i < n)
+			match = s[i] == MARK_OPEN;
+		from = i + 1;
+	}
+}
+
 /* Appends one result: the row's URL, title, score and snippet. 0 or -1. */
 static int add_result(struct search_reader *r, int idx, const struct ranked *row, double scale,
 		      int first, struct buf *out)
@@ -1883,7 +1906,15 @@ static int add_result(struct search_reader *r, int idx, const struct ranked *row
 	buf_reset(&r->snippet);
 	rc = make_snippet(&r->snippet, text ? text : "", text ? sqlite3_column_bytes(st, sl->col) : 0,
 			  sl->hits, sl->n, &r->idx[idx].tok);
-	if (rc == SQLITE_OK) {
+	if (rc == SQLITE_OK && r->html) {
+		buf_adds(out, "<li class=\"search-result\"><a class=\"listing-link\" href=\"");
+		buf_adds_html(out, url ? url : "");
+		buf_adds(out, "\">");
+		buf_adds_html(out, title ? title : "");
+		buf_adds(out, "</a><p class=\"listing-summary\">");
+		add_marked_html(out, r->snippet.ptr, r->snippet.len);
+		buf_adds(out, "</p></li>\n");
+	} else if (rc == SQLITE_OK) {
 		buf_adds(out, first ? "{\"url\":\"" : ",{\"url\":\"");
 		buf_adds_json(out, url ? url : "");
 		buf_adds(out, "\",\"title\":\"");
@@ -1988,7 +2019,29 @@ static int bad_request(struct buf *out, const char *msg)
 	return -1;
 }
 
+static int query(struct search_reader *r, const char *q, int limit, int offset, struct buf *out,
+		 long long *total_out);
+
 int search_query(struct search_reader *r, const char *q, int limit, int offset, struct buf *out)
+{
+	long long total;
+	r->html = 0;
+	return query(r, q, limit, offset, out, &total);
+}
+
+int search_query_html(struct search_reader *r, const char *q, int limit, int offset,
+		      struct buf *out, long long *total)
+{
+	int ret;
+
+	r->html = 1;
+	ret = query(r, q, limit, offset, out, total);
+	r->html = 0;
+	return ret;
+}
+
+static int query(struct search_reader *r, const char *q, int limit, int offset, struct buf *out,
+		 long long *total_out)
 {
 	struct query parsed;
 	struct buf results = BUF_INIT;
@@ -2028,10 +2081,16 @@ int search_query(struct search_reader *r, const char *q, int limit, int offset, 
 				run_once(r->db, r->rollback, "rollback");
 		}
 	}
+	*total_out = total;
 	if (ret < 0) {
 		buf_adds(out, "{\"error\":\"search failed\"}");
 		buf_release(&results);
 		return -2;
+	}
+	if (r->html) {
+		buf_add(out, results.ptr, results.len);
+		buf_release(&results);
+		return 0;
 	}
 	buf_adds(out, "{\"query\":\"");
 	buf_add_json(out, q, len);

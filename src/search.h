@@ -127,4 +127,13 @@ void search_reader_free(struct search_reader *r);
  */
 int search_query(struct search_reader *r, const char *q, int limit, int offset, struct buf *out);
 
+/*
+ * The same query for the search page: appends the results as HTML list
+ * items (<li class="search-result"> with the title linked and the snippet
+ * escaped, matches in <mark>) and sets *total; on a bad request out gets
+ * the JSON error as search_query() gives it. Returns as search_query().
+ */
+int search_query_html(struct search_reader *r, const char *q, int limit, int offset,
+		      struct buf *out, long long *total);
+
 #endif
