@@ -275,13 +275,11 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 	 * (the scanner has already refused those leaving the vault).
 	 */
 	fd = openat(dirfd, disk, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		goto fail;
-	if (fstat(fd, &st) < 0)
-		goto fail;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		goto out;
 	if (!S_ISREG(st.st_mode)) {
 		errno = EISDIR;
-		goto fail;
+		goto out;
 	}
 	if (st_out)
 		*st_out = st;
@@ -290,11 +288,11 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 	if (e && matches(e, &st)) {
 		memcpy(sha, e->sha, SHA256_HEX_SIZE);
 		e->pass = c->pass;
-		pthread_mutex_unlock(&c->lock);
 		ret = 0;
-		goto out;
 	}
 	pthread_mutex_unlock(&c->lock);
+	if (ret == 0)
+		goto out;
 
 	t0 = hash_cache_now_ns();
 	buf_grow(&b, (size_t)st.st_size);
@@ -305,7 +303,7 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			goto fail;
+			goto out;
 		if (n == 0)
 			break;
 		buf_setlen(&b, b.len + (size_t)n);
@@ -321,15 +319,15 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 	put_locked(c, e);
 	pthread_mutex_unlock(&c->lock);
 	ret = 1;
-	goto out;
-fail:
-	saved = errno;
-	hash_cache_remove(c, path);
-	errno = saved;
 out:
 	saved = errno;
-	if (fd >= 0 && close(fd) < 0 && ret >= 0)
-		ret = -1; /* a read-only descriptor: only EINTR/EIO, and the hash is suspect */
+	/* a read-only descriptor fails to close only on EIO, and then the hash is suspect */
+	if (fd >= 0 && close(fd) < 0 && ret >= 0) {
+		saved = errno;
+		ret = -1;
+	}
+	if (ret < 0)
+		hash_cache_remove(c, path);
 	buf_release(&b);
 	errno = saved;
 	return ret;

@@ -538,7 +538,7 @@ static int open_parent(struct syncapi *api, const char *path, int create, const 
 {
 	struct buf seg = BUF_INIT;
 	const char *p = path, *slash;
-	int fd, next, saved;
+	int fd, next = -1, saved, ok = 0;
 
 	/*
 	 * Opening the vault folder again: a descriptor of our own, so the
@@ -556,31 +556,28 @@ static int open_parent(struct syncapi *api, const char *path, int create, const 
 		 */
 		next = openat(fd, seg.ptr, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0 && errno == ENOENT && create) {
-			if (mkdirat(fd, seg.ptr, 0755) < 0 && errno != EEXIST)
-				goto fail;
-			if (fsync(fd) < 0)
-				goto fail;
+			if ((mkdirat(fd, seg.ptr, 0755) < 0 && errno != EEXIST) || fsync(fd) < 0)
+				goto out;
 			next = openat(fd, seg.ptr, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
 		if (next < 0)
-			goto fail;
+			goto out;
 		if (close(fd) < 0) {
-			saved = errno;
-			close(next); /* already failing */
-			errno = saved;
-			buf_release(&seg);
-			return -1;
+			fd = next;
+			goto out;
 		}
 		fd = next;
+		next = -1;
 		p = slash + 1;
 	}
-	buf_release(&seg);
 	*leaf = p;
-	return fd;
-fail:
+	ok = 1;
+out:
 	saved = errno;
-	close(fd); /* already failing: the first error is the one reported */
 	buf_release(&seg);
+	if (ok)
+		return fd;
+	close(fd); /* already failing: the first error is the one reported */
 	errno = saved;
 	return -1;
 }
@@ -635,12 +632,26 @@ static int preconditions(const struct job *j, int exists, struct outcome *out)
 static uint64_t notify(struct syncapi *api, const char *a, const char *b)
 {
 	const char *paths[2] = { a, b };
-	uint64_t v = loader_notify(api->loader, paths, b ? 2 : 1);
 
-	/* the site reads quire.yml only on a full load */
+	/*
+	 * The site reads quire.yml only on a full load. The reload is queued
+	 * first: then the version loader_notify() predicts is that reload's or
+	 * a later one; queued after, a build taking the paths alone could slip
+	 * in between and carry the predicted version without the new settings.
+	 */
 	if (strcmp(a, "quire.yml") == 0 || (b && strcmp(b, "quire.yml") == 0))
 		loader_reload(api->loader);
-	return v;
+	return loader_notify(api->loader, paths, b ? 2 : 1);
+}
+
+/* A failed system call while writing: logged, and the outcome says what. */
+static void io_failed(const struct job *j, struct outcome *out, const char *what)
+{
+	int err = errno;
+
+	out->status = dir_status(err) == 507 ? 507 : 500;
+	out->error = dir_error(err);
+	log_error("sync: %s: %s: %s", j->path, what, strerror(err));
 }
 
 static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
@@ -677,40 +688,44 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 		fd = openat(dirfd, tmp.ptr, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 			    mode);
 	} while (fd < 0 && errno == EEXIST);
-	if (fd < 0)
-		goto fail;
+	if (fd < 0) {
+		io_failed(j, out, "create");
+		goto out;
+	}
 	created = 1;
-	if (write_all(fd, j->body.ptr, j->body.len) < 0 || fsync(fd) < 0)
-		goto fail;
-	if (renameat(dirfd, tmp.ptr, dirfd, leaf) < 0)
-		goto fail;
+	if (write_all(fd, j->body.ptr, j->body.len) < 0 || fsync(fd) < 0) {
+		io_failed(j, out, "write");
+		goto out;
+	}
+	if (renameat(dirfd, tmp.ptr, dirfd, leaf) < 0) {
+		io_failed(j, out, "rename");
+		goto out;
+	}
 	renamed = 1;
-	if (fsync(dirfd) < 0 || fstat(fd, &st) < 0)
-		goto fail;
+	if (fsync(dirfd) < 0 || fstat(fd, &st) < 0) {
+		io_failed(j, out, "fsync");
+		goto out;
+	}
 	if (close(fd) < 0) {
 		fd = -1;
-		goto fail;
+		io_failed(j, out, "close");
+		goto out;
 	}
 	fd = -1;
 	hash_cache_put(api->cache, j->path, &st, out->sha, hash_cache_now_ns());
 	out->version = notify(api, j->path, NULL);
 	out->status = exists ? 200 : 201;
 	count(&api->puts);
-	goto out;
-fail:
-	out->status = dir_status(errno) == 507 ? 507 : 500;
-	out->error = dir_error(errno);
-	log_error("sync: %s: %s", j->path, strerror(errno));
-	if (renamed) {
-		/* the rename happened: the bytes are there but not known durable */
-		hash_cache_remove(api->cache, j->path);
-		notify(api, j->path, NULL);
-	}
 out:
 	if (fd >= 0)
 		close(fd); /* already failing */
 	if (created && !renamed && unlinkat(dirfd, tmp.ptr, 0) < 0)
 		log_warn("sync: %s: cannot remove %s: %s", j->path, tmp.ptr, strerror(errno));
+	if (renamed && out->status >= 300) {
+		/* the new bytes are in place but not known durable: say so to the loader */
+		hash_cache_remove(api->cache, j->path);
+		notify(api, j->path, NULL);
+	}
 	if (dirfd >= 0 && close(dirfd) < 0)
 		log_warn("sync: %s: close: %s", j->path, strerror(errno));
 	buf_release(&tmp);

@@ -779,7 +779,7 @@ int sync_main(int argc, char **argv)
 		if (r)
 			r->seen = 1;
 		if (!hw.ok[k]) {
-			fprintf(stderr, "failed: %s: cannot read it: %s\n", f->path, strerror(errno));
+			fprintf(stderr, "failed: %s: cannot read it\n", f->path);
 			c.failed++;
 			continue;
 		}

@@ -465,6 +465,14 @@ static void test_put(void)
 	th_resp_free(&r);
 	CHECK(read_back("empty.txt", &b) == 0 && b.len == 0);
 	CHECK_INT(count_tmp("."), 0);
+	/* quire.yml is read on a full load: writing it reloads */
+	CHECK(put("quire.yml", NULL, "title: Synced Site Title\n", 25, &r) == 0);
+	CHECK_INT(r.status, 201);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/", &b), 200);
+	CHECK(strstr(b.ptr, "Synced Site Title") != NULL);
 	/* a folder or a file in the way */
 	CHECK(put("notes", NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 409);
