@@ -164,6 +164,7 @@ struct http_deferred {
 	struct http_deferred *qnext;       /* w->done queue */
 	enum kind kind;
 	int head, absolute;
+	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
 	int status;
 	struct buf hdr;             /* header lines of the answer */
 	struct buf body;
@@ -1528,6 +1529,17 @@ struct http_deferred *http_request_defer(struct http_request *req)
 	return d;
 }
 
+struct http_deferred *http_request_park(struct http_request *req)
+{
+	struct http_deferred *d = http_request_defer(req);
+
+	if (d) {
+		d->parked = 1;
+		req->w->inflight--; /* a stop does not wait for it */
+	}
+	return d;
+}
+
 void http_deferred_header(struct http_deferred *d, const char *name, const char *value)
 {
 	const unsigned char *p;
@@ -1658,13 +1670,43 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	for (d = take_done(w); d; d = next) {
 		next = d->qnext;
 		unlink_deferred(w, d);
-		w->inflight--;
+		if (!d->parked)
+			w->inflight--;
 		if (d->ev)
 			send_deferred(w, d);
 		free_deferred(d);
 	}
 	if (w->stopping)
 		check_stop(w);
+}
+
+/*
+ * A stop answers parked requests (long polls) at once with 503; the
+ * holder's answer, when it comes, is dropped. Only loop-owned fields of d
+ * are touched: its headers and body belong to the holder until it replies.
+ */
+static void answer_parked(struct worker *w)
+{
+	static const char text[] = "Service Unavailable: the server is stopping\n";
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		struct http_request r;
+
+		if (!d->parked || !d->ev)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.w = w;
+		r.ev = d->ev;
+		r.kind = d->kind;
+		r.head = d->head;
+		r.absolute = d->absolute;
+		r.uri = evhttp_request_get_uri(d->ev);
+		d->ev = NULL;
+		buf_reset(&w->hdr);
+		HDR_CONST(&r, "Retry-After: 1\r\n");
+		respond_text(&r, 503, text);
+	}
 }
 
 /* True when a deferred request on con is waiting for its answer. */
@@ -2066,11 +2108,15 @@ static void begin_stop(struct worker *w)
 	if (w->stopping)
 		return;
 	w->stopping = 1;
+	/* first: answering parked requests below runs check_stop(), which reads it */
+	gettimeofday(&now, NULL);
+	timeradd(&now, &grace, &w->deadline);
 	if (w->bound) {
 		evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
 		w->bound = NULL;
 	}
 	adopt(-1, 0, w);
+	answer_parked(w);
 	/* connections with nothing to write are idle (or mid-request): close them */
 	for (c = w->conns; c; c = next) {
 		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
@@ -2079,8 +2125,6 @@ static void begin_stop(struct worker *w)
 		    !has_deferred(w, c->con))
 			evhttp_connection_free(c->con); /* on_close frees c */
 	}
-	gettimeofday(&now, NULL);
-	timeradd(&now, &grace, &w->deadline);
 	if (event_add(w->grace_ev, &tick) < 0)
 		log_warn("http: cannot arm the stop timer");
 	check_stop(w);

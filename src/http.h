@@ -183,6 +183,11 @@ void http_reply_buf(struct http_request *req, int status, const char *content_ty
  */
 struct http_deferred;
 struct http_deferred *http_request_defer(struct http_request *req);
+/*
+ * Like http_request_defer(), for a long poll: a stop does not wait for it
+ * but answers it 503 at once (the holder's later answer is dropped).
+ */
+struct http_deferred *http_request_park(struct http_request *req);
 /* Adds a response header (copied). Before the reply, on the thread holding d. */
 void http_deferred_header(struct http_deferred *d, const char *name, const char *value);
 /* Sends status with a copy of body and frees d. Thread-safe. */

@@ -1105,7 +1105,7 @@ static void handle_wait(struct syncapi *api, struct http_request *req, const cha
 	w = xcalloc(1, sizeof(*w));
 	w->version = (uint64_t)want;
 	w->deadline_ms = mono_ms() + timeout;
-	w->d = http_request_defer(req);
+	w->d = http_request_park(req);
 	pthread_mutex_lock(&api->wlock);
 	if (api->wstop) {
 		pthread_mutex_unlock(&api->wlock);

@@ -1472,7 +1472,7 @@ static void later(struct http_request *req, void *ctx)
 	buf_addf(&text, "later %s %zu", http_request_path(req), n);
 	j->text = buf_detach(&text, NULL);
 	buf_release(&body);
-	j->d = http_request_defer(req);
+	j->d = q && strstr(q, "park") ? http_request_park(req) : http_request_defer(req);
 	CHECK(j->d != NULL);
 	pthread_mutex_lock(&later_lock);
 	for (tail = &later_jobs; *tail; tail = &(*tail)->next)
@@ -1496,7 +1496,7 @@ static void test_deferred(void)
 	struct running s;
 	pthread_t replier;
 	struct resp r, r2;
-	struct conn c;
+	struct conn c, c2;
 	struct buf big_req = BUF_INIT;
 	double t;
 
@@ -1559,7 +1559,7 @@ static void test_deferred(void)
 
 	/* the client leaves before the answer: dropped, the server goes on */
 	CHECK(conn_open(&c, s.port) >= 0);
-	CHECK(send_all(c.fd, "GET /later/gone?ms=150 HTTP/1.1\r\nHost: x\r\n\r\n", 45) == 0);
+	CHECK(send_all(c.fd, "GET /later/gone?ms=150 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/gone?ms=150 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
 	conn_close(&c);
 	usleep(250 * 1000);
 	CHECK(fetch(s.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
@@ -1584,12 +1584,19 @@ static void test_deferred(void)
 	CHECK_INT(r.status, 400);
 	resp_free(&r);
 
-	/* a stop waits for a deferred answer within the grace period */
+	/* a stop waits for a deferred answer within the grace period, and answers a parked one 503 */
+	CHECK(conn_open(&c2, s.port) >= 0);
+	CHECK(send_all(c2.fd, "GET /later/poll?ms=600&park HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/poll?ms=600&park HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
 	CHECK(conn_open(&c, s.port) >= 0);
-	CHECK(send_all(c.fd, "GET /later/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n", 45) == 0);
+	CHECK(send_all(c.fd, "GET /later/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
 	usleep(50 * 1000);
 	t = now_s();
 	http_server_stop(s.srv);
+	CHECK(read_resp(&c2, &r, 0) == 0);
+	CHECK_INT(r.status, 503);
+	CHECK(now_s() - t < 0.2);
+	resp_free(&r);
+	conn_close(&c2);
 	CHECK(read_resp(&c, &r, 0) == 0);
 	CHECK_INT(r.status, 200);
 	CHECK_STR(hdr(&r, "Connection"), "close");
@@ -1612,7 +1619,7 @@ static void test_deferred(void)
 	s.rc = -99;
 	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
 	CHECK(conn_open(&c, s.port) >= 0);
-	CHECK(send_all(c.fd, "GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n", 46) == 0);
+	CHECK(send_all(c.fd, "GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
 	usleep(50 * 1000);
 	http_server_stop(s.srv);
 	CHECK(read_resp(&c, &r2, 0) < 0); /* closed after the grace second, unanswered */
