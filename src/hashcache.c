@@ -119,8 +119,10 @@ int hash_cache_load(struct hash_cache *c, const char *file)
 	int fd, ret = 0;
 
 	/*
-	 * Opening the saved cache: read whole (it is about 120 bytes per file).
-	 * A missing file is the normal first run.
+	 * Opening the saved cache: read whole (about 120 bytes per file) and
+	 * parsed in place. A missing file is the normal first run.
+	 * Rejected: stdio line reads (fgets needs a line-length limit, and a
+	 * path may be up to 1024 bytes plus the fields).
 	 */
 	fd = open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -271,8 +273,10 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 	int fd, saved, ret = -1;
 
 	/*
-	 * Opening a vault file to hash it: read-only, following a final symlink
-	 * (the scanner has already refused those leaving the vault).
+	 * Opening a vault file to hash it: read-only, relative to the caller's
+	 * folder descriptor, following a final symlink (the scanner has already
+	 * refused those leaving the vault), and read whole.
+	 * Rejected: mmap (see the top of this file).
 	 */
 	fd = openat(dirfd, disk, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0)

@@ -541,8 +541,10 @@ static int open_parent(struct syncapi *api, const char *path, int create, const 
 	int fd, next = -1, saved, ok = 0;
 
 	/*
-	 * Opening the vault folder again: a descriptor of our own, so the
-	 * caller closes whatever it gets.
+	 * Opening the vault folder again: openat(root, ".") gives a descriptor
+	 * of our own, so the caller closes whatever it gets.
+	 * Rejected: handing out root_fd itself (every caller would need to know
+	 * not to close it).
 	 */
 	fd = openat(api->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -553,6 +555,8 @@ static int open_parent(struct syncapi *api, const char *path, int create, const 
 		/*
 		 * Opening one folder on the way: O_NOFOLLOW so a symlink in the vault
 		 * cannot redirect the write, O_DIRECTORY so a file there is ENOTDIR.
+		 * Rejected: building a full path and checking it with realpath()
+		 * (racy: a folder swapped for a symlink after the check is followed).
 		 */
 		next = openat(fd, seg.ptr, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0 && errno == ENOENT && create) {
@@ -679,7 +683,9 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 	 * Creating the temporary file: in the target's folder (a rename only
 	 * replaces atomically within one file system), named with a leading
 	 * '.' so nothing ever loads it, O_EXCL so two writers never share it,
-	 * O_NOFOLLOW so a planted symlink cannot take the bytes.
+	 * O_NOFOLLOW so a planted symlink cannot take the bytes; the mode of the
+	 * file it replaces is kept.
+	 * Rejected: mkstemp() (it takes a path, not a folder descriptor).
 	 */
 	do {
 		buf_reset(&tmp);
@@ -1320,9 +1326,12 @@ static void remove_leftovers(struct syncapi *api)
 		int fd;
 
 		/*
-		 * Opening each folder under the vault to look for leftovers:
-		 * O_NOFOLLOW so a symlinked folder is not walked (the scanner does
-		 * not follow them either).
+		 * Opening each folder under the vault to look for leftovers, relative
+		 * to the vault's descriptor: O_NOFOLLOW so a symlinked folder is not
+		 * walked (the scanner does not follow them either, and a link could
+		 * lead out of the vault). Dot-folders are skipped: we never write there.
+		 * Rejected: vault_scan() (it lists files, and skips the dot-files
+		 * that are exactly what is looked for).
 		 */
 		fd = openat(api->root_fd, rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || !(dir = fdopendir(fd))) {
@@ -1383,7 +1392,10 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 	api->failures = rate_limiter_new(per_min / 60.0, per_min);
 	/*
 	 * Opening the vault folder: every file operation is relative to this
-	 * descriptor, so the vault cannot be swapped under a running server.
+	 * descriptor, so renaming or replacing the vault's path under a running
+	 * server does not redirect writes.
+	 * Rejected: joining the vault path to each file's path (every write would
+	 * resolve the whole path again, symlinks included).
 	 */
 	api->root_fd = open(api->vault, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (api->root_fd < 0) {

@@ -369,7 +369,10 @@ static void launch(struct conn_slot *s)
 		if (op->kind == OP_PUT) {
 			/*
 			 * The file's bytes, read now: read_file() (whole, into memory), since
-			 * the body must be in the request's buffer before it is sent.
+			 * the body must be in the request's buffer before it is sent, and
+			 * freed when the request is done (--jobs bounds how many are held).
+			 * Rejected: evbuffer_add_file() (the file could change between the
+			 * Content-Length and the last byte sent).
 			 */
 			buf_addf(&full, "%s/%s", c->vault, op->disk);
 			if (read_file(full.ptr, &body) < 0) {
@@ -606,6 +609,7 @@ static char *load_token(const char *file)
 	/*
 	 * Opening the token file: read_file(), whole; the first line is the
 	 * token, so an editor's trailing newline is not part of it.
+	 * Rejected: a --token flag (the token would show in ps and shell history).
 	 */
 	if (read_file(file, &b) < 0) {
 		fprintf(stderr, "quire sync: %s: %s\n", file, strerror(errno));
@@ -708,7 +712,9 @@ int sync_main(int argc, char **argv)
 		fprintf(stderr, "%s: %s: %s\n", diags.items[k].path,
 			diags.items[k].level == DIAG_ERROR ? "skipped" : "note", diags.items[k].msg);
 	/*
-	 * Opening the vault folder: every local file is opened relative to it.
+	 * Opening the vault folder: every local file is hashed relative to it,
+	 * so the scan and the hashing see one folder.
+	 * Rejected: joining paths per file (the path is resolved again each time).
 	 */
 	vfd = open(vault, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (vfd < 0) {
