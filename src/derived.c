@@ -261,9 +261,16 @@ static void tag_keys(const struct site_note *n, char ***out, size_t *nout)
 	*nout = j;
 }
 
+/* qsort() that accepts an empty (NULL) array, which the C library may not. */
+static void sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
 static int has_key(char *const *v, size_t n, const char *key)
 {
-	return bsearch(&key, v, n, sizeof(*v), cmp_str) != NULL;
+	return n && bsearch(&key, v, n, sizeof(*v), cmp_str) != NULL;
 }
 
 static size_t shard_count(size_t listed)
@@ -490,8 +497,7 @@ static void rss(struct site *s, const char *key, const char *title, const char *
 	size_t i, max = (size_t)s->cfg.feed_items;
 	char date[11], when[64];
 
-	if (n > 1)
-		qsort(v, n, sizeof(*v), cmp_notes_date);
+	sort(v, n, sizeof(*v), cmp_notes_date);
 	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		     "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\">\n<channel>\n"
 		     "<title>");
@@ -612,7 +618,7 @@ static void render_tag(struct site *s, struct derived_tag *t)
 		buf_release(&key);
 		return;
 	}
-	qsort(t->notes.v, t->notes.n, sizeof(*t->notes.v), cmp_notes_title);
+	sort(t->notes.v, t->notes.n, sizeof(*t->notes.v), cmp_notes_title);
 	items = xcalloc(t->notes.n, sizeof(*items));
 	dates = xcalloc(t->notes.n, sizeof(*dates));
 	note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
@@ -652,7 +658,7 @@ static void render_tag_index(struct site *s)
 	while (map_next(&d->tags, &i, NULL, NULL, &val))
 		if (((struct derived_tag *)val)->notes.n)
 			v[n++] = val;
-	qsort(v, n, sizeof(*v), cmp_tag_key);
+	sort(v, n, sizeof(*v), cmp_tag_key);
 	counts = xcalloc(n + 1, sizeof(*counts));
 	for (i = 0; i < n; i++) {
 		struct buf u = BUF_INIT, c = BUF_INIT;
@@ -728,8 +734,8 @@ static void render_folder(struct site *s, struct derived_folder *f)
 	for (i = 0; i < f->nkids; i++)
 		if (f->kids[i]->subtree)
 			kids[nk++] = f->kids[i];
-	qsort(kids, nk, sizeof(*kids), cmp_folder_name);
-	qsort(f->notes.v, f->notes.n, sizeof(*f->notes.v), cmp_notes_title);
+	sort(kids, nk, sizeof(*kids), cmp_folder_name);
+	sort(f->notes.v, f->notes.n, sizeof(*f->notes.v), cmp_notes_title);
 	n = nk + f->notes.n;
 	items = xcalloc(n + 1, sizeof(*items));
 	dates = xcalloc(n + 1, sizeof(*dates));
@@ -782,7 +788,7 @@ static void render_shard(struct site *s, size_t i)
 	char date[11];
 
 	buf_addf(&key, "/sitemap-%zu.xml", i);
-	qsort(l->v, l->n, sizeof(*l->v), cmp_notes_url);
+	sort(l->v, l->n, sizeof(*l->v), cmp_notes_url);
 	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		     "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
 	for (k = 0; k < l->n; k++) {

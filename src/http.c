@@ -41,6 +41,17 @@
  * still in flight with "Connection: close", and exits once no response is
  * being written (or when the grace period ends).
  *
+ * Deferred replies. A handler may take a request over
+ * (http_request_defer) and answer from another thread. The answer is
+ * queued on the request's loop under a mutex and the loop is woken by a
+ * byte on a second pipe (written only when the queue was empty), so only
+ * the owning loop ever touches the evhttp_request. evhttp reads nothing
+ * more from a connection while a request on it is unanswered, so the
+ * request stays valid; if the connection is freed anyway (stop, server
+ * teardown), the close callback marks the deferred request dead and its
+ * answer is dropped. Deferred requests count as in flight, and a stop
+ * does not close their connections as idle.
+ *
  * Rejected:
  * - evthread_use_pthreads() so that loops can wake each other with
  *   event_active(): it puts a lock around every event operation of every
@@ -129,6 +140,7 @@ struct handler {
 	char *prefix;
 	size_t len;
 	int is_prefix; /* prefix ends with '/': matches everything under it */
+	int raw;       /* also gets refused targets (http_server_add_raw_handler) */
 	enum kind kind;
 	void (*fn)(struct http_request *req, void *ctx);
 	void *ctx;
@@ -139,6 +151,23 @@ struct conn {
 	struct worker *w;
 	struct evhttp_connection *con;
 	struct conn *prev, *next;
+};
+
+/*
+ * A request taken over by a handler. Created and listed on its loop; the
+ * holder fills hdr and body; queued back under the loop's done_lock.
+ */
+struct http_deferred {
+	struct worker *w;
+	struct evhttp_request *ev;  /* loop thread only; NULL once dead */
+	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
+	struct http_deferred *qnext;       /* w->done queue */
+	enum kind kind;
+	int head, absolute;
+	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
+	int status;
+	struct buf hdr;             /* header lines of the answer */
+	struct buf body;
 };
 
 struct worker {
@@ -156,6 +185,12 @@ struct worker {
 	struct event *grace_ev;
 	struct event *flush_ev;
 	struct event *resume_ev;  /* re-enables accepting after EMFILE */
+	int done_pipe[2];         /* deferred answers waiting: a byte wakes the loop */
+	struct event *done_ev;
+	pthread_mutex_t done_lock;
+	int done_lock_init;
+	struct http_deferred *done_head, *done_tail; /* under done_lock */
+	struct http_deferred *deferred; /* taken over and not yet answered (loop thread) */
 	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
 	struct bufferevent **pending; /* accepted, not yet adopted */
 	size_t npending, apending;
@@ -190,6 +225,7 @@ struct http_server {
 	int port;
 	struct handler *handlers;
 	size_t nhandlers, ahandlers;
+	size_t nraw;              /* handlers with raw set */
 	atomic_int nconns;
 	time_t started;
 	int ran;
@@ -208,7 +244,8 @@ struct http_request {
 	struct snapshot *snap;
 	enum kind kind;
 	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
-	int replied;
+	int replied;              /* answered or deferred */
+	const char *target;       /* http_request_target(), computed on first use */
 };
 
 /* ---- small helpers ---- */
@@ -1328,6 +1365,53 @@ const void *http_request_body(struct http_request *req, size_t *len)
 	return p ? (const void *)p : "";
 }
 
+size_t http_request_take_body(struct http_request *req, struct buf *out)
+{
+	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
+	size_t len = in ? evbuffer_get_length(in) : 0;
+	ev_ssize_t n;
+
+	buf_reset(out);
+	if (!len)
+		return 0;
+	buf_grow(out, len);
+	n = evbuffer_remove(in, out->ptr, len);
+	buf_setlen(out, n > 0 ? (size_t)n : 0);
+	return out->len;
+}
+
+const char *http_request_target(const struct http_request *req)
+{
+	struct http_request *r = (struct http_request *)req; /* a cache, not state */
+	const struct http_server *srv = req->w->srv;
+	const char *t;
+
+	if (r->target)
+		return r->target;
+	t = r->uri ? r->uri : "";
+	if (r->absolute) {
+		t = strchr(t, ':') + 3;
+		t += strcspn(t, "/?");
+	}
+	if (srv->prefix_len && strncmp(t, srv->prefix, srv->prefix_len) == 0 &&
+	    t[srv->prefix_len] == '/')
+		t += srv->prefix_len;
+	r->target = t;
+	return t;
+}
+
+const char *http_request_peer(const struct http_request *req)
+{
+	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
+	char *host = NULL;
+	ev_uint16_t port = 0;
+
+	if (!con)
+		return "";
+	evhttp_connection_get_peer(con, &host, &port);
+	return host ? host : "";
+}
+
 int http_request_peer_is_loopback(const struct http_request *req)
 {
 	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
@@ -1416,6 +1500,243 @@ void http_reply_buf(struct http_request *req, int status, const char *content_ty
 	respond(req, status);
 }
 
+/* ---- deferred replies ---- */
+
+struct http_deferred *http_request_defer(struct http_request *req)
+{
+	struct worker *w = req->w;
+	struct http_deferred *d;
+
+	if (req->replied || !req->ev) {
+		log_warn("http: %s: cannot defer an answered request", req->path ? req->path : "-");
+		return NULL;
+	}
+	d = xcalloc(1, sizeof(*d));
+	d->w = w;
+	d->ev = req->ev;
+	d->kind = req->kind;
+	d->head = req->head;
+	d->absolute = req->absolute;
+	d->status = 500;
+	buf_init(&d->hdr, 0);
+	buf_init(&d->body, 0);
+	d->next = w->deferred;
+	if (w->deferred)
+		w->deferred->prev = d;
+	w->deferred = d;
+	w->inflight++;
+	req->replied = 1;
+	return d;
+}
+
+struct http_deferred *http_request_park(struct http_request *req)
+{
+	struct http_deferred *d = http_request_defer(req);
+
+	if (d) {
+		d->parked = 1;
+		req->w->inflight--; /* a stop does not wait for it */
+	}
+	return d;
+}
+
+void http_deferred_header(struct http_deferred *d, const char *name, const char *value)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)name; *p; p++)
+		if (!token_char(*p))
+			break;
+	if (!*name || *p || strpbrk(value, "\r\n")) {
+		log_warn("http: invalid deferred response header dropped");
+		return;
+	}
+	buf_adds(&d->hdr, name);
+	buf_add(&d->hdr, ": ", 2);
+	buf_adds(&d->hdr, value);
+	buf_add(&d->hdr, "\r\n", 2);
+}
+
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	d->status = status;
+	if (content_type) {
+		buf_add(&d->hdr, "Content-Type: ", 14);
+		buf_adds(&d->hdr, content_type);
+		buf_add(&d->hdr, "\r\n", 2);
+	}
+	if (body) {
+		buf_release(&d->body);
+		d->body = *body;
+		buf_init(body, 0);
+	}
+	pthread_mutex_lock(&w->done_lock);
+	wake = !w->done_head;
+	if (w->done_tail)
+		w->done_tail->qnext = d;
+	else
+		w->done_head = d;
+	w->done_tail = d;
+	pthread_mutex_unlock(&w->done_lock);
+	if (wake) {
+		ssize_t n;
+		do
+			n = write(w->done_pipe[1], "d", 1);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno != EAGAIN)
+			log_error("http: cannot wake loop %d: %s", w->index, strerror(errno));
+	}
+}
+
+void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
+			 const void *body, size_t len)
+{
+	struct buf b = BUF_INIT;
+
+	buf_add(&b, body, len);
+	http_deferred_reply_buf(d, status, content_type, &b);
+}
+
+static void unlink_deferred(struct worker *w, struct http_deferred *d)
+{
+	if (d->prev)
+		d->prev->next = d->next;
+	else if (w->deferred == d)
+		w->deferred = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+}
+
+static void free_deferred(struct http_deferred *d)
+{
+	buf_release(&d->hdr);
+	buf_release(&d->body);
+	free(d);
+}
+
+/* Takes the queue of answers handed back to this loop. */
+static struct http_deferred *take_done(struct worker *w)
+{
+	struct http_deferred *list;
+
+	pthread_mutex_lock(&w->done_lock);
+	list = w->done_head;
+	w->done_head = w->done_tail = NULL;
+	pthread_mutex_unlock(&w->done_lock);
+	return list;
+}
+
+/* Sends one handed-back answer on its own loop (the fast path's respond()). */
+static void send_deferred(struct worker *w, struct http_deferred *d)
+{
+	struct http_request r;
+	size_t len = d->body.len;
+
+	memset(&r, 0, sizeof(r));
+	r.w = w;
+	r.ev = d->ev;
+	r.kind = d->kind;
+	r.head = d->head;
+	r.absolute = d->absolute;
+	r.uri = evhttp_request_get_uri(d->ev);
+	buf_reset(&w->hdr);
+	buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
+	HDR_CONST(&r, "Cache-Control: no-store\r\n");
+	set_length(&r, len);
+	if (!r.head && len > 0) {
+		char *bytes = buf_detach(&d->body, NULL);
+		if (evbuffer_add_reference(evhttp_request_get_output_buffer(d->ev), bytes, len,
+					   free_bytes, bytes) < 0) {
+			free(bytes);
+			log_warn("http: cannot queue a deferred response");
+		}
+	}
+	respond(&r, d->status);
+}
+
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct http_deferred *d, *next;
+	char b[64];
+
+	while (read(fd, b, sizeof(b)) > 0)
+		;
+	for (d = take_done(w); d; d = next) {
+		next = d->qnext;
+		unlink_deferred(w, d);
+		if (!d->parked)
+			w->inflight--;
+		if (d->ev)
+			send_deferred(w, d);
+		free_deferred(d);
+	}
+	if (w->stopping)
+		check_stop(w);
+}
+
+/*
+ * A stop answers parked requests (long polls) at once with 503; the
+ * holder's answer, when it comes, is dropped. Only loop-owned fields of d
+ * are touched: its headers and body belong to the holder until it replies.
+ */
+static void answer_parked(struct worker *w)
+{
+	static const char text[] = "Service Unavailable: the server is stopping\n";
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		struct http_request r;
+
+		if (!d->parked || !d->ev)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.w = w;
+		r.ev = d->ev;
+		r.kind = d->kind;
+		r.head = d->head;
+		r.absolute = d->absolute;
+		r.uri = evhttp_request_get_uri(d->ev);
+		d->ev = NULL;
+		buf_reset(&w->hdr);
+		HDR_CONST(&r, "Retry-After: 1\r\n");
+		respond_text(&r, 503, text);
+	}
+}
+
+/* True when a deferred request on con is waiting for its answer. */
+static int has_deferred(struct worker *w, struct evhttp_connection *con)
+{
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next)
+		if (d->ev && evhttp_request_get_connection(d->ev) == con)
+			return 1;
+	return 0;
+}
+
+/*
+ * The loops have stopped and evhttp is about to free every connection with
+ * its requests: no deferred request may be touched after that. A request
+ * that evhttp had already detached from its connection (its client left)
+ * is ours to free.
+ */
+static void kill_deferred(struct worker *w)
+{
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		if (d->ev && !evhttp_request_get_connection(d->ev))
+			evhttp_request_free(d->ev);
+		d->ev = NULL;
+	}
+}
+
 int http_server_add_handler(struct http_server *srv, const char *prefix,
 			    void (*fn)(struct http_request *req, void *ctx), void *ctx)
 {
@@ -1429,8 +1750,75 @@ int http_server_add_handler(struct http_server *srv, const char *prefix,
 	h->len = strlen(prefix);
 	h->is_prefix = prefix[h->len - 1] == '/';
 	h->kind = K_API;
+	h->raw = 0;
 	h->fn = fn;
 	h->ctx = ctx;
+	return 0;
+}
+
+int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
+				void (*fn)(struct http_request *req, void *ctx), void *ctx)
+{
+	if (http_server_add_handler(srv, prefix, fn, ctx) < 0)
+		return -1;
+	srv->handlers[srv->nhandlers - 1].raw = 1;
+	srv->nraw++;
+	return 0;
+}
+
+/* Calls a handler and answers 500 for it when it neither replied nor deferred. */
+static void call_handler(struct http_request *r, const struct handler *h)
+{
+	r->kind = h->kind;
+	h->fn(r, h->ctx);
+	if (!r->replied) {
+		log_error("http: handler for %s did not reply", h->prefix);
+		buf_reset(&r->w->hdr);
+		respond_text(r, 500, "Internal Server Error\n");
+	}
+}
+
+/*
+ * A target that decode_target() refused: a raw handler whose prefix starts
+ * the raw target gets it, to explain the refusal. Returns 1 when one did.
+ */
+static int dispatch_raw(struct http_request *r)
+{
+	const struct http_server *srv = r->w->srv;
+	const char *t = r->uri;
+	size_t i, len;
+
+	if (r->absolute) {
+		t = strchr(t, ':') + 3;
+		t += strcspn(t, "/?");
+	}
+	if (srv->prefix_len) {
+		if (strncmp(t, srv->prefix, srv->prefix_len) != 0 || t[srv->prefix_len] != '/')
+			return 0; /* outside the URL prefix */
+		t += srv->prefix_len;
+	}
+	if (*t != '/')
+		return 0;
+	r->target = t;
+	len = strcspn(t, "?");
+	for (i = 0; i < srv->nhandlers; i++) {
+		const struct handler *h = &srv->handlers[i];
+		if (!h->raw || !(h->is_prefix ? len >= h->len && memcmp(t, h->prefix, h->len) == 0
+					   : len == h->len && memcmp(t, h->prefix, len) == 0))
+			continue;
+		r->path = NULL;
+		r->path_len = 0;
+		r->query = t[len] == '?' ? t + len + 1 : NULL;
+		r->snap = snapshot_acquire(srv->opt.slot);
+		if (!r->snap) {
+			HDR_CONST(r, "Retry-After: 1\r\n");
+			respond_text(r, 503, "Service Unavailable: no snapshot published yet\n");
+			return 1;
+		}
+		call_handler(r, h);
+		snapshot_unref(r->snap);
+		return 1;
+	}
 	return 0;
 }
 
@@ -1507,7 +1895,8 @@ static void on_request(struct evhttp_request *ev, void *arg)
 		n = decode_target(r.uri, w->scratch, &r.query);
 	}
 	if (n < 0) {
-		respond_text(&r, 400, "Bad Request\n");
+		if (!srv->nraw || !dispatch_raw(&r))
+			respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
 	r.path = w->scratch;
@@ -1535,13 +1924,7 @@ static void on_request(struct evhttp_request *ev, void *arg)
 		return;
 	}
 	if ((h = find_handler(srv, r.path, r.path_len))) {
-		r.kind = h->kind;
-		h->fn(&r, h->ctx);
-		if (!r.replied) {
-			log_error("http: handler for %s did not reply", h->prefix);
-			buf_reset(&w->hdr);
-			respond_text(&r, 500, "Internal Server Error\n");
-		}
+		call_handler(&r, h);
 	} else if (r.method != HTTP_GET && r.method != HTTP_HEAD) {
 		int known = strcmp(method_name(evhttp_request_get_command(ev)), "-") != 0;
 		HDR_CONST(&r, "Allow: GET, HEAD\r\n");
@@ -1583,6 +1966,10 @@ static void on_close(struct evhttp_connection *con, void *arg)
 		c->next->prev = c->prev;
 	free(c);
 	atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
+	/* evhttp frees the requests still on con: a deferred one is dead */
+	for (struct http_deferred *d = w->deferred; d; d = d->next)
+		if (d->ev && evhttp_request_get_connection(d->ev) == con)
+			d->ev = NULL;
 	/* a response cut off mid-write never reaches on_complete */
 	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
 		w->inflight--;
@@ -1721,20 +2108,23 @@ static void begin_stop(struct worker *w)
 	if (w->stopping)
 		return;
 	w->stopping = 1;
+	/* first: answering parked requests below runs check_stop(), which reads it */
+	gettimeofday(&now, NULL);
+	timeradd(&now, &grace, &w->deadline);
 	if (w->bound) {
 		evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
 		w->bound = NULL;
 	}
 	adopt(-1, 0, w);
+	answer_parked(w);
 	/* connections with nothing to write are idle (or mid-request): close them */
 	for (c = w->conns; c; c = next) {
 		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
 		next = c->next;
-		if (!bev || evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		if ((!bev || evbuffer_get_length(bufferevent_get_output(bev)) == 0) &&
+		    !has_deferred(w, c->con))
 			evhttp_connection_free(c->con); /* on_close frees c */
 	}
-	gettimeofday(&now, NULL);
-	timeradd(&now, &grace, &w->deadline);
 	if (event_add(w->grace_ev, &tick) < 0)
 		log_warn("http: cannot arm the stop timer");
 	check_stop(w);
@@ -1871,6 +2261,7 @@ static int bound_port(int fd)
 
 static void worker_free(struct worker *w)
 {
+	struct http_deferred *d, *next;
 	size_t i;
 
 	if (!w)
@@ -1878,8 +2269,25 @@ static void worker_free(struct worker *w)
 	for (i = 0; i < w->npending; i++)
 		(void)bufferevent_decref(w->pending[i]);
 	free(w->pending);
+	kill_deferred(w);
 	if (w->http)
 		evhttp_free(w->http); /* closes the listener and every connection */
+	/* answers that came back after the loop stopped */
+	for (d = w->done_lock_init ? take_done(w) : NULL; d; d = next) {
+		next = d->qnext;
+		unlink_deferred(w, d);
+		free_deferred(d);
+	}
+	if (w->deferred)
+		log_error("http: loop %d freed with deferred requests never answered", w->index);
+	if (w->done_ev)
+		event_free(w->done_ev);
+	if (w->done_pipe[0] >= 0)
+		close(w->done_pipe[0]);
+	if (w->done_pipe[1] >= 0)
+		close(w->done_pipe[1]);
+	if (w->done_lock_init)
+		pthread_mutex_destroy(&w->done_lock);
 	if (w->listen_fd >= 0)
 		close(w->listen_fd);
 	if (w->ctl_ev)
@@ -1907,6 +2315,17 @@ static void worker_free(struct worker *w)
 	free(w);
 }
 
+/* A pipe with both ends non-blocking and close-on-exec. 0 or -1 (logged). */
+static int nonblocking_pipe(int fds[2])
+{
+	if (pipe(fds) < 0)
+		return log_error("http: pipe: %s", strerror(errno));
+	if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(fds[0], F_SETFD, FD_CLOEXEC) < 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) < 0)
+		return log_error("http: fcntl: %s", strerror(errno));
+	return 0;
+}
+
 static struct worker *worker_new(struct http_server *srv, int index, int fd)
 {
 	struct worker *w = xcalloc(1, sizeof(*w));
@@ -1917,16 +2336,15 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	w->index = index;
 	w->listen_fd = fd;
 	w->ctl[0] = w->ctl[1] = -1;
+	w->done_pipe[0] = w->done_pipe[1] = -1;
 	w->scratch = xmalloc(srv->max_uri + 2);
-	if (pipe(w->ctl) < 0) {
-		log_error("http: pipe: %s", strerror(errno));
+	if (pthread_mutex_init(&w->done_lock, NULL) != 0) {
+		log_error("http: cannot create a mutex");
 		goto fail;
 	}
-	if (fcntl(w->ctl[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(w->ctl[1], F_SETFL, O_NONBLOCK) < 0 ||
-	    fcntl(w->ctl[0], F_SETFD, FD_CLOEXEC) < 0 || fcntl(w->ctl[1], F_SETFD, FD_CLOEXEC) < 0) {
-		log_error("http: fcntl: %s", strerror(errno));
+	w->done_lock_init = 1;
+	if (nonblocking_pipe(w->ctl) < 0 || nonblocking_pipe(w->done_pipe) < 0)
 		goto fail;
-	}
 	if (!(cfg = event_config_new()) ||
 	    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) < 0 ||
 	    !(w->base = event_base_new_with_config(cfg))) {
@@ -1940,8 +2358,9 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	w->grace_ev = event_new(w->base, -1, EV_PERSIST, grace_tick, w);
 	w->resume_ev = event_new(w->base, -1, 0, resume_accept, w);
 	w->flush_ev = event_new(w->base, -1, EV_PERSIST, on_flush, w);
+	w->done_ev = event_new(w->base, w->done_pipe[0], EV_READ | EV_PERSIST, on_done, w);
 	if (!w->ctl_ev || !w->adopt_ev || !w->grace_ev || !w->resume_ev || !w->flush_ev ||
-	    event_add(w->ctl_ev, NULL) < 0) {
+	    !w->done_ev || event_add(w->ctl_ev, NULL) < 0 || event_add(w->done_ev, NULL) < 0) {
 		log_error("http: cannot create events");
 		goto fail;
 	}
@@ -2122,6 +2541,7 @@ int http_server_run(struct http_server *srv)
 	for (i = 0; i < srv->nworkers; i++) {
 		struct worker *w = srv->workers[i];
 		adopt(-1, 0, w);
+		kill_deferred(w);
 		if (w->http) {
 			evhttp_free(w->http);
 			w->http = NULL;

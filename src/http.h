@@ -15,9 +15,11 @@
  *
  * Handlers. /healthz and /metrics are built in; other modules (the sync
  * API, search) hook in with http_server_add_handler() before the server
- * runs. A handler answers synchronously with http_reply() and sees the
- * request through the small accessor set below, never through libevent:
- * only http.c includes libevent's headers.
+ * runs. A handler answers synchronously with http_reply(), or defers the
+ * request with http_request_defer() and answers later from any thread
+ * with http_deferred_reply(); it sees the request through the small
+ * accessor set below, never through libevent: only http.c includes
+ * libevent's headers.
  */
 #ifndef QUIRE_HTTP_H
 #define QUIRE_HTTP_H
@@ -85,13 +87,25 @@ void http_server_free(struct http_server *srv);
  * starts with it when prefix ends with '/', goes to fn instead of the
  * snapshot: "/api/" takes "/api/anything". The first match in
  * registration order wins. fn runs on a loop thread, possibly on several
- * at once, so it must be thread-safe; it must answer with http_reply()
- * before it returns (otherwise the client gets 500). Register before
+ * at once, so it must be thread-safe; it must answer with http_reply() or
+ * defer the request with http_request_defer() before it returns
+ * (otherwise the client gets 500). Register before
  * http_server_run(). prefix is copied; ctx is borrowed. Returns 0 or -1.
  */
 struct http_request;
 int http_server_add_handler(struct http_server *srv, const char *prefix,
 			    void (*fn)(struct http_request *req, void *ctx), void *ctx);
+
+/*
+ * Like http_server_add_handler(), and fn also gets the requests under
+ * prefix whose target the server itself would refuse with a bare 400
+ * (bad or NUL escapes, control bytes, backslashes, invalid UTF-8, "//",
+ * "." and ".." segments), so that it can say what is wrong. For those,
+ * http_request_path() returns NULL; http_request_target() has the raw
+ * target. The prefix is matched against the raw target byte for byte.
+ */
+int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
+				void (*fn)(struct http_request *req, void *ctx), void *ctx);
 
 enum http_method {
 	HTTP_GET,
@@ -106,14 +120,31 @@ enum http_method {
 
 /* Accessors; every pointer returned is valid until the handler returns. */
 enum http_method http_request_method(const struct http_request *req);
-/* The percent-decoded path without the URL prefix, NUL-terminated. */
+/*
+ * The percent-decoded path without the URL prefix, NUL-terminated; NULL
+ * for a refused target passed to a raw handler.
+ */
 const char *http_request_path(const struct http_request *req);
+/*
+ * The request target as sent (still percent-encoded, query included),
+ * after the authority of an absolute-form target and after the URL prefix
+ * when the raw target starts with it.
+ */
+const char *http_request_target(const struct http_request *req);
+/* The peer's address as text ("127.0.0.1", "::1"), or "" when unknown. */
+const char *http_request_peer(const struct http_request *req);
 /* The raw query string after '?', or NULL. */
 const char *http_request_query(const struct http_request *req);
 /* The first value of a request header (case-insensitive name), or NULL. */
 const char *http_request_header(const struct http_request *req, const char *name);
 /* The request body (may be empty, never NULL); its length goes to *len. */
 const void *http_request_body(struct http_request *req, size_t *len);
+/*
+ * Moves the request body into out (replacing its contents) with one copy
+ * and no second buffer of the whole size; afterwards the body reads as
+ * empty. Returns the length.
+ */
+size_t http_request_take_body(struct http_request *req, struct buf *out);
 /* True when the peer connected from a loopback address. */
 int http_request_peer_is_loopback(const struct http_request *req);
 /* The snapshot this request is served from, borrowed for the handler's call. */
@@ -131,6 +162,40 @@ void http_reply(struct http_request *req, int status, const char *content_type,
 /* Like http_reply, but takes over body's bytes (no copy) and leaves it as BUF_INIT. */
 void http_reply_buf(struct http_request *req, int status, const char *content_type,
 		    struct buf *body);
+
+/*
+ * Deferred replies, for work that must not run on a loop (file writes,
+ * long polls).
+ *
+ * Inside its handler, http_request_defer() takes the request over: the
+ * handler returns without replying, copying first whatever it needs from
+ * the request (the accessors stay valid until it returns). The caller
+ * owns the returned handle until it hands it back with exactly one
+ * http_deferred_reply() or http_deferred_reply_buf(), from any thread;
+ * the response is then sent by the request's own loop, woken through a
+ * pipe, so libevent is only ever touched on its own thread. If the client
+ * has gone meanwhile, the reply is dropped.
+ *
+ * A deferred request counts as in flight: a stop waits for it (up to the
+ * grace period). Every handle must be handed back before
+ * http_server_free(), even after http_server_run() has returned (the
+ * reply is then discarded).
+ */
+struct http_deferred;
+struct http_deferred *http_request_defer(struct http_request *req);
+/*
+ * Like http_request_defer(), for a long poll: a stop does not wait for it
+ * but answers it 503 at once (the holder's later answer is dropped).
+ */
+struct http_deferred *http_request_park(struct http_request *req);
+/* Adds a response header (copied). Before the reply, on the thread holding d. */
+void http_deferred_header(struct http_deferred *d, const char *name, const char *value);
+/* Sends status with a copy of body and frees d. Thread-safe. */
+void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
+			 const void *body, size_t len);
+/* Like http_deferred_reply, taking over body's bytes (left as BUF_INIT). */
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body);
 
 /* True for "127.x.y.z", "::1" and "::ffff:127.x.y.z" (exported for tests). */
 int http_addr_is_loopback(const char *addr);

@@ -48,6 +48,8 @@ static void publish(struct loader *l, struct snapshot *snap)
 	snapshot_publish(l->slot, snap);
 	pthread_mutex_lock(&l->lock);
 	l->version = v;
+	/* in the same breath as the version: loader_notify() predicts from both */
+	l->building = 0;
 	pthread_cond_broadcast(&l->published);
 	pthread_mutex_unlock(&l->lock);
 }
@@ -187,6 +189,9 @@ static void *run(void *arg)
 		l->reload = 0;
 		paths = l->queue;
 		n = l->nqueue;
+		/* settings changed: everything may look different, so load it all again */
+		for (size_t i = 0; i < n && !reload; i++)
+			reload = strcmp(paths[i], "quire.yml") == 0;
 		l->queue = NULL;
 		l->nqueue = l->aqueue = 0;
 		l->building = 1;

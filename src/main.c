@@ -9,6 +9,7 @@
 #include "site.h"
 #include "serve.h"
 #include "snapshot.h"
+#include "synccli.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@ static const char usage[] =
 	"  serve   render the vault and serve it over HTTP\n"
 	"  check   lint the vault: broken links and embeds, bad frontmatter, ...\n"
 	"  export  write the rendered site as static files\n"
+	"  sync    push a vault to a running server through its sync API\n"
 	"\n"
 	"quire COMMAND --help shows a command's options; quire --version its version.\n";
 
@@ -190,6 +192,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (strcmp(cmd, "export") == 0)
 		return cmd_export(argc - 1, argv + 1);
+	if (strcmp(cmd, "sync") == 0)
+		return sync_main(argc - 1, argv + 1);
 	fprintf(stderr, "quire: unknown command '%s'\n%s", cmd, usage);
 	return 2;
 }

@@ -1,19 +1,25 @@
 /*
- * serve.c: the glue between the loader and the HTTP front.
+ * serve.c: the glue between the loader, the HTTP front and the sync API.
  *
  * The first load runs before the port opens, so the first request already
  * sees every page; after that the loader thread owns the site and the
- * front only ever reads published snapshots.
+ * front only ever reads published snapshots. With a token (--token-file or
+ * QUIRE_TOKEN) the sync API is registered under /api/v1/; without one those
+ * URLs are plain 404s.
  */
 #include "serve.h"
 #include "http.h"
 #include "loader.h"
 #include "log.h"
 #include "parallel.h"
+#include "searchapi.h"
 #include "site.h"
 #include "watch.h"
+#include "syncapi.h"
+#include "vault.h"
 #include "xalloc.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +28,7 @@
 static const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
-	"                   [--no-watch] [--base-url URL]\n"
+	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
 	"\n"
 	"Renders the vault and serves it. SIGHUP reloads quire.yml and the vault;\n"
 	"SIGINT and SIGTERM stop after the responses in flight.\n"
@@ -35,7 +41,10 @@ static const char serve_usage[] =
 	"  --metrics-public      serve /metrics to any address, not only loopback\n"
 	"  --max-connections N   refuse connections beyond N (default 10000)\n"
 	"  --no-watch            do not watch the vault for changes\n"
-	"  --base-url URL        overrides base_url of quire.yml\n";
+	"  --base-url URL        overrides base_url of quire.yml\n"
+	"  --token-file FILE     enables the sync API (/api/v1/) for this bearer token;\n"
+	"                        the environment variable QUIRE_TOKEN does the same\n"
+	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n";
 
 /* The watcher's batches go straight into the loader's queue. */
 static void on_change(void *ctx, const char *const *paths, size_t n)
@@ -63,6 +72,76 @@ static int parse_int(const char *s, const char *flag, int min, int max, int *out
 	return 0;
 }
 
+/* "1048576", "512K", "64M", "1G" -> bytes. */
+static int parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10), mult = 1;
+
+	if (end == s || s[0] == '-')
+		goto bad;
+	if (*end == 'k' || *end == 'K')
+		mult = 1024ULL;
+	else if (*end == 'm' || *end == 'M')
+		mult = 1024ULL * 1024;
+	else if (*end == 'g' || *end == 'G')
+		mult = 1024ULL * 1024 * 1024;
+	else if (*end)
+		goto bad;
+	if (*end && end[1])
+		goto bad;
+	if (v == 0 || v > (1ULL << 40) / mult)
+		goto bad;
+	*out = (size_t)(v * mult);
+	return 0;
+bad:
+	fprintf(stderr, "quire serve: --max-upload takes a size such as 1048576, 512K or 64M, got '%s'\n",
+		s);
+	return -1;
+}
+
+/*
+ * The token: the first line of file (trailing whitespace dropped), else
+ * $QUIRE_TOKEN, else NULL (no sync API). Returns -1 when the file cannot
+ * be read or holds no token.
+ */
+static int read_token(const char *file, char **out)
+{
+	struct buf b = BUF_INIT;
+	const char *env = getenv("QUIRE_TOKEN");
+	size_t n;
+	int ret = -1;
+
+	*out = NULL;
+	if (!file) {
+		if (env && *env)
+			*out = xstrdup(env);
+		return 0;
+	}
+	/*
+	 * Opening the token file: read whole with read_file() (it is one line).
+	 * Its first line is the token, so a trailing newline from an editor or
+	 * `echo` does not become part of it.
+	 * Rejected: the token on the command line (visible in ps).
+	 */
+	if (read_file(file, &b) < 0) {
+		fprintf(stderr, "quire serve: %s: %s\n", file, strerror(errno));
+		goto out;
+	}
+	n = strcspn(b.ptr, "\r\n");
+	while (n && (b.ptr[n - 1] == ' ' || b.ptr[n - 1] == '\t'))
+		n--;
+	if (!n) {
+		fprintf(stderr, "quire serve: %s holds no token\n", file);
+		goto out;
+	}
+	*out = xstrndup(b.ptr, n);
+	ret = 0;
+out:
+	buf_release(&b);
+	return ret;
+}
+
 int serve_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -75,6 +154,8 @@ int serve_main(int argc, char **argv)
 		{ "max-connections", required_argument, NULL, 'c' },
 		{ "no-watch", no_argument, NULL, 'w' },
 		{ "base-url", required_argument, NULL, 'b' },
+		{ "token-file", required_argument, NULL, 'k' },
+		{ "max-upload", required_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -83,8 +164,13 @@ int serve_main(int argc, char **argv)
 	struct snapshot_slot slot;
 	struct loader *loader = NULL;
 	struct http_server *srv = NULL;
+	struct syncapi *api = NULL;
+	struct searchapi *search = NULL;
+	struct syncapi_options sa;
 	const struct site *site;
-	const char *vault = ".";
+	const char *vault = ".", *token_file = NULL, *data_dir = NULL;
+	char *token = NULL;
+	size_t max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
 	struct watch *watch = NULL;
 	int c, ret = 1, watching = 1;
 
@@ -100,7 +186,7 @@ int serve_main(int argc, char **argv)
 			if (parse_int(optarg, "--threads", 1, 256, &ho.threads) < 0)
 				return 2;
 			break;
-		case 'd': so.data_dir = optarg; break;
+		case 'd': data_dir = optarg; break;
 		case 'a': ho.access_log = optarg; break;
 		case 'm': ho.metrics_public = 1; break;
 		case 'c':
@@ -109,6 +195,11 @@ int serve_main(int argc, char **argv)
 			break;
 		case 'w': watching = 0; break;
 		case 'b': so.base_url = optarg; break;
+		case 'k': token_file = optarg; break;
+		case 'u':
+			if (parse_size(optarg, &max_upload) < 0)
+				return 2;
+			break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default: fputs(serve_usage, stderr); return 2;
 		}
@@ -118,6 +209,10 @@ int serve_main(int argc, char **argv)
 		return 2;
 	}
 
+	if (read_token(token_file, &token) < 0)
+		return 1;
+	so.data_dir = data_dir;
+	so.search = 1;
 	snapshot_slot_init(&slot);
 	loader = loader_new(vault, &so, &slot);
 	if (!loader)
@@ -128,9 +223,28 @@ int serve_main(int argc, char **argv)
 	ho.handle_signals = 1;
 	ho.on_reload = on_reload;
 	ho.reload_ctx = loader;
+	if (token)
+		ho.max_body_size = max_upload; /* evhttp answers 413 beyond it */
 	srv = http_server_new(&ho);
 	if (!srv)
 		goto out;
+	if (token) {
+		memset(&sa, 0, sizeof(sa));
+		sa.vault = vault;
+		sa.token = token;
+		sa.data_dir = data_dir;
+		sa.max_upload = max_upload;
+		api = syncapi_new(&sa, loader);
+		if (!api || syncapi_register(api, srv) < 0)
+			goto out;
+		fprintf(stderr, "sync API enabled at /api/v1/ (uploads up to %zu bytes)\n", max_upload);
+	}
+	if (loader_search_path(loader)) {
+		/* 20 searches a second per address, bursts of 40 */
+		search = searchapi_new(loader_search_path(loader), &site->layout, 20.0, 40.0);
+		if (!search || searchapi_register(search, srv) < 0)
+			goto out;
+	}
 	{
 		struct site_stats st;
 		site_stats(site, &st);
@@ -154,8 +268,14 @@ int serve_main(int argc, char **argv)
 	ret = http_server_run(srv) < 0 ? 1 : 0;
 out:
 	watch_free(watch);
+	syncapi_free(api); /* answers what it still holds before the server goes */
 	http_server_free(srv);
+	searchapi_free(search);
 	loader_free(loader);
 	snapshot_slot_release(&slot);
+	if (token) {
+		memset(token, 0, strlen(token));
+		free(token);
+	}
 	return ret;
 }

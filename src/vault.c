@@ -41,6 +41,9 @@ int vault_ignored(const struct config *cfg, const char *path)
 			break;
 		p++;
 	}
+	/* the settings are not content: never a page, never an attachment */
+	if (strcmp(path, "quire.yml") == 0)
+		return 1;
 	if (!cfg)
 		return 0;
 	for (i = 0; i < cfg->nignore; i++) {

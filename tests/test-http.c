@@ -1210,6 +1210,222 @@ static void test_handlers(void)
 	stop(&s);
 }
 
+/* ---- deferred replies and raw handlers ---- */
+
+struct later_job {
+	struct http_deferred *d;
+	char *text;
+	int ms;
+	struct later_job *next;
+};
+
+static pthread_mutex_t later_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t later_cond = PTHREAD_COND_INITIALIZER;
+static struct later_job *later_jobs;
+static int later_stop;
+static atomic_int later_answered;
+
+/* The replier: answers each deferred request from its own thread after job->ms. */
+static void *later_main(void *arg)
+{
+	pthread_mutex_lock(&later_lock);
+	for (;;) {
+		struct later_job *j;
+		while (!later_jobs && !later_stop)
+			pthread_cond_wait(&later_cond, &later_lock);
+		if (!later_jobs)
+			break;
+		j = later_jobs;
+		later_jobs = j->next;
+		pthread_mutex_unlock(&later_lock);
+		if (j->ms > 0)
+			usleep((useconds_t)j->ms * 1000);
+		http_deferred_header(j->d, "X-Later", "yes");
+		http_deferred_reply(j->d, 200, "text/plain", j->text, strlen(j->text));
+		atomic_fetch_add(&later_answered, 1);
+		free(j->text);
+		free(j);
+		pthread_mutex_lock(&later_lock);
+	}
+	pthread_mutex_unlock(&later_lock);
+	return NULL;
+}
+
+/* Jobs run in order; the handler copies what it needs before it returns. */
+static void later(struct http_request *req, void *ctx)
+{
+	struct later_job *j = xcalloc(1, sizeof(*j)), **tail;
+	struct buf body = BUF_INIT, text = BUF_INIT;
+	const char *q = http_request_query(req);
+	size_t n = http_request_take_body(req, &body), left;
+
+	CHECK(http_request_body(req, &left) != NULL && left == 0);
+	j->ms = q && strncmp(q, "ms=", 3) == 0 ? atoi(q + 3) : 0;
+	buf_addf(&text, "later %s %zu", http_request_path(req), n);
+	j->text = buf_detach(&text, NULL);
+	buf_release(&body);
+	j->d = q && strstr(q, "park") ? http_request_park(req) : http_request_defer(req);
+	CHECK(j->d != NULL);
+	pthread_mutex_lock(&later_lock);
+	for (tail = &later_jobs; *tail; tail = &(*tail)->next)
+		;
+	*tail = j;
+	pthread_cond_signal(&later_cond);
+	pthread_mutex_unlock(&later_lock);
+}
+
+static void raw_api(struct http_request *req, void *ctx)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s %s", http_request_path(req) ? "path" : "raw", http_request_target(req));
+	http_reply_buf(req, 200, "text/plain", &b);
+}
+
+static void test_deferred(void)
+{
+	struct http_options opt = { 0 };
+	struct running s;
+	pthread_t replier;
+	struct resp r, r2;
+	struct conn c, c2;
+	struct buf big_req = BUF_INIT;
+	double t;
+
+	later_stop = 0;
+	CHECK(pthread_create(&replier, NULL, later_main, NULL) == 0);
+	opt.listen = "127.0.0.1:0";
+	opt.slot = &slot;
+	opt.threads = 2;
+	opt.shutdown_grace_s = 1;
+	opt.max_body_size = 4 * 1024 * 1024;
+	memset(&s, 0, sizeof(s));
+	s.srv = http_server_new(&opt);
+	CHECK(s.srv != NULL);
+	if (!s.srv)
+		return;
+	CHECK(http_server_add_handler(s.srv, "/later/", later, NULL) == 0);
+	CHECK(http_server_add_raw_handler(s.srv, "/raw/", raw_api, NULL) == 0);
+	s.port = http_server_port(s.srv);
+	s.rc = -99;
+	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
+
+	/* answered from the replier thread */
+	CHECK(fetch(s.port, "GET /later/a?ms=20 HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "X-Later"), "yes");
+	CHECK_STR(hdr(&r, "Content-Type"), "text/plain");
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "later /later/a 0") == 0);
+	resp_free(&r);
+
+	/* a 1 MB body moved out of the request */
+	buf_addf(&big_req, "PUT /later/big HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n",
+		 1000000);
+	while (big_req.len < 1000000 + 70)
+		buf_addc(&big_req, 'z');
+	buf_setlen(&big_req, strstr(big_req.ptr, "\r\n\r\n") + 4 + 1000000 - big_req.ptr);
+	CHECK(fetch(s.port, big_req.ptr, &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "later /later/big 1000000") == 0);
+	resp_free(&r);
+	buf_release(&big_req);
+
+	/* pipelined deferred requests are answered in order on one connection */
+	CHECK(conn_open(&c, s.port) >= 0);
+	{
+		const char *pipe3 = "GET /later/one?ms=30 HTTP/1.1\r\nHost: x\r\n\r\n"
+				    "GET /later/two HTTP/1.1\r\nHost: x\r\n\r\n"
+				    "GET /later/three HTTP/1.1\r\nHost: x\r\n\r\n";
+		CHECK(send_all(c.fd, pipe3, strlen(pipe3)) == 0);
+		CHECK(read_resp(&c, &r, 0) == 0);
+		CHECK(r.body.ptr && strcmp(r.body.ptr, "later /later/one 0") == 0);
+		resp_free(&r);
+		CHECK(read_resp(&c, &r, 0) == 0);
+		CHECK(r.body.ptr && strcmp(r.body.ptr, "later /later/two 0") == 0);
+		resp_free(&r);
+		CHECK(read_resp(&c, &r, 0) == 0);
+		CHECK(r.body.ptr && strcmp(r.body.ptr, "later /later/three 0") == 0);
+		resp_free(&r);
+	}
+	conn_close(&c);
+
+	/* the client leaves before the answer: dropped, the server goes on */
+	CHECK(conn_open(&c, s.port) >= 0);
+	CHECK(send_all(c.fd, "GET /later/gone?ms=150 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/gone?ms=150 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
+	conn_close(&c);
+	usleep(250 * 1000);
+	CHECK(fetch(s.port, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+
+	/* raw handlers see refused targets; others still get a bare 400 */
+	CHECK(fetch(s.port, "GET /raw/a%00b HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "raw /raw/a%00b") == 0);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /raw/x/../y?q HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "raw /raw/x/../y?q") == 0);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /raw/ok%20name?q HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "path /raw/ok%20name?q") == 0);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /later/a%00b HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 400);
+	resp_free(&r);
+	CHECK(fetch(s.port, "GET /rawx%00 HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 400);
+	resp_free(&r);
+
+	/* a stop waits for a deferred answer within the grace period, and answers a parked one 503 */
+	CHECK(conn_open(&c2, s.port) >= 0);
+	CHECK(send_all(c2.fd, "GET /later/poll?ms=600&park HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/poll?ms=600&park HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
+	CHECK(conn_open(&c, s.port) >= 0);
+	CHECK(send_all(c.fd, "GET /later/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
+	usleep(50 * 1000);
+	t = now_s();
+	http_server_stop(s.srv);
+	CHECK(read_resp(&c2, &r, 0) == 0);
+	CHECK_INT(r.status, 503);
+	CHECK(now_s() - t < 0.2);
+	resp_free(&r);
+	conn_close(&c2);
+	CHECK(read_resp(&c, &r, 0) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(hdr(&r, "Connection"), "close");
+	CHECK(r.body.ptr && strcmp(r.body.ptr, "later /later/slow 0") == 0);
+	resp_free(&r);
+	conn_close(&c);
+	CHECK(pthread_join(s.thread, NULL) == 0);
+	CHECK_INT(s.rc, 0);
+	CHECK(now_s() - t < 1.0);
+
+	/* and one answered after the loops are gone is discarded */
+	http_server_free(s.srv);
+	memset(&s, 0, sizeof(s));
+	s.srv = http_server_new(&opt);
+	CHECK(s.srv != NULL);
+	if (!s.srv)
+		return;
+	CHECK(http_server_add_handler(s.srv, "/later/", later, NULL) == 0);
+	s.port = http_server_port(s.srv);
+	s.rc = -99;
+	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
+	CHECK(conn_open(&c, s.port) >= 0);
+	CHECK(send_all(c.fd, "GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
+	usleep(50 * 1000);
+	http_server_stop(s.srv);
+	CHECK(read_resp(&c, &r2, 0) < 0); /* closed after the grace second, unanswered */
+	resp_free(&r2);
+	conn_close(&c);
+	CHECK(pthread_join(s.thread, NULL) == 0);
+	pthread_mutex_lock(&later_lock);
+	later_stop = 1;
+	pthread_cond_signal(&later_cond);
+	pthread_mutex_unlock(&later_lock);
+	CHECK(pthread_join(replier, NULL) == 0); /* every handle handed back */
+	http_server_free(s.srv);
+}
+
 static void test_threads(void)
 {
 	struct http_options opt = { 0 };
@@ -1414,6 +1630,7 @@ int main(void)
 	RUN(test_no_snapshot);
 	RUN(test_prefix);
 	RUN(test_handlers);
+	RUN(test_deferred);
 	RUN(test_threads);
 	RUN(test_access_log);
 	RUN(test_graceful_stop);

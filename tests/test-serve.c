@@ -16,6 +16,7 @@
 #include "httpc.h"
 #include "loader.h"
 #include "markdown.h"
+#include "searchapi.h"
 #include "test.h"
 #include "watch.h"
 
@@ -24,6 +25,7 @@
 static struct snapshot_slot slot;
 static struct loader *loader;
 static struct http_server *srv;
+static struct searchapi *search;
 static pthread_t thread;
 static int port;
 static char *vault, *out;
@@ -77,7 +79,10 @@ static void setup(void)
 	tv_write_len(vault, "secret/private-photo.png", "\x89PNG private", 12);
 
 	snapshot_slot_init(&slot);
-	loader = loader_new(vault, NULL, &slot);
+	{
+		struct site_options so = { .search = 1 };
+		loader = loader_new(vault, &so, &slot);
+	}
 	CHECK(loader != NULL);
 	memset(&ho, 0, sizeof(ho));
 	ho.listen = "127.0.0.1:0";
@@ -87,6 +92,10 @@ static void setup(void)
 	srv = http_server_new(&ho);
 	CHECK(srv != NULL);
 	port = http_server_port(srv);
+	CHECK(loader_search_path(loader) != NULL);
+	/* a small bucket, so that the rate limit shows within the test */
+	search = searchapi_new(loader_search_path(loader), &loader_site(loader)->layout, 5.0, 30.0);
+	CHECK(search && searchapi_register(search, srv) == 0);
 	CHECK(loader_start(loader) == 0);
 	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
 	snap = snapshot_acquire(&slot);
@@ -99,6 +108,7 @@ static void teardown(void)
 	http_server_stop(srv);
 	pthread_join(thread, NULL);
 	http_server_free(srv);
+	searchapi_free(search);
 	loader_free(loader);
 	snapshot_slot_release(&slot);
 	tv_remove(vault);
@@ -273,6 +283,70 @@ static void test_watched_changes(void)
 	buf_release(&q);
 }
 
+/* Search through the real index the loader filled; private text is never found. */
+static void test_search(void)
+{
+	static const char *const hostile[] = {
+		"%22unbalanced", "NEAR(a%20b)", "*", "%5E", "title%3Afoo", "AND%20OR%20NOT",
+		"%FF%FE", "%00", "a%25", "-only",
+	};
+	struct resp r;
+	size_t i;
+	int ok = 0, limited = 0;
+
+	/* the index fills after the first snapshot: wait for it, slower than the bucket refills */
+	for (i = 0; i < 60 && !ok; i++) {
+		ok = get("/api/search?q=snapshot", "", &r) == 0 && r.status == 200 &&
+		     memmem(r.body.ptr, r.body.len, "\"url\"", 5);
+		if (!ok && i == 59)
+			fprintf(stderr, "  search still answers %d: %.*s\n", r.status, (int)r.body.len,
+				r.body.ptr);
+		resp_free(&r);
+		if (!ok)
+			usleep(250000);
+	}
+	CHECK(ok);
+	CHECK(get("/api/search?q=render+on+write&limit=3", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(memmem(r.body.ptr, r.body.len, "\"match\":true", 12) != NULL);
+	CHECK(hdr(&r, "Content-Type") && strstr(hdr(&r, "Content-Type"), "application/json"));
+	resp_free(&r);
+	CHECK(get("/search?q=wikilinks", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(memmem(r.body.ptr, r.body.len, "<mark>", 6) != NULL);
+	CHECK(memmem(r.body.ptr, r.body.len, "search-result", 13) != NULL);
+	resp_free(&r);
+	CHECK(get("/api/search?q=HIDDENPLAN", "", &r) == 0);
+	CHECK(r.status == 200 && memmem(r.body.ptr, r.body.len, "\"total\":0", 9));
+	resp_free(&r);
+	CHECK(get("/api/search?q=PRIVATENOTE", "", &r) == 0);
+	CHECK(r.status == 200 && memmem(r.body.ptr, r.body.len, "\"total\":0", 9));
+	resp_free(&r);
+	for (i = 0; i < sizeof(hostile) / sizeof(*hostile); i++) {
+		char path[256];
+		snprintf(path, sizeof(path), "/api/search?q=%s", hostile[i]);
+		CHECK(get(path, "", &r) == 0);
+		if (r.status != 200 && r.status != 400 && r.status != 429) {
+			fprintf(stderr, "  q=%s: status %d\n", hostile[i], r.status);
+			test_current_failed = 1;
+		}
+		resp_free(&r);
+	}
+	CHECK(get("/api/search?q=x&limit=500", "", &r) == 0);
+	CHECK(r.status == 400 || r.status == 429);
+	resp_free(&r);
+	/* one address asking too fast gets 429 with Retry-After */
+	for (i = 0; i < 80 && !limited; i++) {
+		CHECK(get("/api/search?q=vault", "", &r) == 0);
+		if (r.status == 429) {
+			limited = 1;
+			CHECK(hdr(&r, "Retry-After") != NULL);
+		}
+		resp_free(&r);
+	}
+	CHECK(limited);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -280,6 +354,7 @@ int main(void)
 	RUN(test_served_equals_exported);
 	RUN(test_private_never_served);
 	RUN(test_edit_goes_live);
+	RUN(test_search);
 	RUN(test_watched_changes);
 	teardown();
 	return test_done();

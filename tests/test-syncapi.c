@@ -1,0 +1,941 @@
+/*
+ * test-syncapi.c: the sync API against the real server, real files and
+ * real sockets.
+ *
+ * A small vault is written to a temporary folder; the loader, the HTTP
+ * front and the sync API start in-process as `quire serve` starts them,
+ * on 127.0.0.1:0; a raw HTTP client (testhttp.h) writes, deletes, moves
+ * and waits, and each test checks the answer, the bytes on disk and the
+ * page the site serves afterwards.
+ */
+#include "testutil.h" /* first: it defines _GNU_SOURCE */
+
+#include "hash.h"
+#include "http.h"
+#include "loader.h"
+#include "log.h"
+#include "snapshot.h"
+#include "syncapi.h"
+#include "test.h"
+#include "testhttp.h"
+#include "vault.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define TOKEN "s3cret-token"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
+#define MAX_UPLOAD (256 * 1024)
+#define AUTH_FAILURES 5
+
+static char *vault;
+static struct snapshot_slot slot;
+static struct loader *loader;
+static struct http_server *srv;
+static struct syncapi *api;
+static pthread_t srv_thread;
+static int port, srv_rc;
+
+/* ---- the server ---- */
+
+static void *run_server(void *arg)
+{
+	srv_rc = http_server_run(srv);
+	return NULL;
+}
+
+static struct syncapi *new_api(void)
+{
+	struct syncapi_options so;
+
+	memset(&so, 0, sizeof(so));
+	so.vault = vault;
+	so.token = TOKEN;
+	so.max_upload = MAX_UPLOAD;
+	so.threads = 3;
+	so.auth_failures = AUTH_FAILURES;
+	return syncapi_new(&so, loader);
+}
+
+static void start_server(void)
+{
+	struct http_options ho;
+
+	snapshot_slot_init(&slot);
+	loader = loader_new(vault, NULL, &slot);
+	CHECK(loader != NULL);
+	memset(&ho, 0, sizeof(ho));
+	ho.listen = "127.0.0.1:0";
+	ho.threads = 2;
+	ho.slot = &slot;
+	ho.max_body_size = MAX_UPLOAD + 4096; /* a little over: the API's own 413 is reachable */
+	srv = http_server_new(&ho);
+	CHECK(srv != NULL);
+	api = new_api();
+	CHECK(api != NULL);
+	CHECK(syncapi_register(api, srv) == 0);
+	port = http_server_port(srv);
+	CHECK(loader_start(loader) == 0);
+	CHECK(pthread_create(&srv_thread, NULL, run_server, NULL) == 0);
+}
+
+static void stop_server(void)
+{
+	http_server_stop(srv);
+	CHECK(pthread_join(srv_thread, NULL) == 0);
+	CHECK_INT(srv_rc, 0);
+	syncapi_free(api);
+	http_server_free(srv);
+	loader_free(loader);
+	snapshot_slot_release(&slot);
+}
+
+/* ---- helpers ---- */
+
+static char *disk_path(const char *rel)
+{
+	struct buf b = BUF_INIT;
+
+	buf_addf(&b, "%s/%s", vault, rel);
+	return buf_detach(&b, NULL);
+}
+
+/* The file's bytes into out; 0 or -1. */
+static int read_back(const char *rel, struct buf *out)
+{
+	char *p = disk_path(rel);
+	int rc = read_file(p, out);
+
+	free(p);
+	return rc;
+}
+
+static int exists(const char *rel)
+{
+	struct stat st;
+	char *p = disk_path(rel);
+	int rc = lstat(p, &st) == 0;
+
+	free(p);
+	return rc;
+}
+
+static int put(const char *target, const char *extra, const void *body, size_t len,
+	       struct th_resp *r)
+{
+	struct buf h = BUF_INIT, t = BUF_INIT;
+	int rc;
+
+	buf_addf(&h, AUTH "%s", extra ? extra : "");
+	buf_addf(&t, "/api/v1/files/%s", target);
+	rc = th_request(port, "PUT", t.ptr, h.ptr, body, len, r);
+	buf_release(&h);
+	buf_release(&t);
+	return rc;
+}
+
+static int del(const char *target, const char *extra, struct th_resp *r)
+{
+	struct buf h = BUF_INIT, t = BUF_INIT;
+	int rc;
+
+	buf_addf(&h, AUTH "%s", extra ? extra : "");
+	buf_addf(&t, "/api/v1/files/%s", target);
+	rc = th_request(port, "DELETE", t.ptr, h.ptr, NULL, 0, r);
+	buf_release(&h);
+	buf_release(&t);
+	return rc;
+}
+
+static int get(const char *target, struct th_resp *r)
+{
+	return th_request(port, "GET", target, AUTH, NULL, 0, r);
+}
+
+/* Waits for snapshot v through the API; returns the status. */
+static int wait_for(long long v)
+{
+	struct th_resp r;
+	char t[128];
+	int status;
+
+	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=10000", v);
+	if (get(t, &r) < 0)
+		return -1;
+	status = r.status;
+	CHECK(th_json_u64(r.body.ptr, "version") >= v || status != 200);
+	th_resp_free(&r);
+	return status;
+}
+
+/* GET of a site page (no token): the status, and the body into out when not NULL. */
+static int page(const char *url, struct buf *out)
+{
+	struct th_resp r;
+	int status;
+
+	if (th_request(port, "GET", url, NULL, NULL, 0, &r) < 0)
+		return -1;
+	status = r.status;
+	if (out) {
+		buf_reset(out);
+		buf_add(out, r.body.ptr, r.body.len);
+	}
+	th_resp_free(&r);
+	return status;
+}
+
+static int body_has(const struct th_resp *r, const char *s)
+{
+	return r->body.ptr && strstr(r->body.ptr, s) != NULL;
+}
+
+static void sha_of(const char *data, size_t len, char out[SHA256_HEX_SIZE])
+{
+	hash_sha256_hex(data, len, out);
+}
+
+/* Counts the ".quire-tmp-" files left anywhere under the vault. */
+static int count_tmp(const char *rel)
+{
+	char *p = disk_path(rel);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	int n = 0;
+
+	free(p);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, ".quire-tmp-", 11) == 0)
+			n++;
+		else if (de->d_name[0] != '.' && de->d_type == DT_DIR) {
+			struct buf sub = BUF_INIT;
+			buf_addf(&sub, "%s/%s", rel, de->d_name);
+			n += count_tmp(sub.ptr);
+			buf_release(&sub);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* ---- tests ---- */
+
+static void test_auth(void)
+{
+	struct th_resp r;
+
+	th_source = "127.0.0.3";
+	CHECK(th_request(port, "GET", "/api/v1/manifest", NULL, NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 401);
+	CHECK(body_has(&r, "\"error\""));
+	CHECK(th_header(&r, "WWW-Authenticate") != NULL);
+	CHECK_STR(th_header(&r, "Content-Type"), "application/json");
+	th_resp_free(&r);
+	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer s3cret-toke\r\n",
+			 NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 401);
+	th_resp_free(&r);
+	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Basic czNjcmV0\r\n", NULL,
+			 0, &r) == 0);
+	CHECK_INT(r.status, 401);
+	th_resp_free(&r);
+	/* writes need the token too, and write nothing without it */
+	CHECK(th_request(port, "PUT", "/api/v1/files/unauth.md", NULL, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 401);
+	th_resp_free(&r);
+	CHECK(!exists("unauth.md"));
+	th_source = "127.0.0.1";
+	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: bearer " TOKEN "\r\n",
+			 NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 200);
+	th_resp_free(&r);
+	CHECK(get("/api/v1/nothing-here", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK(body_has(&r, "\"error\""));
+	th_resp_free(&r);
+	CHECK(th_request(port, "POST", "/api/v1/manifest", AUTH, "", 0, &r) == 0);
+	CHECK_INT(r.status, 405);
+	th_resp_free(&r);
+}
+
+static void test_rate_limit(void)
+{
+	struct th_resp r;
+	int i;
+
+	th_source = "127.0.0.2";
+	for (i = 0; i < AUTH_FAILURES; i++) {
+		CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer nope\r\n",
+				 NULL, 0, &r) == 0);
+		CHECK_INT(r.status, 401);
+		th_resp_free(&r);
+	}
+	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer nope\r\n", NULL, 0,
+			 &r) == 0);
+	CHECK_INT(r.status, 429);
+	CHECK(th_header(&r, "Retry-After") != NULL && atoi(th_header(&r, "Retry-After")) >= 1);
+	th_resp_free(&r);
+	/* the right token from that address is refused until the bucket refills */
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	CHECK_INT(r.status, 429);
+	th_resp_free(&r);
+	th_source = "127.0.0.1";
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	CHECK_INT(r.status, 200);
+	th_resp_free(&r);
+}
+
+static void test_bad_paths(void)
+{
+	static const struct {
+		const char *target, *why;
+	} bad[] = {
+		{ "/etc/passwd", "absolute" },
+		{ "%2Fetc%2Fpasswd", "absolute" },
+		{ "a/../b.md", "'..'" },
+		{ "..", "'..'" },
+		{ "a/%2e%2e/b.md", "'..'" },
+		{ "./a.md", "'.'" },
+		{ "a/./b.md", "'.'" },
+		{ "a%5Cb.md", "backslash" },
+		{ "a\\b.md", "backslash" },
+		{ "a%00b.md", "NUL" },
+		{ "%00", "NUL" },
+		{ "a%01b.md", "control" },
+		{ "a%0Ab.md", "control" },
+		{ "a%7Fb.md", "control" },
+		{ ".obsidian/app.json", "dot-" },
+		{ "notes/.hidden.md", "dot-" },
+		{ ".quire-tmp-1-1", "dot-" },
+		{ "%ff.md", "UTF-8" },
+		{ "%c3%28.md", "UTF-8" },
+		{ "%ed%a0%80.md", "UTF-8" },
+		{ "%zz.md", "percent" },
+		{ "a%4", "percent" },
+		{ "a%", "percent" },
+		{ "", "empty path" },
+		{ "a//b.md", "empty path segment" },
+		{ "folder/", "empty path segment" },
+	};
+	struct buf t = BUF_INIT;
+	struct th_resp r;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(put(bad[i].target, NULL, "x", 1, &r) == 0);
+		if (r.status != 400 || !body_has(&r, bad[i].why))
+			fprintf(stderr, "  %s -> %d %s\n", bad[i].target, r.status, r.body.ptr);
+		CHECK_INT(r.status, 400);
+		CHECK(body_has(&r, bad[i].why));
+		CHECK_STR(th_header(&r, "Content-Type"), "application/json");
+		th_resp_free(&r);
+	}
+	/* a segment over 255 bytes, a path over 1024 */
+	for (i = 0; i < 256; i++)
+		buf_addc(&t, 'a');
+	buf_adds(&t, ".md");
+	CHECK(put(t.ptr, NULL, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 400);
+	CHECK(body_has(&r, "segment longer than 255"));
+	th_resp_free(&r);
+	buf_reset(&t);
+	for (i = 0; i < 5; i++) {
+		for (int k = 0; k < 250; k++)
+			buf_addc(&t, 'b');
+		buf_addc(&t, i < 4 ? '/' : 'x');
+	}
+	CHECK(put(t.ptr, NULL, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 400);
+	CHECK(body_has(&r, "longer than 1024"));
+	th_resp_free(&r);
+	buf_release(&t);
+	CHECK(!exists("a") && !exists("b.md") && !exists("etc"));
+	CHECK_INT(count_tmp("."), 0);
+	/* DELETE checks paths the same way */
+	CHECK(del("a/../index.md", NULL, &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	CHECK(exists("index.md"));
+	/* an NFD name is stored in NFC */
+	CHECK(put("cafe%CC%81.md", NULL, "# Caf\xc3\xa9\n", 8, &r) == 0);
+	CHECK_INT(r.status, 201);
+	CHECK(body_has(&r, "caf\xc3\xa9.md"));
+	th_resp_free(&r);
+	CHECK(exists("caf\xc3\xa9.md"));
+}
+
+static void test_size_limit(void)
+{
+	struct th_resp r;
+	char *big = xmalloc(MAX_UPLOAD + 1);
+	int fd;
+
+	memset(big, 'q', MAX_UPLOAD + 1);
+	CHECK(put("big.bin", NULL, big, MAX_UPLOAD + 1, &r) == 0);
+	CHECK_INT(r.status, 413);
+	CHECK(body_has(&r, "larger"));
+	th_resp_free(&r);
+	CHECK(!exists("big.bin"));
+	/* exactly the limit is fine */
+	CHECK(put("big.bin", NULL, big, MAX_UPLOAD, &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	free(big);
+	/* far over: refused from the Content-Length, before the body */
+	fd = th_dial(port);
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		const char *req = "PUT /api/v1/files/huge.bin HTTP/1.1\r\nHost: x\r\n" AUTH
+				  "Content-Length: 100000000\r\n\r\nabc";
+		memset(&r, 0, sizeof(r));
+		CHECK(th_send_all(fd, req, strlen(req)) == 0);
+		CHECK(th_read(fd, &r) == 0);
+		CHECK_INT(r.status, 413);
+		th_resp_free(&r);
+		close(fd);
+	}
+	CHECK(!exists("huge.bin"));
+}
+
+static void test_put(void)
+{
+	const char *text = "---\ntitle: Fresh\n---\nA brand new note with *sync* words.\n";
+	const char *text2 = "---\ntitle: Fresh\n---\nReplaced text, second version.\n";
+	char sha[SHA256_HEX_SIZE], hdr[128];
+	struct buf b = BUF_INIT, s = BUF_INIT;
+	struct th_resp r;
+	long long v;
+	size_t i;
+
+	CHECK_INT(page("/inbox/fresh", NULL), 404);
+	CHECK(put("inbox/fresh.md", "If-None-Match: *\r\n", text, strlen(text), &r) == 0);
+	CHECK_INT(r.status, 201);
+	sha_of(text, strlen(text), sha);
+	CHECK(th_json_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+	CHECK(th_json_str(r.body.ptr, "path", &s) == 0 && strcmp(s.ptr, "inbox/fresh.md") == 0);
+	v = th_json_u64(r.body.ptr, "version");
+	CHECK(v >= 2);
+	th_resp_free(&r);
+	CHECK(read_back("inbox/fresh.md", &b) == 0 && b.len == strlen(text) &&
+	      memcmp(b.ptr, text, b.len) == 0);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/inbox/fresh", &b), 200);
+	CHECK(strstr(b.ptr, "brand new note") != NULL);
+
+	/* replace with the current hash: 200, the page follows */
+	snprintf(hdr, sizeof(hdr), "If-Match: \"%s\"\r\n", sha);
+	CHECK(put("inbox/fresh.md", hdr, text2, strlen(text2), &r) == 0);
+	CHECK_INT(r.status, 200);
+	sha_of(text2, strlen(text2), sha);
+	CHECK(th_json_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK(read_back("inbox/fresh.md", &b) == 0 && b.len == strlen(text2) &&
+	      memcmp(b.ptr, text2, b.len) == 0);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/inbox/fresh", &b), 200);
+	CHECK(strstr(b.ptr, "second version") != NULL);
+	CHECK(strstr(b.ptr, "brand new note") == NULL);
+
+	/* an existing note edited without preconditions */
+	CHECK(put("notes/hello.md", NULL, "# Hello\n\nChanged over the API.\n", 30, &r) == 0);
+	CHECK_INT(r.status, 200);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/notes/hello", &b), 200);
+	CHECK(strstr(b.ptr, "Changed over the API.") != NULL);
+
+	/* any bytes: a binary attachment in new nested folders */
+	buf_reset(&s);
+	for (i = 0; i < 200000; i++)
+		buf_addc(&s, (int)((i * 7919) >> 3 & 0xff));
+	CHECK(put("media/2024/deep/blob.bin", NULL, s.ptr, s.len, &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	CHECK(read_back("media/2024/deep/blob.bin", &b) == 0 && b.len == s.len &&
+	      memcmp(b.ptr, s.ptr, s.len) == 0);
+	/* an empty file */
+	CHECK(put("empty.txt", NULL, "", 0, &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	CHECK(read_back("empty.txt", &b) == 0 && b.len == 0);
+	CHECK_INT(count_tmp("."), 0);
+	/* quire.yml is read on a full load: writing it reloads */
+	CHECK(put("quire.yml", NULL, "title: Synced Site Title\n", 25, &r) == 0);
+	CHECK_INT(r.status, 201);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/", &b), 200);
+	CHECK(strstr(b.ptr, "Synced Site Title") != NULL);
+	/* a folder or a file in the way */
+	CHECK(put("notes", NULL, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 409);
+	th_resp_free(&r);
+	CHECK(put("index.md/child.md", NULL, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 409);
+	th_resp_free(&r);
+	buf_release(&b);
+	buf_release(&s);
+}
+
+static void test_preconditions(void)
+{
+	const char *orig = "# Guarded\n\nOriginal.\n";
+	char sha[SHA256_HEX_SIZE], hdr[128];
+	struct buf b = BUF_INIT, s = BUF_INIT;
+	struct th_resp r;
+
+	CHECK(put("guarded.md", "If-None-Match: *\r\n", orig, strlen(orig), &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	sha_of(orig, strlen(orig), sha);
+	/* If-None-Match: * on an existing file */
+	CHECK(put("guarded.md", "If-None-Match: *\r\n", "other", 5, &r) == 0);
+	CHECK_INT(r.status, 412);
+	CHECK(th_json_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+	th_resp_free(&r);
+	/* If-Match with a stale hash */
+	snprintf(hdr, sizeof(hdr), "If-Match: \"%064d\"\r\n", 0);
+	CHECK(put("guarded.md", hdr, "other", 5, &r) == 0);
+	CHECK_INT(r.status, 412);
+	CHECK(body_has(&r, "changed"));
+	th_resp_free(&r);
+	CHECK(read_back("guarded.md", &b) == 0 && strcmp(b.ptr, orig) == 0);
+	/* If-Match on a missing file */
+	snprintf(hdr, sizeof(hdr), "If-Match: \"%s\"\r\n", sha);
+	CHECK(put("missing.md", hdr, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 412);
+	CHECK(body_has(&r, "\"sha256\":null"));
+	th_resp_free(&r);
+	CHECK(!exists("missing.md"));
+	/* uppercase hex is the same tag; malformed tags are 400 */
+	for (char *p = hdr; *p; p++)
+		if (*p >= 'a' && *p <= 'f')
+			*p = (char)(*p - 'a' + 'A');
+	memcpy(hdr, "If-Match", 8);
+	CHECK(put("guarded.md", hdr, "v2", 2, &r) == 0);
+	CHECK_INT(r.status, 200);
+	th_resp_free(&r);
+	CHECK(put("guarded.md", "If-Match: abc\r\n", "v3", 2, &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	CHECK(put("guarded.md", "If-None-Match: \"abc\"\r\n", "v3", 2, &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	CHECK(read_back("guarded.md", &b) == 0 && strcmp(b.ptr, "v2") == 0);
+	buf_release(&b);
+	buf_release(&s);
+}
+
+struct racer {
+	const char *hdr;
+	char body[32];
+	int status;
+};
+
+static void *race_put(void *arg)
+{
+	struct racer *x = arg;
+	struct th_resp r;
+
+	if (put("contended.md", x->hdr, x->body, strlen(x->body), &r) == 0)
+		x->status = r.status;
+	th_resp_free(&r);
+	return NULL;
+}
+
+/* Writers with the same If-Match: exactly one wins, the others get 412. */
+static void test_race(void)
+{
+	struct racer x[6];
+	pthread_t t[6];
+	char sha[SHA256_HEX_SIZE], hdr[128];
+	struct buf b = BUF_INIT;
+	struct th_resp r;
+	int i, ok = 0, conflict = 0;
+
+	CHECK(put("contended.md", NULL, "start", 5, &r) == 0);
+	th_resp_free(&r);
+	sha_of("start", 5, sha);
+	snprintf(hdr, sizeof(hdr), "If-Match: \"%s\"\r\n", sha);
+	for (i = 0; i < 6; i++) {
+		x[i].hdr = hdr;
+		snprintf(x[i].body, sizeof(x[i].body), "writer %d", i);
+		x[i].status = 0;
+		CHECK(pthread_create(&t[i], NULL, race_put, &x[i]) == 0);
+	}
+	for (i = 0; i < 6; i++) {
+		CHECK(pthread_join(t[i], NULL) == 0);
+		ok += x[i].status == 200;
+		conflict += x[i].status == 412;
+	}
+	CHECK_INT(ok, 1);
+	CHECK_INT(conflict, 5);
+	CHECK(read_back("contended.md", &b) == 0 && strncmp(b.ptr, "writer ", 7) == 0);
+	buf_release(&b);
+}
+
+static void test_delete(void)
+{
+	struct th_resp r;
+	char hdr[128];
+	long long v;
+
+	CHECK(put("trash/old.md", NULL, "# Old\n\nTo be deleted.\n", 22, &r) == 0);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/trash/old", NULL), 200);
+	snprintf(hdr, sizeof(hdr), "If-Match: \"%064d\"\r\n", 7);
+	CHECK(del("trash/old.md", hdr, &r) == 0);
+	CHECK_INT(r.status, 412);
+	th_resp_free(&r);
+	CHECK(exists("trash/old.md"));
+	CHECK(del("trash/old.md", NULL, &r) == 0);
+	CHECK_INT(r.status, 200);
+	v = th_json_u64(r.body.ptr, "version");
+	CHECK(v > 0);
+	th_resp_free(&r);
+	CHECK(!exists("trash/old.md"));
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/trash/old", NULL), 404);
+	CHECK(del("trash/old.md", NULL, &r) == 0);
+	CHECK_INT(r.status, 404);
+	th_resp_free(&r);
+	CHECK(del("no/such/folder/x.md", NULL, &r) == 0);
+	CHECK_INT(r.status, 404);
+	th_resp_free(&r);
+	CHECK(del("notes", NULL, &r) == 0);
+	CHECK_INT(r.status, 409);
+	th_resp_free(&r);
+}
+
+static int move(const char *json, struct th_resp *r)
+{
+	return th_request(port, "POST", "/api/v1/move", AUTH, json, strlen(json), r);
+}
+
+static void test_move(void)
+{
+	struct buf b = BUF_INIT;
+	struct th_resp r;
+	long long v;
+
+	CHECK(put("notes/movable.md", NULL, "# Movable\n\nI travel.\n", 21, &r) == 0);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/notes/movable", NULL), 200);
+	CHECK(move("{\"from\":\"notes/movable.md\",\"to\":\"archive/2024/moved.md\"}", &r) == 0);
+	CHECK_INT(r.status, 200);
+	v = th_json_u64(r.body.ptr, "version");
+	th_resp_free(&r);
+	CHECK(!exists("notes/movable.md"));
+	CHECK(read_back("archive/2024/moved.md", &b) == 0 && strcmp(b.ptr, "# Movable\n\nI travel.\n") == 0);
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(page("/archive/2024/moved", &b), 200);
+	CHECK(strstr(b.ptr, "I travel.") != NULL);
+	CHECK(page("/notes/movable", NULL) != 200);
+	/* refusals */
+	CHECK(move("{\"from\":\"notes/movable.md\",\"to\":\"x.md\"}", &r) == 0);
+	CHECK_INT(r.status, 404);
+	th_resp_free(&r);
+	CHECK(move("{\"from\":\"archive/2024/moved.md\",\"to\":\"index.md\"}", &r) == 0);
+	CHECK_INT(r.status, 409);
+	th_resp_free(&r);
+	CHECK(exists("archive/2024/moved.md"));
+	CHECK(move("{\"from\":\"archive/2024/moved.md\",\"to\":\"../escape.md\"}", &r) == 0);
+	CHECK_INT(r.status, 400);
+	CHECK(body_has(&r, "to: "));
+	th_resp_free(&r);
+	CHECK(move("{\"from\":\"archive/2024/moved.md\"}", &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	CHECK(move("not json", &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	CHECK(move("{\"from\":\"a.md\",\"to\":\"a.md\"}", &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	/* escapes in JSON strings */
+	CHECK(move("{\"to\":\"archive/caf\\u00e9 \\\"q\\\".md\",\"from\":\"archive/2024/moved.md\"}",
+		   &r) == 0);
+	CHECK_INT(r.status, 200);
+	th_resp_free(&r);
+	CHECK(exists("archive/caf\xc3\xa9 \"q\".md"));
+	CHECK(th_request(port, "GET", "/api/v1/move", AUTH, NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 405);
+	th_resp_free(&r);
+	buf_release(&b);
+}
+
+static void test_wait(void)
+{
+	struct th_resp r;
+	char t[128];
+	double t0;
+	long long live;
+
+	CHECK(get("/api/v1/wait?version=1", &r) == 0);
+	CHECK_INT(r.status, 200);
+	live = th_json_u64(r.body.ptr, "version");
+	CHECK(live >= 1);
+	th_resp_free(&r);
+	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=300", live + 1000);
+	t0 = th_now();
+	CHECK(get(t, &r) == 0);
+	CHECK_INT(r.status, 408);
+	CHECK(th_now() - t0 >= 0.28 && th_now() - t0 < 2.0);
+	th_resp_free(&r);
+	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=0", live + 1000);
+	CHECK(get(t, &r) == 0);
+	CHECK_INT(r.status, 408);
+	th_resp_free(&r);
+	CHECK(get("/api/v1/wait", &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+	CHECK(get("/api/v1/wait?version=x", &r) == 0);
+	CHECK_INT(r.status, 400);
+	th_resp_free(&r);
+}
+
+struct waiting {
+	long long version;
+	int status;
+	double done;
+};
+
+static void *wait_thread(void *arg)
+{
+	struct waiting *w = arg;
+
+	w->status = wait_for(w->version);
+	w->done = th_now();
+	return NULL;
+}
+
+/* A long poll parked before the write returns as soon as the write is live. */
+static void test_put_to_live(void)
+{
+	struct waiting w;
+	struct th_resp r;
+	pthread_t t;
+	double t0, best = 1e9, sum = 0;
+	int i, n = 10;
+
+	for (i = 0; i < n; i++) {
+		char body[64];
+		long long v;
+		snprintf(body, sizeof(body), "# Latency\n\nround %d\n", i);
+		t0 = th_now();
+		CHECK(put("latency.md", NULL, body, strlen(body), &r) == 0);
+		v = th_json_u64(r.body.ptr, "version");
+		th_resp_free(&r);
+		w.version = v;
+		CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);
+		CHECK(pthread_join(t, NULL) == 0);
+		CHECK_INT(w.status, 200);
+		if (w.done - t0 < best)
+			best = w.done - t0;
+		sum += w.done - t0;
+	}
+	CHECK_INT(page("/latency", NULL), 200);
+	fprintf(stderr, "  PUT -> live: best %.1f ms, mean %.1f ms over %d writes\n", best * 1e3,
+		sum / n * 1e3, n);
+
+	/* parked first, woken by the publish */
+	{
+		long long live;
+		CHECK(get("/api/v1/wait?version=1", &r) == 0);
+		live = th_json_u64(r.body.ptr, "version");
+		th_resp_free(&r);
+		w.version = live + 1;
+		w.status = 0;
+		CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);
+		usleep(100 * 1000);
+		CHECK_INT(w.status, 0); /* still parked */
+		t0 = th_now();
+		CHECK(put("latency.md", NULL, "# Latency\n\nwoken\n", 17, &r) == 0);
+		th_resp_free(&r);
+		CHECK(pthread_join(t, NULL) == 0);
+		CHECK_INT(w.status, 200);
+		fprintf(stderr, "  parked wait answered %.1f ms after the PUT was sent\n",
+			(w.done - t0) * 1e3);
+	}
+}
+
+/* Checks every manifest entry against the bytes on disk; returns the number of entries. */
+static size_t check_manifest(const char *body, const char *must_lack)
+{
+	struct json_reader jr;
+	struct buf key = BUF_INIT, path = BUF_INIT, sha = BUF_INIT, disk = BUF_INIT, k2 = BUF_INIT;
+	char want[SHA256_HEX_SIZE];
+	size_t n = 0;
+	uint64_t size = 0;
+
+	json_init(&jr, body, strlen(body));
+	CHECK(json_object(&jr) == 0);
+	while (json_key(&jr, &key) > 0) {
+		if (strcmp(key.ptr, "files") != 0) {
+			CHECK(json_skip(&jr) == 0);
+			continue;
+		}
+		CHECK(json_object(&jr) == 0);
+		while (json_key(&jr, &path) > 0) {
+			CHECK(json_object(&jr) == 0);
+			while (json_key(&jr, &k2) > 0) {
+				if (strcmp(k2.ptr, "sha256") == 0)
+					CHECK(json_string(&jr, &sha) == 0);
+				else if (strcmp(k2.ptr, "size") == 0)
+					CHECK(json_u64(&jr, &size) == 0);
+				else
+					CHECK(json_skip(&jr) == 0);
+			}
+			CHECK(path.ptr[0] != '.' && !strstr(path.ptr, "/."));
+			if (must_lack)
+				CHECK(strcmp(path.ptr, must_lack) != 0);
+			CHECK(read_back(path.ptr, &disk) == 0);
+			hash_sha256_hex(disk.ptr, disk.len, want);
+			if (strcmp(sha.ptr, want) != 0)
+				fprintf(stderr, "  %s: manifest %s, disk %s\n", path.ptr, sha.ptr, want);
+			CHECK_STR(sha.ptr, want);
+			CHECK_INT(size, disk.len);
+			n++;
+		}
+	}
+	CHECK(json_end(&jr) == 0);
+	buf_release(&key);
+	buf_release(&path);
+	buf_release(&sha);
+	buf_release(&disk);
+	buf_release(&k2);
+	return n;
+}
+
+static void test_manifest(void)
+{
+	struct syncapi_stats st0, st1;
+	struct vault_scan scan = VAULT_SCAN_INIT;
+	struct diag_list diags;
+	struct th_resp r;
+	size_t n;
+
+	/* a temporary file left by a crash: never listed, never served */
+	tv_write(vault, "notes/.quire-tmp-999-1", "# Half a note");
+	tv_write(vault, ".obsidian/workspace.json", "{}");
+	usleep(60 * 1000); /* older than the racy window */
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_STR(th_header(&r, "Content-Type"), "application/json");
+	CHECK(th_json_u64(r.body.ptr, "version") == (long long)loader_version(loader));
+	n = check_manifest(r.body.ptr, "notes/.quire-tmp-999-1");
+	CHECK(!body_has(&r, "quire-tmp") && !body_has(&r, ".obsidian"));
+	th_resp_free(&r);
+	diag_list_init(&diags);
+	CHECK(vault_scan(vault, NULL, &scan, &diags) == 0);
+	CHECK_INT(n, scan.n);
+	vault_scan_release(&scan);
+	diag_list_release(&diags);
+	CHECK_INT(page("/notes/.quire-tmp-999-1", NULL), 404);
+	CHECK(page("/notes/-quire-tmp-999-1", NULL) == 404);
+
+	/* one edit: one file hashed */
+	syncapi_get_stats(api, &st0);
+	tv_write(vault, "notes/hello.md", "# Hello\n\nEdited on disk.\n");
+	usleep(60 * 1000);
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	CHECK_INT(r.status, 200);
+	check_manifest(r.body.ptr, NULL);
+	th_resp_free(&r);
+	syncapi_get_stats(api, &st1);
+	CHECK_INT(st1.hashed - st0.hashed, 1);
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	th_resp_free(&r);
+	syncapi_get_stats(api, &st0);
+	CHECK_INT(st0.hashed - st1.hashed, 0);
+	/* same size and mtime, different bytes: ctime tells */
+	{
+		char *p = disk_path("notes/hello.md");
+		struct stat before, after;
+		struct timespec times[2];
+		CHECK(stat(p, &before) == 0);
+		tv_write(vault, "notes/hello.md", "# Hello\n\nEdited on DISK.\n");
+		times[0] = before.st_atim;
+		times[1] = before.st_mtim;
+		CHECK(utimensat(AT_FDCWD, p, times, 0) == 0);
+		CHECK(stat(p, &after) == 0);
+		CHECK(after.st_size == before.st_size &&
+		      after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+		free(p);
+		CHECK(get("/api/v1/manifest", &r) == 0);
+		check_manifest(r.body.ptr, NULL);
+		th_resp_free(&r);
+	}
+	{
+		char *p = disk_path("notes/.quire-tmp-999-1");
+		CHECK(unlink(p) == 0);
+		free(p);
+	}
+}
+
+/* Restarting the API: the hash cache comes back, leftovers go. */
+static void test_restart(void)
+{
+	struct syncapi_stats st;
+	struct th_resp r;
+
+	/* settle: files hashed within the racy window are hashed once more */
+	usleep(60 * 1000);
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	th_resp_free(&r);
+	stop_server();
+	tv_write(vault, "media/.quire-tmp-123-9", "partial");
+	start_server();
+	CHECK(!exists("media/.quire-tmp-123-9"));
+	CHECK(get("/api/v1/manifest", &r) == 0);
+	CHECK_INT(r.status, 200);
+	check_manifest(r.body.ptr, NULL);
+	th_resp_free(&r);
+	syncapi_get_stats(api, &st);
+	CHECK_INT(st.hashed, 0);
+}
+
+int main(void)
+{
+	double t0 = th_now();
+
+	log_set_level(LOG_WARN);
+	vault = tv_new();
+	tv_write(vault, "index.md", "# Home\n\nWelcome. See [[hello]].\n");
+	tv_write(vault, "notes/hello.md", "# Hello\n\nThe first note.\n");
+	tv_write(vault, "notes/second.md", "# Second\n\nLinks to [[hello]].\n");
+	tv_write(vault, "attachments/pixel.png", "\x89PNG\r\n\x1a\n fake");
+	tv_write(vault, ".obsidian/app.json", "{}");
+	usleep(60 * 1000);
+	start_server();
+
+	RUN(test_auth);
+	RUN(test_rate_limit);
+	RUN(test_bad_paths);
+	RUN(test_size_limit);
+	RUN(test_put);
+	RUN(test_preconditions);
+	RUN(test_race);
+	RUN(test_delete);
+	RUN(test_move);
+	RUN(test_wait);
+	RUN(test_put_to_live);
+	RUN(test_manifest);
+	RUN(test_restart);
+
+	stop_server();
+	tv_remove(vault);
+	fprintf(stderr, "test-syncapi: %.1f s\n", th_now() - t0);
+	return test_done();
+}
