@@ -169,6 +169,36 @@ void buf_add_urlpath(struct buf *b, const char *s, size_t len)
 	}
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int buf_add_urldecoded(struct buf *b, const char *s, size_t len, int form)
+{
+	size_t i;
+
+	buf_grow(b, len);
+	for (i = 0; i < len; i++) {
+		int hi, lo;
+		if (s[i] == '%') {
+			if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+				return -1;
+			buf_addc(b, hi * 16 + lo);
+			i += 2;
+		} else {
+			buf_addc(b, form && s[i] == '+' ? ' ' : s[i]);
+		}
+	}
+	return 0;
+}
+
 void buf_add_json(struct buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";

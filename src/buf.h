@@ -58,6 +58,13 @@ static inline void buf_adds_html(struct buf *b, const char *s);
  * percent-encoded (so '%', '#', '?', spaces and non-ASCII are safe).
  */
 void buf_add_urlpath(struct buf *b, const char *s, size_t len);
+/*
+ * Appends s with each %XX decoded (and with form set, '+' as a space, as
+ * query strings write it). Returns 0, or -1 at an invalid escape (what came
+ * before it is appended). A %00 decodes to a NUL byte: callers that cannot
+ * take one check for it.
+ */
+int buf_add_urldecoded(struct buf *b, const char *s, size_t len, int form);
 /* Appends s as the contents of a JSON string (without the quotes). */
 void buf_add_json(struct buf *b, const char *s, size_t len);
 static inline void buf_adds_json(struct buf *b, const char *s);

@@ -443,6 +443,26 @@ static int hexval(int c)
 	return -1;
 }
 
+int http_query_param(const char *query, const char *name, struct buf *out)
+{
+	size_t nlen = strlen(name);
+	const char *p = query;
+
+	buf_reset(out);
+	while (p && *p) {
+		const char *end = strchr(p, '&');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+			if (buf_add_urldecoded(out, p + nlen + 1, len - nlen - 1, 1) < 0 ||
+			    memchr(out->ptr, '\0', out->len))
+				return -1;
+			return 1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
 static int utf8_ok(const unsigned char *s, size_t n)
 {

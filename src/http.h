@@ -145,6 +145,13 @@ const void *http_request_body(struct http_request *req, size_t *len);
  * empty. Returns the length.
  */
 size_t http_request_take_body(struct http_request *req, struct buf *out);
+/*
+ * The decoded value of the first name=value pair of a query string (NULL
+ * is an empty one) into out: 1 when found, 0 when absent, -1 when its
+ * percent-encoding is invalid or it holds a NUL byte.
+ */
+int http_query_param(const char *query, const char *name, struct buf *out);
+
 /* True when the peer connected from a loopback address. */
 int http_request_peer_is_loopback(const struct http_request *req);
 /* The snapshot this request is served from, borrowed for the handler's call. */

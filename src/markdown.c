@@ -2115,35 +2115,20 @@ static int local_url(const char *u)
 	return memchr(last, '.', (size_t)(u + n - last)) != NULL && last[0] != '.';
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* %XX decoded (a %00 is dropped); the caller checks the result is UTF-8. */
+/* %XX decoded; NULs dropped; an invalid escape leaves the text as written. */
 static char *percent_decode(const char *s, size_t len)
 {
 	struct buf b = BUF_INIT;
-	size_t i;
+	size_t i, j;
 
-	for (i = 0; i < len; i++) {
-		int hi, lo;
-		if (s[i] == '%' && i + 2 < len && (hi = hexval(s[i + 1])) >= 0 &&
-		    (lo = hexval(s[i + 2])) >= 0) {
-			char ch = (char)(hi * 16 + lo);
-			if (ch)
-				buf_addc(&b, ch);
-			i += 2;
-		} else {
-			buf_addc(&b, s[i]);
-		}
+	if (buf_add_urldecoded(&b, s, len, 0) < 0) {
+		buf_reset(&b);
+		buf_add(&b, s, len);
 	}
+	for (i = j = 0; i < b.len; i++)
+		if (b.ptr[i])
+			b.ptr[j++] = b.ptr[i];
+	buf_setlen(&b, j);
 	return buf_detach(&b, NULL);
 }
 

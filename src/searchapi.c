@@ -1,7 +1,7 @@
 /*
  * searchapi.c: the search endpoints.
  *
- * Query strings are decoded strictly (a bad %XX is a 400). Readers live in
+ * Query strings are decoded strictly (a bad %XX or a NUL is a 400). Readers live in
  * thread-specific storage, so no connection is shared between loops and no
  * lock is taken on the request path; the rate limiter is the only shared
  * state, and it is sharded.
@@ -100,56 +100,12 @@ static struct search_reader *reader(struct searchapi *api)
 	return r;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* The decoded value of name in a query string (first occurrence). 1 found, 0 not, -1 bad. */
-static int param(const char *query, const char *name, struct buf *out)
-{
-	size_t nlen = strlen(name);
-	const char *p = query;
-
-	buf_reset(out);
-	while (p && *p) {
-		const char *end = strchr(p, '&');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
-			size_t i;
-			for (i = nlen + 1; i < len; i++) {
-				int hi, lo;
-				if (p[i] == '+') {
-					buf_addc(out, ' ');
-				} else if (p[i] == '%') {
-					if (i + 2 >= len + 0 || (hi = hexval(p[i + 1])) < 0 ||
-					    (lo = hexval(p[i + 2])) < 0 || (hi == 0 && lo == 0))
-						return -1;
-					buf_addc(out, hi * 16 + lo);
-					i += 2;
-				} else {
-					buf_addc(out, p[i]);
-				}
-			}
-			return 1;
-		}
-		p = end ? end + 1 : NULL;
-	}
-	return 0;
-}
-
 static int number(const char *query, const char *name, int dflt, int *out)
 {
 	struct buf v = BUF_INIT;
 	char *end;
 	long n;
-	int rc = param(query, name, &v);
+	int rc = http_query_param(query, name, &v);
 
 	*out = dflt;
 	if (rc == 1) {
@@ -212,7 +168,7 @@ static void api_handler(struct http_request *req, void *ctx)
 
 	if (!r)
 		return;
-	if (param(query, "q", &q) < 0 || number(query, "limit", 10, &limit) < 0 ||
+	if (http_query_param(query, "q", &q) < 0 || number(query, "limit", 10, &limit) < 0 ||
 	    number(query, "offset", 0, &offset) < 0) {
 		reply_error(req, 400, "bad query string: q, limit and offset must be percent-encoded text and numbers");
 		goto out;
@@ -237,7 +193,7 @@ static void page_handler(struct http_request *req, void *ctx)
 
 	if (!r)
 		return;
-	if (param(query, "q", &q) < 0) {
+	if (http_query_param(query, "q", &q) < 0) {
 		status = 400;
 		buf_adds(&intro, "<p>That query could not be read.</p>");
 	} else if (q.len) {

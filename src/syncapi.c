@@ -176,17 +176,6 @@ static void count(_Atomic uint64_t *c)
 
 /* ---- paths ---- */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int syncapi_check_path(const char *path, size_t len, struct buf *out, const char **why)
 {
 	size_t i, seg;
@@ -234,23 +223,12 @@ int syncapi_check_path(const char *path, size_t len, struct buf *out, const char
 int syncapi_decode_path(const char *raw, size_t len, struct buf *out, const char **why)
 {
 	struct buf dec = BUF_INIT;
-	size_t i;
 	int rc;
 
-	for (i = 0; i < len; i++) {
-		if (raw[i] == '%') {
-			int a = i + 1 < len ? hexval((unsigned char)raw[i + 1]) : -1;
-			int b = a >= 0 && i + 2 < len ? hexval((unsigned char)raw[i + 2]) : -1;
-			if (b < 0) {
-				buf_release(&dec);
-				buf_reset(out);
-				return *why = "invalid percent-encoding in path", -1;
-			}
-			buf_addc(&dec, a * 16 + b);
-			i += 2;
-		} else {
-			buf_addc(&dec, raw[i]);
-		}
+	if (buf_add_urldecoded(&dec, raw, len, 0) < 0) {
+		buf_release(&dec);
+		buf_reset(out);
+		return *why = "invalid percent-encoding in path", -1;
 	}
 	rc = syncapi_check_path(dec.ptr, dec.len, out, why);
 	buf_release(&dec);
