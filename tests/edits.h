@@ -1,0 +1,433 @@
+/*
+ * edits.h: a seeded random edit sequence on a copy of a real vault, and a
+ * page-by-page comparison of two snapshots. Shared by the property tests:
+ * test-incremental (edits applied through the loader) and test-syncprop
+ * (the same edits driven through the sync API of a running server).
+ *
+ * edit() changes files under root (bodies, titles, links, embeds, tags,
+ * aliases, slugs, publish flags, notes added, deleted and renamed,
+ * attachments added and removed, folders removed) and records the paths it
+ * touched; compare() returns how many pages differ, printing the first.
+ */
+#ifndef QUIRE_EDITS_H
+#define QUIRE_EDITS_H
+
+#include "testutil.h"
+
+#include "snapshot.h"
+#include "test.h"
+#include "vault.h"
+
+#include <stdint.h>
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* splitmix64: small, seeded, the same everywhere */
+	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return z ^ (z >> 31);
+}
+
+static size_t pick(size_t n)
+{
+	return n ? (size_t)(rnd() % n) : 0;
+}
+
+/* ---- the vault on disk ---------------------------------------------------- */
+
+struct files {
+	char **v;
+	size_t n;
+};
+
+static void files_release(struct files *f)
+{
+	size_t i;
+	for (i = 0; i < f->n; i++)
+		free(f->v[i]);
+	free(f->v);
+	f->v = NULL;
+	f->n = 0;
+}
+
+static const char *walk_root;
+static struct files *walk_out;
+
+static int walk_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F) {
+		walk_out->v = xrealloc(walk_out->v, (walk_out->n + 1) * sizeof(char *));
+		walk_out->v[walk_out->n++] = xstrdup(path + strlen(walk_root) + 1);
+	}
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void list_files(const char *root, struct files *out)
+{
+	files_release(out);
+	walk_root = root;
+	walk_out = out;
+	nftw(root, walk_one, 16, FTW_PHYS);
+	qsort(out->v, out->n, sizeof(char *), cmp_str);
+}
+
+static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+static const char *copy_from, *copy_to;
+
+static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	struct buf dst = BUF_INIT, data = BUF_INIT;
+
+	(void)ftw;
+	buf_addf(&dst, "%s%s", copy_to, path + strlen(copy_from));
+	if (flag == FTW_D)
+		mkdir(dst.ptr, 0755);
+	else if (flag == FTW_F && read_file(path, &data) == 0)
+		tv_write_len(copy_to, dst.ptr + strlen(copy_to) + 1, data.ptr, data.len);
+	(void)st;
+	buf_release(&dst);
+	buf_release(&data);
+	return 0;
+}
+
+static void copy_tree(const char *from, const char *to)
+{
+	copy_from = from;
+	copy_to = to;
+	nftw(from, copy_one, 16, FTW_PHYS);
+}
+
+static void read_rel(const char *root, const char *rel, struct buf *out)
+{
+	struct buf p = BUF_INIT;
+	buf_addf(&p, "%s/%s", root, rel);
+	if (read_file(p.ptr, out) < 0)
+		buf_reset(out);
+	buf_release(&p);
+}
+
+static void unlink_rel(const char *root, const char *rel)
+{
+	struct buf p = BUF_INIT;
+	buf_addf(&p, "%s/%s", root, rel);
+	unlink(p.ptr);
+	buf_release(&p);
+}
+
+/* ---- edits ---------------------------------------------------------------- */
+
+static const char *const words[] = {
+	"pipeline", "module", "session", "provider", "variable", "error", "parameter",
+	"object", "property", "script", "remote", "profile", "alias", "format", "Straße",
+	"Привет", "東京",
+};
+
+static const char *note_name(const char *path, struct buf *out)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	buf_reset(out);
+	buf_add(out, base, strlen(base) - 3);
+	return out->ptr;
+}
+
+static int is_md(const char *p)
+{
+	size_t n = strlen(p);
+	return n > 3 && strcmp(p + n - 3, ".md") == 0;
+}
+
+static const char *random_note(struct files *f)
+{
+	size_t tries;
+	for (tries = 0; tries < 100; tries++) {
+		const char *p = f->v[pick(f->n)];
+		if (is_md(p))
+			return p;
+	}
+	return NULL;
+}
+
+/* Inserts a frontmatter line (after the opening ---, adding a block if there is none). */
+static void set_front(struct buf *text, const char *line)
+{
+	struct buf out = BUF_INIT;
+
+	if (strncmp(text->ptr, "---\n", 4) == 0) {
+		buf_adds(&out, "---\n");
+		buf_adds(&out, line);
+		buf_addc(&out, '\n');
+		buf_adds(&out, text->ptr + 4);
+	} else {
+		buf_addf(&out, "---\n%s\n---\n", line);
+		buf_add(&out, text->ptr, text->len);
+	}
+	buf_reset(text);
+	buf_add(text, out.ptr, out.len);
+	buf_release(&out);
+}
+
+/* Removes the first line containing needle (outside of nothing in particular). */
+static int drop_line(struct buf *text, const char *needle)
+{
+	char *hit = strstr(text->ptr, needle), *start, *end;
+	if (!hit)
+		return 0;
+	start = hit;
+	while (start > text->ptr && start[-1] != '\n')
+		start--;
+	end = strchr(hit, '\n');
+	end = end ? end + 1 : text->ptr + text->len;
+	memmove(start, end, (size_t)(text->ptr + text->len - end) + 1);
+	text->len -= (size_t)(end - start);
+	return 1;
+}
+
+struct step {
+	const char *what;
+	char *paths[4];
+	size_t npaths;
+};
+
+static void touched(struct step *st, const char *rel)
+{
+	if (st->npaths < 4)
+		st->paths[st->npaths++] = xstrdup(rel);
+}
+
+static void edit(const char *root, struct files *f, struct step *st, unsigned counter)
+{
+	struct buf text = BUF_INIT, name = BUF_INIT, rel = BUF_INIT;
+	const char *target = random_note(f), *other = random_note(f);
+	unsigned op = (unsigned)pick(16);
+
+	if (!target || !other)
+		op = 6;
+	if (op <= 9)
+		read_rel(root, target, &text);
+	switch (op) {
+	case 0: /* body edit */
+		st->what = "edit body";
+		buf_addf(&text, "\n\nA new paragraph about %s and %s.\n", words[pick(17)], words[pick(17)]);
+		break;
+	case 1: /* add a link */
+		st->what = "add link";
+		buf_addf(&text, "\nSee [[%s]] and [[%s|this one]].\n", note_name(other, &name),
+			 note_name(random_note(f), &name));
+		break;
+	case 2: /* a link to a name that does not exist yet (added later, maybe) */
+		st->what = "add dangling link";
+		buf_addf(&text, "\nSoon: [[Future note %u]].\n", (unsigned)pick(6));
+		break;
+	case 3: /* embed a note or a section */
+		st->what = "add embed";
+		if (pick(2))
+			buf_addf(&text, "\n![[%s]]\n", note_name(other, &name));
+		else
+			buf_addf(&text, "\n![[%s#Description]]\n", note_name(other, &name));
+		break;
+	case 4: /* retitle */
+		st->what = "retitle";
+		drop_line(&text, "\ntitle:");
+		buf_reset(&name);
+		buf_addf(&name, "title: Retitled %u %s", counter, words[pick(17)]);
+		set_front(&text, name.ptr);
+		break;
+	case 5: /* publish flags */
+		st->what = "publish flag";
+		if (!drop_line(&text, "draft: true") && !drop_line(&text, "publish: false"))
+			set_front(&text, pick(2) ? "draft: true" : "publish: false");
+		break;
+	case 6: { /* a new note, sometimes with a name others already link to */
+		st->what = "add note";
+		buf_addf(&rel, "%sFuture note %u.md", pick(2) ? "new/" : "", (unsigned)pick(6));
+		buf_reset(&text);
+		buf_addf(&text, "---\ntags: [new]\n---\n# Fresh\n\nLinks to [[%s]].\n\n## Description\n\nText.\n",
+			 other ? note_name(other, &name) : "nothing");
+		tv_write(root, rel.ptr, text.ptr);
+		touched(st, rel.ptr);
+		goto out;
+	}
+	case 7: /* tags and aliases */
+		st->what = "tags and aliases";
+		if (pick(2)) {
+			buf_addf(&text, "\nTagged #%s #topic/%u\n", pick(2) ? "inline" : "other", (unsigned)pick(3));
+		} else {
+			buf_reset(&name);
+			buf_addf(&name, "aliases: [Alias %u]", (unsigned)pick(5));
+			drop_line(&text, "aliases:");
+			set_front(&text, name.ptr);
+		}
+		break;
+	case 8: /* slug */
+		st->what = "slug";
+		if (!drop_line(&text, "slug:")) {
+			buf_reset(&name);
+			buf_addf(&name, "slug: %s", pick(2) ? "same-slug" : "/top/level");
+			set_front(&text, name.ptr);
+		}
+		break;
+	case 9: /* remove links */
+		st->what = "remove a link";
+		drop_line(&text, "[[");
+		break;
+	case 10: /* delete a note */
+		st->what = "delete note";
+		unlink_rel(root, target);
+		touched(st, target);
+		goto out;
+	case 11: { /* rename a note (as an editor does: the old path vanishes, a new one appears) */
+		struct buf dst = BUF_INIT;
+		st->what = "rename note";
+		read_rel(root, target, &text);
+		buf_addf(&dst, "renamed/%s %u.md", note_name(target, &name), counter);
+		unlink_rel(root, target);
+		tv_write_len(root, dst.ptr, text.ptr, text.len);
+		touched(st, target);
+		touched(st, dst.ptr);
+		buf_release(&dst);
+		goto out;
+	}
+	case 12: { /* an attachment appears and is embedded */
+		st->what = "add attachment";
+		buf_addf(&rel, "media/pic-%u.png", (unsigned)pick(3));
+		tv_write_len(root, rel.ptr, "\x89PNG\r\n\x1a\nfake", 12);
+		touched(st, rel.ptr);
+		read_rel(root, target, &text);
+		buf_addf(&text, "\n![[pic-%u.png|200]]\n", (unsigned)pick(3));
+		tv_write_len(root, target, text.ptr, text.len);
+		touched(st, target);
+		goto out;
+	}
+	case 13: { /* an attachment vanishes */
+		size_t i;
+		st->what = "delete attachment";
+		for (i = 0; i < f->n; i++) {
+			const char *p = f->v[(i + pick(f->n)) % f->n];
+			if (!is_md(p)) {
+				unlink_rel(root, p);
+				touched(st, p);
+				break;
+			}
+		}
+		goto out;
+	}
+	case 14: { /* a whole folder of notes vanishes (git checkout of another branch) */
+		const char *slash = strrchr(target, '/');
+		st->what = "delete folder";
+		if (!slash || strncmp(target, "new/", 4) != 0) {
+			unlink_rel(root, target);
+			touched(st, target);
+		} else {
+			size_t i;
+			buf_add(&rel, target, (size_t)(slash - target));
+			for (i = 0; i < f->n; i++)
+				if (strncmp(f->v[i], rel.ptr, rel.len) == 0 && f->v[i][rel.len] == '/')
+					unlink_rel(root, f->v[i]);
+			touched(st, rel.ptr);
+		}
+		goto out;
+	}
+	default: /* an untouched file reported as changed: nothing must move */
+		st->what = "touch";
+		touched(st, target);
+		goto out;
+	}
+	tv_write_len(root, target, text.ptr, text.len);
+	touched(st, target);
+out:
+	buf_release(&text);
+	buf_release(&name);
+	buf_release(&rel);
+}
+
+/* ---- comparing ------------------------------------------------------------ */
+
+static int same_page(const struct page *a, const struct page *b)
+{
+	if (a->kind != b->kind || strcmp(a->content_type, b->content_type) != 0)
+		return 0;
+	if (a->body_len != b->body_len || (a->body_len && memcmp(a->body, b->body, a->body_len)))
+		return 0;
+	if (strcmp(a->etag, b->etag) != 0)
+		return 0;
+	if (!a->location != !b->location || (a->location && strcmp(a->location, b->location)))
+		return 0;
+	if (!a->file != !b->file || (a->file && (strcmp(a->file, b->file) || a->file_size != b->file_size)))
+		return 0;
+	return 1;
+}
+
+static void show_difference(const struct page *a, const struct page *b)
+{
+	size_t i, n = a->body_len < b->body_len ? a->body_len : b->body_len;
+
+	for (i = 0; i < n && a->body[i] == b->body[i]; i++)
+		;
+	fprintf(stderr, "    kinds %d/%d, lengths %zu/%zu, first difference at %zu:\n", a->kind,
+		b->kind, a->body_len, b->body_len, i);
+	if (a->body && b->body) {
+		size_t from = i > 120 ? i - 120 : 0;
+		fprintf(stderr, "    incremental: ...%.*s...\n", (int)(i + 120 > a->body_len ? a->body_len - from : i + 120 - from), a->body + from);
+		fprintf(stderr, "    full:        ...%.*s...\n", (int)(i + 120 > b->body_len ? b->body_len - from : i + 120 - from), b->body + from);
+	}
+	if (getenv("QUIRE_DUMP")) {
+		FILE *fa = fopen("/tmp/quire-inc.html", "w"), *fb = fopen("/tmp/quire-full.html", "w");
+		if (fa && a->body)
+			fwrite(a->body, 1, a->body_len, fa);
+		if (fb && b->body)
+			fwrite(b->body, 1, b->body_len, fb);
+		if (fa)
+			fclose(fa);
+		if (fb)
+			fclose(fb);
+	}
+	if (a->location || b->location)
+		fprintf(stderr, "    locations %s / %s\n", a->location ? a->location : "-",
+			b->location ? b->location : "-");
+}
+
+/* Returns the number of differing pages (printing the first few). */
+static size_t compare(const struct snapshot *inc, const struct snapshot *full)
+{
+	size_t i = 0, diffs = 0;
+	const char *key;
+	size_t keylen;
+	void *v;
+
+	while (map_next(&full->pages, &i, &key, &keylen, &v)) {
+		const struct page *a = snapshot_get(inc, key, keylen);
+		if (!a || !same_page(a, v)) {
+			if (diffs++ < 3) {
+				fprintf(stderr, "  page %.*s: %s\n", (int)keylen, key,
+					a ? "differs" : "missing from the incremental snapshot");
+				if (a)
+					show_difference(a, v);
+			}
+		}
+	}
+	i = 0;
+	while (map_next(&inc->pages, &i, &key, &keylen, &v)) {
+		if (!snapshot_get(full, key, keylen) && diffs++ < 6)
+			fprintf(stderr, "  page %.*s: only in the incremental snapshot\n", (int)keylen, key);
+	}
+	if (inc->nnotes != full->nnotes || inc->nattachments != full->nattachments) {
+		fprintf(stderr, "  counts: %zu/%zu notes, %zu/%zu attachments\n", inc->nnotes,
+			full->nnotes, inc->nattachments, full->nattachments);
+		diffs++;
+	}
+	return diffs;
+}
+
+
+#endif
