@@ -148,6 +148,7 @@ static void apply(struct loader *l, char **paths, size_t n)
 		  n, l->site->napplied, l->site->nrendered, l->site->ncomposed, l->site->load_ms,
 		  (unsigned long long)snap->version);
 	publish(l, snap);
+	site_search_flush(l->site);
 	for (i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);

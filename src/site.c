@@ -1365,11 +1365,17 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 			vec_push(&changed, w.moved.v[i]);
 		/* the search rows of what changed (derived.c still knows the old URLs) */
 		if (s->search && changed.n) {
-			int ok = search_begin(s->search) == 0;
+			/*
+			 * Staged in memory here, written by site_search_flush() after
+			 * the snapshot is live: the index need not delay the pages.
+			 */
+			int ok = s->search_tx || search_begin(s->search) == 0;
+			s->search_tx = ok;
 			for (k = 0; ok && k < changed.n; k++)
 				ok = index_note(s, changed.v[k]) == 0;
-			if (!ok || search_commit(s->search) < 0) {
+			if (!ok) {
 				search_rollback(s->search);
+				s->search_tx = 0;
 				log_error("search index not updated; it catches up on the next change");
 			}
 		}
@@ -1416,6 +1422,18 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 }
 
 /* ---- search ----------------------------------------------------------------- */
+
+int site_search_flush(struct site *s)
+{
+	if (!s->search || !s->search_tx)
+		return 0;
+	s->search_tx = 0;
+	if (search_commit(s->search) < 0) {
+		search_rollback(s->search);
+		return log_error("search rows not written; they catch up on the next change");
+	}
+	return 0;
+}
 
 static int keep_url(void *ctx, const char *url)
 {

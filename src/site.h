@@ -121,6 +121,7 @@ struct site {
 	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */
 	struct search *search;    /* the full-text index kept by site_apply(), or NULL */
 	int keep_text;            /* keep each note's plain text (for indexing it later) */
+	int search_tx;            /* site_apply() staged rows in an open transaction */
 	char *data_dir;
 	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
 	struct map dirty;         /* URL paths changed since the last snapshot */
@@ -190,6 +191,12 @@ void site_note_date(const struct site_note *n, char out[11]);
  * texts it kept for this are released. Returns 0 or -1 (logged).
  */
 int site_attach_search(struct site *s, struct search *search, int fresh);
+
+/*
+ * Writes the search rows that site_apply() staged (call it once the
+ * snapshot is published). 0, or -1 (logged) when the index refused them.
+ */
+int site_search_flush(struct site *s);
 
 /* The note at a vault path (NFC), or NULL. */
 struct site_note *site_find_note(const struct site *s, const char *path);
