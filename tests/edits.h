@@ -61,7 +61,9 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
 	(void)st;
 	(void)ftw;
 	/* dot-files and dot-folders (.quire/ holds the server's own state) are not the vault's */
-	if (flag == FTW_F && !strstr(path + strlen(walk_root), "/.")) {
+	/* nor is quire.yml: a change to it is a full reload, the loader's business */
+	if (flag == FTW_F && !strstr(path + strlen(walk_root), "/.") &&
+	    strcmp(path + strlen(walk_root), "/quire.yml") != 0) {
 		walk_out->v = xrealloc(walk_out->v, (walk_out->n + 1) * sizeof(char *));
 		walk_out->v[walk_out->n++] = xstrdup(path + strlen(walk_root) + 1);
 	}
