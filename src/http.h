@@ -197,7 +197,11 @@ struct http_deferred *http_request_defer(struct http_request *req);
 struct http_deferred *http_request_park(struct http_request *req);
 /* Adds a response header (copied). Before the reply, on the thread holding d. */
 void http_deferred_header(struct http_deferred *d, const char *name, const char *value);
-/* Sends status with a copy of body and frees d. Thread-safe. */
+/*
+ * Sends status with a copy of body and frees d. Thread-safe. Every deferred
+ * request must be answered before http_server_free() (a parked one too,
+ * even after a stop answered it 503): d refers to its loop.
+ */
 void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
 			 const void *body, size_t len);
 /* Like http_deferred_reply, taking over body's bytes (left as BUF_INIT). */
