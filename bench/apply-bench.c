@@ -1,7 +1,7 @@
 /*
  * apply-bench.c: what one edit costs the loader, on a vault of any size.
  *
- *	apply-bench VAULT [EDITS] [SEED]
+ *	apply-bench VAULT [EDITS] [SEED] [search]
  *
  * Loads VAULT (a copy: it edits notes in place, so point it at a generated
  * vault under bench/vaults), then edits EDITS random published notes one
@@ -9,9 +9,12 @@
  * each runs what the loader runs: site_apply() on the path and
  * site_snapshot() from the previous snapshot. Prints the load time and the
  * distribution of per-edit times, and how many notes each edit parsed,
- * rendered and composed. Figures, not assertions.
+ * rendered and composed. With "search", a search index (in a temporary
+ * file) is attached first, and the time to write each edit's rows after
+ * the snapshot (site_search_flush) is reported too. Figures, not assertions.
  */
 #include "markdown.h"
+#include "search.h"
 #include "site.h"
 #include "vault.h"
 
@@ -19,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ms(void)
 {
@@ -49,13 +53,31 @@ int main(int argc, char **argv)
 	double *t, total = 0, t0;
 	size_t parsed = 0, rendered = 0, composed = 0;
 
+	int with_search = argc > 4 && !strcmp(argv[4], "search");
+	struct site_options so = { .search = with_search };
+	struct search *index = NULL;
+	char dbpath[] = "/tmp/quire-apply-bench-XXXXXX";
+	double *ft = NULL;
+
 	md_global_init();
 	t0 = now_ms();
-	s = site_load(vault, NULL);
+	s = site_load(vault, &so);
 	if (!s)
 		return 1;
 	snap = site_snapshot(s, NULL);
 	printf("vault %s: %zu notes loaded in %.0f ms\n", vault, s->nnotes, now_ms() - t0);
+	if (with_search) {
+		int fresh, fd = mkstemp(dbpath);
+		if (fd >= 0)
+			close(fd);
+		unlink(dbpath);
+		index = search_open(dbpath, &fresh);
+		t0 = now_ms();
+		if (!index || site_attach_search(s, index, fresh) < 0)
+			return 1;
+		printf("search index filled in %.0f ms\n", now_ms() - t0);
+		ft = calloc(edits, sizeof(*ft));
+	}
 	t = calloc(edits, sizeof(*t));
 	srand(seed);
 	for (i = 0; i < edits; i++) {
@@ -79,6 +101,11 @@ int main(int argc, char **argv)
 		site_apply(s, &rel, 1);
 		next = site_snapshot(s, snap);
 		t[i] = now_ms() - t0;
+		if (ft) {
+			t0 = now_ms();
+			site_search_flush(s);
+			ft[i] = now_ms() - t0;
+		}
 		snapshot_unref(snap);
 		snap = next;
 		total += t[i];
@@ -95,8 +122,21 @@ int main(int argc, char **argv)
 	printf("per edit on average: %.1f notes parsed, %.1f rendered, %.1f pages composed\n",
 	       (double)parsed / (double)edits, (double)rendered / (double)edits,
 	       (double)composed / (double)edits);
+	if (ft) {
+		qsort(ft, edits, sizeof(*ft), cmp_double);
+		printf("search rows written after each edit: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n",
+		       pct(ft, edits, 0.5), pct(ft, edits, 0.9), pct(ft, edits, 0.99));
+		free(ft);
+	}
 	free(t);
 	snapshot_unref(snap);
 	site_free(s);
+	if (index) {
+		char cmd[256];
+		search_free(index);
+		snprintf(cmd, sizeof(cmd), "rm -f %s %s-wal %s-shm", dbpath, dbpath, dbpath);
+		if (system(cmd) != 0)
+			return 1;
+	}
 	return 0;
 }

@@ -44,7 +44,9 @@ static const char serve_usage[] =
 	"  --base-url URL        overrides base_url of quire.yml\n"
 	"  --token-file FILE     enables the sync API (/api/v1/) for this bearer token;\n"
 	"                        the environment variable QUIRE_TOKEN does the same\n"
-	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n";
+	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n"
+	"  --search-rate N       searches a second allowed per client address (default 20;\n"
+	"                        0: no limit, e.g. behind a proxy that limits)\n";
 
 /* The watcher's batches go straight into the loader's queue. */
 static void on_change(void *ctx, const char *const *paths, size_t n)
@@ -156,6 +158,7 @@ int serve_main(int argc, char **argv)
 		{ "base-url", required_argument, NULL, 'b' },
 		{ "token-file", required_argument, NULL, 'k' },
 		{ "max-upload", required_argument, NULL, 'u' },
+		{ "search-rate", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -172,7 +175,7 @@ int serve_main(int argc, char **argv)
 	char *token = NULL;
 	size_t max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
 	struct watch *watch = NULL;
-	int c, ret = 1, watching = 1;
+	int c, ret = 1, watching = 1, search_rate = 20;
 
 	memset(&ho, 0, sizeof(ho));
 	ho.listen = "127.0.0.1:8080";
@@ -196,6 +199,10 @@ int serve_main(int argc, char **argv)
 		case 'w': watching = 0; break;
 		case 'b': so.base_url = optarg; break;
 		case 'k': token_file = optarg; break;
+		case 'r':
+			if (parse_int(optarg, "--search-rate", 0, 1000000, &search_rate) < 0)
+				return 2;
+			break;
 		case 'u':
 			if (parse_size(optarg, &max_upload) < 0)
 				return 2;
@@ -240,8 +247,9 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, "sync API enabled at /api/v1/ (uploads up to %zu bytes)\n", max_upload);
 	}
 	if (loader_search_path(loader)) {
-		/* 20 searches a second per address, bursts of 40 */
-		search = searchapi_new(loader_search_path(loader), &site->layout, 20.0, 40.0);
+		/* --search-rate a second per address (default 20), bursts of twice that; 0: no limit */
+		double rate = search_rate ? search_rate : 1e9;
+		search = searchapi_new(loader_search_path(loader), &site->layout, rate, 2 * rate);
 		if (!search || searchapi_register(search, srv) < 0)
 			goto out;
 	}
