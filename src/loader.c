@@ -14,7 +14,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 struct loader {
@@ -35,6 +38,8 @@ struct loader {
 	uint64_t version;           /* live version, under lock */
 	struct snapshot *last;      /* the last snapshot published (a reference) */
 	struct search *search;      /* the full-text index, when opt.search */
+	int filling;                /* the index is being filled between changes */
+	double fill_start;
 	int search_fresh;
 	char *search_path;
 };
@@ -127,8 +132,10 @@ static void full_reload(struct loader *l)
 	snap->version = l->version + 1;
 	site_free(l->site);
 	l->site = s;
-	if (l->search)
+	if (l->search) {
 		site_attach_search(s, l->search, 0);
+		l->filling = 0;
+	}
 	log_info("reloaded %zu notes in %.0f ms, snapshot %llu", s->nnotes, s->load_ms,
 		 (unsigned long long)snap->version);
 	publish(l, snap);
@@ -154,20 +161,29 @@ static void apply(struct loader *l, char **paths, size_t n)
 	free(paths);
 }
 
-/* The first snapshot is live before the index is filled: search catches up here. */
-static void fill_search(struct loader *l)
+/*
+ * The first snapshot is live before the index is filled: the index catches
+ * up here, 100 notes at a time, between changes, so an edit made while it
+ * fills waits for one batch, not for the whole vault.
+ */
+static double mono_ms(void)
 {
-	double t0;
 	struct timespec ts;
-
-	if (!l->search)
-		return;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t0 = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-	if (site_attach_search(l->site, l->search, l->search_fresh) == 0) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		log_info("search index ready in %.0f ms", (double)ts.tv_sec * 1e3 +
-			 (double)ts.tv_nsec / 1e6 - t0);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void fill_step(struct loader *l)
+{
+	int rc = site_search_fill(l->site, 100);
+
+	if (rc == 0)
+		return;
+	l->filling = 0;
+	if (rc > 0) {
+		if (l->search_fresh)
+			search_optimize(l->search);
+		log_info("search index ready in %.0f ms", mono_ms() - l->fill_start);
 	}
 }
 
@@ -175,17 +191,33 @@ static void *run(void *arg)
 {
 	struct loader *l = arg;
 
-	fill_search(l);
+	/*
+	 * Readers never wait for writers, not even for the CPU: on a machine
+	 * whose cores are all serving, rendering yields to requests. Threads
+	 * the loader starts (parallel loops) inherit this.
+	 */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) < 0)
+		log_debug("loader: cannot lower its priority: %s", strerror(errno));
+	if (l->search && site_search_start(l->site, l->search) == 0) {
+		l->filling = 1;
+		l->fill_start = mono_ms();
+	}
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		int reload;
 		char **paths;
 		size_t n;
 
-		while (!l->stop && !l->reload && !l->nqueue)
+		while (!l->stop && !l->reload && !l->nqueue && !l->filling)
 			pthread_cond_wait(&l->wake, &l->lock);
 		if (l->stop)
 			break;
+		if (!l->reload && !l->nqueue) {
+			pthread_mutex_unlock(&l->lock);
+			fill_step(l);
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
 		reload = l->reload;
 		l->reload = 0;
 		paths = l->queue;

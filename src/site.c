@@ -1441,27 +1441,72 @@ static int keep_url(void *ctx, const char *url)
 	return p && p->kind == PAGE_NOTE;
 }
 
-int site_attach_search(struct site *s, struct search *search, int fresh)
+int site_search_start(struct site *s, struct search *search)
 {
-	size_t i;
 	int ok;
 
 	s->search = search;
+	s->search_fill = xstrdup("");
 	ok = search_begin(search) == 0 && search_prune(search, keep_url, s) == 0;
-	for (i = 0; ok && i < s->nnotes; i++) {
-		struct site_note *n = s->notes[i];
-		if (n->published)
-			ok = index_note(s, n) == 0;
-	}
 	if (!ok || search_commit(search) < 0) {
 		search_rollback(search);
+		return log_error("cannot prune the search index");
+	}
+	return 0;
+}
+
+int site_search_fill(struct site *s, size_t batch)
+{
+	size_t i, done = 0;
+	int ok;
+
+	if (!s->search_fill)
+		return 1;
+	/*
+	 * The notes array may have changed since the last batch: continue
+	 * after the last path filled, not at an index.
+	 */
+	ok = search_begin(s->search) == 0;
+	for (i = note_index(s, s->search_fill); ok && i < s->nnotes && done < batch; i++) {
+		struct site_note *n = s->notes[i];
+		if (s->search_fill[0] && strcmp(n->note.path, s->search_fill) <= 0)
+			continue;
+		if (n->published)
+			ok = index_note(s, n) == 0;
+		done++;
+		free(s->search_fill);
+		s->search_fill = xstrdup(n->note.path);
+	}
+	if (!ok || search_commit(s->search) < 0) {
+		search_rollback(s->search);
+		free(s->search_fill);
+		s->search_fill = NULL;
+		s->keep_text = 0;
 		return log_error("cannot fill the search index");
 	}
-	if (fresh)
-		search_optimize(search);
+	if (i < s->nnotes)
+		return 0;
+	/* filled: the texts kept for it can go */
+	free(s->search_fill);
+	s->search_fill = NULL;
 	s->keep_text = 0;
 	for (i = 0; i < s->nnotes; i++)
 		buf_release(&s->notes[i]->md.text);
+	return 1;
+}
+
+int site_attach_search(struct site *s, struct search *search, int fresh)
+{
+	int rc;
+
+	if (site_search_start(s, search) < 0)
+		return -1;
+	while ((rc = site_search_fill(s, SIZE_MAX)) == 0)
+		;
+	if (rc < 0)
+		return -1;
+	if (fresh)
+		search_optimize(search);
 	return 0;
 }
 
@@ -1709,6 +1754,7 @@ void site_free(struct site *s)
 	map_release(&s->moved);
 	free(s->moves_file);
 	free(s->data_dir);
+	free(s->search_fill);
 	i = 0;
 	while (map_next(&s->pages, &i, NULL, NULL, &v))
 		page_unref(v);

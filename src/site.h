@@ -122,6 +122,7 @@ struct site {
 	struct search *search;    /* the full-text index kept by site_apply(), or NULL */
 	int keep_text;            /* keep each note's plain text (for indexing it later) */
 	int search_tx;            /* site_apply() staged rows in an open transaction */
+	char *search_fill;        /* filling the index: the last path done ("" at first), or NULL */
 	char *data_dir;
 	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
 	struct map dirty;         /* URL paths changed since the last snapshot */
@@ -191,6 +192,17 @@ void site_note_date(const struct site_note *n, char out[11]);
  * texts it kept for this are released. Returns 0 or -1 (logged).
  */
 int site_attach_search(struct site *s, struct search *search, int fresh);
+
+/*
+ * The same in steps, so that changes need not wait for a whole fill:
+ * site_search_start() attaches the index and drops stale rows; from then
+ * on site_apply() keeps what it changes indexed, and each
+ * site_search_fill() puts up to batch more notes. Returns 1 when the index
+ * is full (texts released), 0 when there is more, -1 on an error (logged;
+ * the index is then left as it is).
+ */
+int site_search_start(struct site *s, struct search *search);
+int site_search_fill(struct site *s, size_t batch);
 
 /*
  * Writes the search rows that site_apply() staged (call it once the
