@@ -38,7 +38,7 @@ static int port;
 
 static double now_ms(void)
 {
-	return th_now() * 1e3;
+	return now_s() * 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -68,6 +68,7 @@
 #include "http.h"
 #include "buf.h"
 #include "log.h"
+#include "unicode.h"
 #include "xalloc.h"
 
 #include <errno.h>
@@ -463,48 +464,6 @@ int http_query_param(const char *query, const char *name, struct buf *out)
 	return 0;
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static int utf8_ok(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned c = s[i];
-		size_t need;
-		unsigned lo = 0x80, hi = 0xBF;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xC2 && c <= 0xDF) {
-			need = 1;
-		} else if (c >= 0xE0 && c <= 0xEF) {
-			need = 2;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			need = 3;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		} else {
-			return 0;
-		}
-		if (n - i <= need)
-			return 0;
-		if (s[i + 1] < lo || s[i + 1] > hi)
-			return 0;
-		for (size_t k = 2; k <= need; k++)
-			if ((s[i + k] & 0xC0) != 0x80)
-				return 0;
-		i += need + 1;
-	}
-	return 1;
-}
 
 /*
  * Decodes the path of a request target into out (room for strlen(uri) + 1
@@ -546,7 +505,7 @@ static long decode_target(const char *uri, char *out, const char **query)
 				return -1;
 	}
 	out[n] = '\0';
-	if (high && !utf8_ok((const unsigned char *)out, n))
+	if (high && !utf8_valid(out, n))
 		return -1;
 	/* segments: out[0] == '/' */
 	for (i = 0; i < n; i = seg) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "xalloc.h"
 
 /* ---- a raw HTTP/1.1 client ---- */
 

@@ -364,7 +364,7 @@ static void test_round(void)
 int main(void)
 {
 	struct buf tf = BUF_INIT;
-	double t0 = th_now();
+	double t0 = now_s();
 	int i, j;
 
 	quire_bin = getenv("QUIRE_BIN");
@@ -386,7 +386,7 @@ int main(void)
 			buf_init(&paths[i].allowed[j], 0);
 	}
 	server_pid = start_server();
-	for (i = 0; i < ROUNDS && th_now() - t0 < 50; i++)
+	for (i = 0; i < ROUNDS && now_s() - t0 < 50; i++)
 		RUN(test_round);
 	stop_server(server_pid);
 	fprintf(stderr, "  %lu PUTs acknowledged in %d rounds; %d temporary files left by kills, "
@@ -397,6 +397,6 @@ int main(void)
 			buf_release(&paths[i].allowed[j]);
 	tv_remove(vault);
 	buf_release(&tf);
-	fprintf(stderr, "test-crash: %.1f s\n", th_now() - t0);
+	fprintf(stderr, "test-crash: %.1f s\n", now_s() - t0);
 	return test_done();
 }

@@ -346,11 +346,11 @@ static void test_interrupted(void)
 	usleep(60 * 1000);
 	s0 = stats();
 	spawn(&r, one, slow);
-	t0 = th_now();
+	t0 = now_s();
 	do {
 		usleep(2000);
 		s1 = stats();
-	} while (s1.puts - s0.puts < 5 && th_now() - t0 < 20);
+	} while (s1.puts - s0.puts < 5 && now_s() - t0 < 20);
 	CHECK(kill(r.pid, SIGKILL) == 0);
 	finish(&r);
 	CHECK_INT(r.status, 128 + SIGKILL);
@@ -397,8 +397,8 @@ static void test_conflict(void)
 	usleep(60 * 1000);
 	s0 = stats();
 	spawn(&r, one, pause);
-	t0 = th_now();
-	while (stats().manifests == s0.manifests && th_now() - t0 < 20)
+	t0 = now_s();
+	while (stats().manifests == s0.manifests && now_s() - t0 < 20)
 		usleep(2000);
 	tv_write(server_vault, "projects/alpha.md", server_text);
 	finish(&r);
@@ -455,7 +455,7 @@ static void test_usage(void)
 
 int main(void)
 {
-	double t0 = th_now();
+	double t0 = now_s();
 	struct buf tf = BUF_INIT;
 	char *tokdir;
 
@@ -503,6 +503,6 @@ int main(void)
 	tv_remove(client_vault);
 	tv_remove(tokdir);
 	buf_release(&tf);
-	fprintf(stderr, "test-sync: %.1f s\n", th_now() - t0);
+	fprintf(stderr, "test-sync: %.1f s\n", now_s() - t0);
 	return test_done();
 }

@@ -392,7 +392,7 @@ static void test_size_limit(void)
 		const char *req = "PUT /api/v1/files/huge.bin HTTP/1.1\r\nHost: x\r\n" AUTH
 				  "Content-Length: 100000000\r\n\r\nabc";
 		memset(&r, 0, sizeof(r));
-		CHECK(th_send_all(fd, req, strlen(req)) == 0);
+		CHECK(send_all(fd, req, strlen(req)) == 0);
 		CHECK(th_read(fd, &r) == 0);
 		CHECK_INT(r.status, 413);
 		th_resp_free(&r);
@@ -688,10 +688,10 @@ static void test_wait(void)
 	CHECK(live >= 1);
 	th_resp_free(&r);
 	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=300", live + 1000);
-	t0 = th_now();
+	t0 = now_s();
 	CHECK(get(t, &r) == 0);
 	CHECK_INT(r.status, 408);
-	CHECK(th_now() - t0 >= 0.28 && th_now() - t0 < 2.0);
+	CHECK(now_s() - t0 >= 0.28 && now_s() - t0 < 2.0);
 	th_resp_free(&r);
 	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=0", live + 1000);
 	CHECK(get(t, &r) == 0);
@@ -716,7 +716,7 @@ static void *wait_thread(void *arg)
 	struct waiting *w = arg;
 
 	w->status = wait_for(w->version);
-	w->done = th_now();
+	w->done = now_s();
 	return NULL;
 }
 
@@ -733,7 +733,7 @@ static void test_put_to_live(void)
 		char body[64];
 		long long v;
 		snprintf(body, sizeof(body), "# Latency\n\nround %d\n", i);
-		t0 = th_now();
+		t0 = now_s();
 		CHECK(put("latency.md", NULL, body, strlen(body), &r) == 0);
 		v = th_json_u64(r.body.ptr, "version");
 		th_resp_free(&r);
@@ -760,7 +760,7 @@ static void test_put_to_live(void)
 		CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);
 		usleep(100 * 1000);
 		CHECK_INT(w.status, 0); /* still parked */
-		t0 = th_now();
+		t0 = now_s();
 		CHECK(put("latency.md", NULL, "# Latency\n\nwoken\n", 17, &r) == 0);
 		th_resp_free(&r);
 		CHECK(pthread_join(t, NULL) == 0);
@@ -908,7 +908,7 @@ static void test_restart(void)
 
 int main(void)
 {
-	double t0 = th_now();
+	double t0 = now_s();
 
 	log_set_level(LOG_WARN);
 	vault = tv_new();
@@ -936,6 +936,6 @@ int main(void)
 
 	stop_server();
 	tv_remove(vault);
-	fprintf(stderr, "test-syncapi: %.1f s\n", th_now() - t0);
+	fprintf(stderr, "test-syncapi: %.1f s\n", now_s() - t0);
 	return test_done();
 }

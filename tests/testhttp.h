@@ -1,6 +1,7 @@
 /*
  * testhttp.h: a tiny blocking HTTP/1.1 client over raw sockets, for the
- * sync tests (test-http.c has its own, checking every byte on the wire).
+ * sync tests: one request per connection, on top of httpc.h (which
+ * test-http.c uses to check every byte on the wire, pipelining included).
  *
  *	struct th_resp r;
  *	th_request(port, "PUT", "/api/v1/files/a.md", "Authorization: Bearer x\r\n",
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "httpc.h" /* send_all(), now_s() */
 #include "json.h"
 #include "xalloc.h"
 
@@ -39,13 +41,6 @@ struct th_resp {
 };
 
 static const char *th_source = "127.0.0.1";
-
-static inline double th_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static inline int th_dial(int port)
 {
@@ -73,22 +68,6 @@ static inline int th_dial(int port)
 		return -1;
 	}
 	return fd;
-}
-
-static inline int th_send_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 static inline void th_resp_free(struct th_resp *r)
@@ -199,7 +178,7 @@ static inline int th_request(int port, const char *method, const char *target, c
 	fd = th_dial(port);
 	if (fd < 0)
 		goto out;
-	if (th_send_all(fd, req.ptr, req.len) == 0)
+	if (send_all(fd, req.ptr, req.len) == 0)
 		rc = th_read(fd, r);
 	close(fd);
 out:
