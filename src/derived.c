@@ -489,106 +489,171 @@ static void rfc822(const char *date, char *out, size_t size)
 	strftime(out, size, "%a, %d %b %Y 00:00:00 +0000", &tm);
 }
 
-/* An RSS 2.0 feed of the newest of the given notes (reordered in place). */
-static void rss(struct site *s, const char *key, const char *title, const char *link_href,
-		struct site_note **v, size_t n)
+static int cmp_entries_date(const void *a, const void *b)
 {
-	struct buf b = BUF_INIT;
+	const struct feed_entry *x = a, *y = b;
+	return cmp_notes_date(&x->note, &y->note);
+}
+
+static void add_origin_href(struct buf *b, const char *origin, const char *href)
+{
+	buf_adds_html(b, origin);
+	buf_adds_html(b, href);
+}
+
+void derived_rss(const struct site *s, const struct feed_target *t, struct feed_entry *v,
+		 size_t n, struct buf *b)
+{
 	size_t i, max = (size_t)s->cfg.feed_items;
 	char date[11], when[64];
 
-	sort(v, n, sizeof(*v), cmp_notes_date);
-	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		     "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\">\n<channel>\n"
-		     "<title>");
-	buf_adds_html(&b, title);
-	buf_adds(&b, "</title>\n<link>");
-	add_abs(s, &b, link_href);
-	buf_adds(&b, "</link>\n<description>");
-	buf_adds_html(&b, "Recent notes: ");
-	buf_adds_html(&b, title);
-	buf_adds(&b, "</description>\n<language>");
-	buf_adds_html(&b, s->cfg.language);
-	buf_adds(&b, "</language>\n<atom:link rel=\"self\" type=\"application/rss+xml\" href=\"");
-	{
-		struct buf self = BUF_INIT;
-		buf_adds(&self, s->cfg.url_prefix);
-		buf_add_urlpath(&self, key, strlen(key));
-		add_abs(s, &b, self.ptr);
-		buf_release(&self);
-	}
-	buf_adds(&b, "\"/>\n");
+	sort(v, n, sizeof(*v), cmp_entries_date);
+	buf_adds(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		    "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\">\n<channel>\n"
+		    "<title>");
+	buf_adds_html(b, t->title);
+	buf_adds(b, "</title>\n<link>");
+	add_origin_href(b, t->origin, t->home);
+	buf_adds(b, "</link>\n<description>");
+	buf_adds_html(b, "Recent notes: ");
+	buf_adds_html(b, t->title);
+	buf_adds(b, "</description>\n<language>");
+	buf_adds_html(b, s->cfg.language);
+	buf_adds(b, "</language>\n<atom:link rel=\"self\" type=\"application/rss+xml\" href=\"");
+	add_origin_href(b, t->origin, t->self);
+	buf_adds(b, "\"/>\n");
 	for (i = 0; i < n && i < max; i++) {
-		const char *sum = summary_of(v[i]);
-		site_note_date(v[i], date);
+		const char *sum = summary_of(v[i].note);
+		site_note_date(v[i].note, date);
 		rfc822(date, when, sizeof(when));
-		buf_adds(&b, "<item>\n<title>");
-		buf_adds_html(&b, v[i]->note.title);
-		buf_adds(&b, "</title>\n<link>");
-		add_abs(s, &b, v[i]->href);
-		buf_adds(&b, "</link>\n<guid isPermaLink=\"true\">");
-		add_abs(s, &b, v[i]->href);
-		buf_adds(&b, "</guid>\n<pubDate>");
-		buf_adds(&b, when);
-		buf_adds(&b, "</pubDate>\n");
+		buf_adds(b, "<item>\n<title>");
+		buf_adds_html(b, v[i].note->note.title);
+		buf_adds(b, "</title>\n<link>");
+		add_origin_href(b, t->origin, v[i].href);
+		buf_adds(b, "</link>\n<guid isPermaLink=\"true\">");
+		add_origin_href(b, t->origin, v[i].href);
+		buf_adds(b, "</guid>\n<pubDate>");
+		buf_adds(b, when);
+		buf_adds(b, "</pubDate>\n");
 		if (sum && *sum) {
-			buf_adds(&b, "<description>");
-			buf_adds_html(&b, sum);
-			buf_adds(&b, "</description>\n");
+			buf_adds(b, "<description>");
+			buf_adds_html(b, sum);
+			buf_adds(b, "</description>\n");
 		}
-		buf_adds(&b, "</item>\n");
+		buf_adds(b, "</item>\n");
 	}
-	buf_adds(&b, "</channel>\n</rss>\n");
-	put_text(s, PAGE_GENERATED, key, "application/rss+xml; charset=utf-8", &b);
-	buf_release(&b);
+	buf_adds(b, "</channel>\n</rss>\n");
 }
 
-static void atom(struct site *s, struct site_note **v, size_t n)
+void derived_atom(const struct site *s, const struct feed_target *t, struct feed_entry *v,
+		  size_t n, struct buf *b)
 {
-	struct buf b = BUF_INIT;
 	size_t i, max = (size_t)s->cfg.feed_items;
 	char date[11];
 
-	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		     "<feed xmlns=\"http://www.w3.org/2005/Atom\">\n<title>");
-	buf_adds_html(&b, s->cfg.title);
-	buf_adds(&b, "</title>\n<id>");
-	add_abs(s, &b, s->cfg.url_prefix);
-	buf_adds(&b, "/</id>\n<link href=\"");
-	add_abs(s, &b, s->cfg.url_prefix);
-	buf_adds(&b, "/\"/>\n<link rel=\"self\" href=\"");
-	add_abs(s, &b, s->cfg.url_prefix);
-	buf_adds(&b, "/atom.xml\"/>\n<updated>");
+	sort(v, n, sizeof(*v), cmp_entries_date);
+	buf_adds(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		    "<feed xmlns=\"http://www.w3.org/2005/Atom\">\n<title>");
+	buf_adds_html(b, t->title);
+	buf_adds(b, "</title>\n<id>");
+	add_origin_href(b, t->origin, t->home);
+	buf_adds(b, "</id>\n<link href=\"");
+	add_origin_href(b, t->origin, t->home);
+	buf_adds(b, "\"/>\n<link rel=\"self\" href=\"");
+	add_origin_href(b, t->origin, t->self);
+	buf_adds(b, "\"/>\n<updated>");
 	if (n)
-		site_note_date(v[0], date);
+		site_note_date(v[0].note, date);
 	else
 		strcpy(date, "1970-01-01");
-	buf_adds(&b, date);
-	buf_adds(&b, "T00:00:00Z</updated>\n<author><name>");
-	buf_adds_html(&b, s->cfg.title);
-	buf_adds(&b, "</name></author>\n");
+	buf_adds(b, date);
+	buf_adds(b, "T00:00:00Z</updated>\n<author><name>");
+	buf_adds_html(b, t->title);
+	buf_adds(b, "</name></author>\n");
 	for (i = 0; i < n && i < max; i++) {
-		const char *sum = summary_of(v[i]);
-		site_note_date(v[i], date);
-		buf_adds(&b, "<entry>\n<title>");
-		buf_adds_html(&b, v[i]->note.title);
-		buf_adds(&b, "</title>\n<id>");
-		add_abs(s, &b, v[i]->href);
-		buf_adds(&b, "</id>\n<link href=\"");
-		add_abs(s, &b, v[i]->href);
-		buf_adds(&b, "\"/>\n<updated>");
-		buf_adds(&b, date);
-		buf_adds(&b, "T00:00:00Z</updated>\n");
+		const char *sum = summary_of(v[i].note);
+		site_note_date(v[i].note, date);
+		buf_adds(b, "<entry>\n<title>");
+		buf_adds_html(b, v[i].note->note.title);
+		buf_adds(b, "</title>\n<id>");
+		add_origin_href(b, t->origin, v[i].href);
+		buf_adds(b, "</id>\n<link href=\"");
+		add_origin_href(b, t->origin, v[i].href);
+		buf_adds(b, "\"/>\n<updated>");
+		buf_adds(b, date);
+		buf_adds(b, "T00:00:00Z</updated>\n");
 		if (sum && *sum) {
-			buf_adds(&b, "<summary>");
-			buf_adds_html(&b, sum);
-			buf_adds(&b, "</summary>\n");
+			buf_adds(b, "<summary>");
+			buf_adds_html(b, sum);
+			buf_adds(b, "</summary>\n");
 		}
-		buf_adds(&b, "</entry>\n");
+		buf_adds(b, "</entry>\n");
 	}
-	buf_adds(&b, "</feed>\n");
-	put_text(s, PAGE_GENERATED, "/atom.xml", "application/atom+xml; charset=utf-8", &b);
+	buf_adds(b, "</feed>\n");
+}
+
+void derived_urlset(const char *origin, const struct feed_entry *v, size_t n, struct buf *b)
+{
+	size_t k;
+	char date[11];
+
+	buf_adds(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+		    "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
+	for (k = 0; k < n; k++) {
+		site_note_date(v[k].note, date);
+		buf_adds(b, "<url><loc>");
+		add_origin_href(b, origin, v[k].href);
+		buf_adds(b, "</loc><lastmod>");
+		buf_adds(b, date);
+		buf_adds(b, "</lastmod></url>\n");
+	}
+	buf_adds(b, "</urlset>\n");
+}
+
+/* The main site's origin: base_url without its path prefix. */
+static char *main_origin(const struct site *s)
+{
+	size_t blen = strlen(s->cfg.base_url), plen = strlen(s->cfg.url_prefix);
+	return xstrndup(s->cfg.base_url, blen - plen);
+}
+
+static struct feed_entry *entries_of(struct site_note *const *v, size_t n)
+{
+	struct feed_entry *e = xcalloc(n + 1, sizeof(*e));
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		e[i].note = v[i];
+		e[i].href = v[i]->href;
+	}
+	return e;
+}
+
+/* The main site's RSS feed (at key) and, for the whole site, its Atom feed. */
+static void write_feeds(struct site *s, const char *key, const char *title, const char *home,
+		  struct site_note *const *v, size_t n, int with_atom)
+{
+	struct feed_entry *e = entries_of(v, n);
+	struct buf b = BUF_INIT, self = BUF_INIT;
+	char *origin = main_origin(s);
+	struct feed_target t = { origin, title, home, NULL };
+
+	buf_adds(&self, s->cfg.url_prefix);
+	buf_add_urlpath(&self, key, strlen(key));
+	t.self = self.ptr;
+	derived_rss(s, &t, e, n, &b);
+	put_text(s, PAGE_GENERATED, key, "application/rss+xml; charset=utf-8", &b);
+	if (with_atom) {
+		buf_reset(&self);
+		buf_addf(&self, "%s/atom.xml", s->cfg.url_prefix);
+		t.self = self.ptr;
+		derived_atom(s, &t, e, n, &b);
+		put_text(s, PAGE_GENERATED, "/atom.xml", "application/atom+xml; charset=utf-8", &b);
+	}
 	buf_release(&b);
+	buf_release(&self);
+	free(origin);
+	free(e);
 }
 
 static void note_items(const struct site_note *const *v, size_t n, struct layout_item *items,
@@ -630,7 +695,7 @@ static void render_tag(struct site *s, struct derived_tag *t)
 		buf_adds(&link, s->cfg.url_prefix);
 		buf_add_urlpath(&link, key.ptr, key.len);
 		buf_adds(&key, "/rss.xml");
-		rss(s, key.ptr, title.ptr, link.ptr, t->notes.v, t->notes.n);
+		write_feeds(s, key.ptr, title.ptr, link.ptr, t->notes.v, t->notes.n, 0);
 		buf_release(&link);
 	}
 	free(items);
@@ -759,7 +824,7 @@ static void render_folder(struct site *s, struct derived_folder *f)
 		subtree_notes(f, &all);
 		buf_adds(&href, s->cfg.url_prefix);
 		buf_add_urlpath(&href, url, strlen(url));
-		rss(s, feed.ptr, f->name, href.ptr, all.v, all.n);
+		write_feeds(s, feed.ptr, f->name, href.ptr, all.v, all.n, 0);
 		free(all.v);
 	}
 	for (i = 0; i < nk; i++)
@@ -784,23 +849,16 @@ static void render_shard(struct site *s, size_t i)
 {
 	struct notelist *l = &s->derived->shards[i];
 	struct buf b = BUF_INIT, key = BUF_INIT;
-	size_t k;
-	char date[11];
+	struct feed_entry *e;
+	char *origin = main_origin(s);
 
 	buf_addf(&key, "/sitemap-%zu.xml", i);
 	sort(l->v, l->n, sizeof(*l->v), cmp_notes_url);
-	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		     "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n");
-	for (k = 0; k < l->n; k++) {
-		site_note_date(l->v[k], date);
-		buf_adds(&b, "<url><loc>");
-		add_abs(s, &b, l->v[k]->href);
-		buf_adds(&b, "</loc><lastmod>");
-		buf_adds(&b, date);
-		buf_adds(&b, "</lastmod></url>\n");
-	}
-	buf_adds(&b, "</urlset>\n");
+	e = entries_of(l->v, l->n);
+	derived_urlset(origin, e, l->n, &b);
 	put_text(s, PAGE_GENERATED, key.ptr, "application/xml; charset=utf-8", &b);
+	free(e);
+	free(origin);
 	buf_release(&b);
 	buf_release(&key);
 }
@@ -858,6 +916,11 @@ static void reshard(struct site *s, size_t k)
 	buf_release(&key);
 }
 
+size_t derived_shards(const struct site *s)
+{
+	return s->cfg.base_url[0] ? s->derived->nshards : 0;
+}
+
 void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 {
 	struct derived *d = s->derived;
@@ -901,12 +964,13 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 			render_sitemap_index(s);
 		if (d->site_feed_dirty) {
 			struct notelist all = { 0 };
+			struct buf home = BUF_INIT;
 			for (i = 0; i < s->nnotes; i++)
 				if (s->notes[i]->dsig)
 					nl_add(&all, s->notes[i]);
-			rss(s, "/rss.xml", s->cfg.title, s->cfg.url_prefix[0] ? s->cfg.url_prefix : "/",
-			    all.v, all.n);
-			atom(s, all.v, all.n);
+			buf_addf(&home, "%s/", s->cfg.url_prefix);
+			write_feeds(s, "/rss.xml", s->cfg.title, home.ptr, all.v, all.n, 1);
+			buf_release(&home);
 			free(all.v);
 		}
 	}

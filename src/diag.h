@@ -20,6 +20,7 @@ enum diag_kind {
 	DIAG_LINK,    /* rendering: broken links and embeds */
 	DIAG_EMBED,   /* composing: embed cycles, missing sections */
 	DIAG_URL,     /* URL and alias collisions */
+	DIAG_ROUTE,   /* routes on hosts: unreadable, or claimed by another note */
 	DIAG_OTHER,
 };
 

@@ -67,6 +67,7 @@
  */
 #include "http.h"
 #include "buf.h"
+#include "hosts.h"
 #include "log.h"
 #include "unicode.h"
 #include "xalloc.h"
@@ -1831,6 +1832,77 @@ static enum http_method map_method(enum evhttp_cmd_type t)
 	}
 }
 
+/* Answers 405 or 501 unless the request is a GET or HEAD; returns whether it is. */
+static int get_or_head(struct http_request *r)
+{
+	int known;
+
+	if (r->method == HTTP_GET || r->method == HTTP_HEAD)
+		return 1;
+	known = strcmp(method_name(evhttp_request_get_command(r->ev)), "-") != 0;
+	HDR_CONST(r, "Allow: GET, HEAD\r\n");
+	if (known)
+		respond_text(r, 405, "Method Not Allowed\n");
+	else
+		respond_text(r, 501, "Not Implemented\n");
+	return 0;
+}
+
+/*
+ * A request for a host other than the main site's (hosts.h): served from
+ * that host's pages, or redirected from www. to the bare host. Returns 0
+ * when the main site should answer.
+ */
+static int serve_other_host(struct http_request *r)
+{
+	struct snapshot_host *host;
+	const struct handler *h;
+	const char *name = in_header(r->ev, "Host"), *target = r->uri;
+	char norm[HOST_NAME_MAX_LEN];
+	struct page *p;
+
+	if (r->absolute) {
+		/* absolute-form: its authority is the host (RFC 9112 3.2.2) */
+		name = strchr(r->uri, ':') + 3;
+		target = name + strcspn(name, "/?");
+	}
+	host_from_header(name, norm);
+	switch (hosts_find(r->snap, norm, &host)) {
+	case HOST_MAIN:
+		return 0;
+	case HOST_WWW: {
+		struct buf *hd = &r->w->hdr;
+		r->kind = K_REDIRECT;
+		buf_adds(hd, "Location: ");
+		buf_adds(hd, host ? host->origin : r->snap->hosts->main_origin);
+		buf_adds(hd, *target == '/' ? target : "/");
+		buf_add(hd, "\r\n", 2);
+		if (strpbrk(target, "\r\n")) {
+			buf_reset(hd);
+			respond_text(r, 400, "Bad Request\n");
+			return 1;
+		}
+		cache_control(r, 0);
+		set_length(r, 0);
+		respond(r, 301);
+		return 1;
+	}
+	case HOST_CUSTOM:
+		break;
+	}
+	if ((h = find_handler(r->w->srv, r->path, r->path_len)))
+		call_handler(r, h);
+	else if (!get_or_head(r))
+		;
+	else if ((p = hosts_page(r->snap, host, r->path, r->path_len)))
+		serve_page(r, p);
+	else if (host->not_found)
+		r->kind = K_NOTFOUND, serve_bytes(r, host->not_found, 404);
+	else
+		serve_not_found(r);
+	return 1;
+}
+
 /*
  * evhttp's callback for every request it parsed: checks and decodes the
  * target, strips the URL prefix, then hands the request to a registered
@@ -1880,42 +1952,39 @@ static void on_request(struct evhttp_request *ev, void *arg)
 	}
 	r.path = w->scratch;
 	r.path_len = (size_t)n;
+	r.snap = snapshot_acquire(srv->opt.slot);
+	if (r.snap && r.snap->hosts && serve_other_host(&r))
+		goto done;
 	if (srv->prefix_len) {
 		if (r.path_len == srv->prefix_len && memcmp(r.path, srv->prefix, r.path_len) == 0) {
 			redirect_to(&r, "/", 1);
-			return;
+			goto done;
 		}
 		if (r.path_len < srv->prefix_len + 1 ||
 		    memcmp(r.path, srv->prefix, srv->prefix_len) != 0 ||
 		    r.path[srv->prefix_len] != '/') {
-			r.snap = snapshot_acquire(srv->opt.slot);
 			serve_not_found(&r);
-			snapshot_unref(r.snap);
-			return;
+			goto done;
 		}
 		r.path += srv->prefix_len;
 		r.path_len -= srv->prefix_len;
 	}
-	r.snap = snapshot_acquire(srv->opt.slot);
 	if (!r.snap) {
 		HDR_CONST(&r, "Retry-After: 1\r\n");
 		respond_text(&r, 503, "Service Unavailable: no snapshot published yet\n");
 		return;
 	}
-	if ((h = find_handler(srv, r.path, r.path_len))) {
+	if ((h = find_handler(srv, r.path, r.path_len)))
 		call_handler(&r, h);
-	} else if (r.method != HTTP_GET && r.method != HTTP_HEAD) {
-		int known = strcmp(method_name(evhttp_request_get_command(ev)), "-") != 0;
-		HDR_CONST(&r, "Allow: GET, HEAD\r\n");
-		if (known)
-			respond_text(&r, 405, "Method Not Allowed\n");
-		else
-			respond_text(&r, 501, "Not Implemented\n");
-	} else if ((p = snapshot_get(r.snap, r.path, r.path_len))) {
+	else if (!get_or_head(&r))
+		;
+	else if ((p = snapshot_get(r.snap, r.path, r.path_len)))
 		serve_page(&r, p);
-	} else {
+	else if ((p = hosts_main_route(r.snap, r.path, r.path_len)))
+		serve_page(&r, p);
+	else
 		serve_miss(&r);
-	}
+done:
 	snapshot_unref(r.snap);
 }
 

@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "derived.h"
 #include "hash.h"
+#include "hosts.h"
 #include "log.h"
 #include "parallel.h"
 #include "render.h"
@@ -233,6 +234,11 @@ static void note_free(struct site_note *n)
 	free(n->old_title);
 	strs_free(n->dtags, n->ndtags);
 	free(n->durl);
+	for (size_t i = 0; i < n->nroutes; i++) {
+		free(n->routes[i].host);
+		free(n->routes[i].path);
+	}
+	free(n->routes);
 	free(n);
 }
 
@@ -1383,6 +1389,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 			for (i = 0; i < w.rerender.n; i++)
 				buf_release(&w.rerender.v[i]->md.text);
 		derived_update(s, changed.v, changed.n);
+		hosts_update(s, changed.v, changed.n);
 		free(changed.v);
 	}
 
@@ -1577,6 +1584,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	diag_list_init(&s->diags);
 	s->resolver = resolver_new();
 	s->derived = derived_new();
+	s->hosts = hosts_new();
 	s->keep_text = opt && opt->search;
 	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
 	if (config_load(&s->cfg, path, &s->diags) < 0)
@@ -1677,6 +1685,7 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 		}
 	}
 	keys_release(&s->dirty);
+	hosts_snapshot(s, snap);
 	snap->nnotes = s->npublished;
 	snap->nattachments = s->nserved_files;
 	snap->load_ms = s->load_ms;
@@ -1765,6 +1774,7 @@ void site_free(struct site *s)
 		free(s->asset_urls[i]);
 	resolver_free(s->resolver);
 	derived_free(s->derived);
+	hosts_free(s->hosts);
 	config_release(&s->cfg);
 	diag_list_release(&s->diags);
 	free(s->vault);

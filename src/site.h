@@ -42,10 +42,17 @@
 struct resolver;
 struct derived;
 struct derived_folder;
+struct hosts;
 struct site_note;
 struct site_file;
 
 /* How one wikilink or embed of a note resolved. */
+/* A route a note claims: a path on a host ("" for the main site). */
+struct site_route {
+	char *host;
+	char *path;
+};
+
 struct site_ref {
 	enum md_target_kind kind;
 	void *target;  /* struct site_note * (NOTE, PLAIN), struct site_file * (ATTACHMENT), or NULL */
@@ -68,6 +75,8 @@ struct site_note {
 	char **aliases;       /* alias URLs this note claims */
 	size_t naliases;
 	struct page *page;    /* the composed page (a reference) */
+	struct site_route *routes; /* the routes it claims (published notes), see hosts.h */
+	size_t nroutes;
 	/* work marks for one site_apply() */
 	unsigned reparse : 1, rerender : 1, recompose : 1, removed : 1, added : 1, seen : 1;
 	unsigned indexed : 1, parsed : 1;
@@ -119,6 +128,7 @@ struct site {
 	struct map moved;         /* note path -> the URLs it had before it moved there */
 	char *moves_file;         /* where moves are recorded, to outlive a restart */
 	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */
+	struct hosts *hosts;      /* custom domains and routes */
 	struct search *search;    /* the full-text index kept by site_apply(), or NULL */
 	int keep_text;            /* keep each note's plain text (for indexing it later) */
 	int search_tx;            /* site_apply() staged rows in an open transaction */

@@ -114,7 +114,57 @@ void snapshot_unref(struct snapshot *s)
 		page_unref(v);
 	map_release(&s->pages);
 	page_unref(s->not_found);
+	snapshot_hosts_free(s->hosts);
 	free(s);
+}
+
+static void pages_release(struct map *m)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(m, &i, NULL, NULL, &v))
+		page_unref(v);
+	map_release(m);
+}
+
+static void host_free(struct snapshot_host *h)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!h)
+		return;
+	free(h->name);
+	free(h->origin);
+	free(h->title);
+	pages_release(&h->pages);
+	pages_release(&h->lazy); /* nothing is still rendering: the renderer holds the snapshot */
+	while (map_next(&h->routed, &i, NULL, NULL, &v))
+		free(v);
+	map_release(&h->routed);
+	page_unref(h->not_found);
+	pthread_mutex_destroy(&h->lock);
+	pthread_cond_destroy(&h->rendered);
+	free(h);
+}
+
+void snapshot_hosts_free(struct snapshot_hosts *hosts)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!hosts)
+		return;
+	while (map_next(&hosts->by_name, &i, NULL, NULL, &v))
+		host_free(v);
+	map_release(&hosts->by_name);
+	host_free(hosts->main);
+	free(hosts->main_name);
+	free(hosts->main_origin);
+	free(hosts->prefix);
+	free(hosts->main_title);
+	free(hosts);
 }
 
 void snapshot_slot_init(struct snapshot_slot *slot)

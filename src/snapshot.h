@@ -84,6 +84,35 @@ static inline struct page *page_ref(struct page *p)
 /* Drops a reference; frees the page with the last. Accepts NULL. */
 void page_unref(struct page *p);
 
+/*
+ * A custom host as the front serves it (hosts.h says what it serves). Built
+ * by the loader for each snapshot; only the cache of pages rendered on
+ * request changes afterwards, under its lock.
+ */
+struct snapshot_host {
+	char *name;               /* "docs.example.com"; "" for the main site's extra routes */
+	int open;                 /* serves every published page, not only its routes */
+	char *origin;             /* "https://docs.example.com" */
+	char *title;              /* its site title */
+	struct map pages;         /* path -> page: routes and the host's own resources */
+	struct map routed;        /* main-site path of a routed note -> its path here (owned) */
+	struct page *not_found;   /* the host's 404 page */
+	pthread_mutex_t lock;     /* over lazy */
+	pthread_cond_t rendered;  /* a page of lazy was rendered */
+	struct map lazy;          /* path -> page rendered on request, or a "rendering" mark */
+	unsigned long nrendered;  /* pages rendered on request (under lock) */
+};
+
+/* The hosts of a snapshot. */
+struct snapshot_hosts {
+	struct map by_name;       /* name -> struct snapshot_host * */
+	struct snapshot_host *main; /* the main site's extra routes, or NULL */
+	char *main_name;          /* base_url's host, or "" */
+	char *main_origin;        /* "https://example.com" (no prefix), or "" without base_url */
+	char *prefix;             /* the main site's URL prefix: "" or "/docs" */
+	char *main_title;
+};
+
 struct snapshot {
 	atomic_long refs;
 	uint64_t version;         /* increases by one with each publish */
@@ -93,6 +122,7 @@ struct snapshot {
 	size_t nnotes;            /* published notes */
 	size_t nattachments;      /* published attachments */
 	double load_ms;           /* how long building this snapshot took */
+	struct snapshot_hosts *hosts; /* custom domains and extra routes, or NULL when none */
 };
 
 /* An empty snapshot, refs = 1. */
@@ -109,6 +139,9 @@ void snapshot_put(struct snapshot *s, struct page *p);
 void snapshot_remove(struct snapshot *s, const char *path, size_t len);
 /* The page at path, borrowed for as long as the caller holds s, or NULL. */
 struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len);
+/* Frees hosts and every page it holds. Accepts NULL. */
+void snapshot_hosts_free(struct snapshot_hosts *hosts);
+
 /* Replaces the 404 page, taking over the caller's reference. */
 void snapshot_set_not_found(struct snapshot *s, struct page *p);
 

@@ -212,11 +212,11 @@ static void edit(const char *root, struct files *f, struct step *st, unsigned co
 {
 	struct buf text = BUF_INIT, name = BUF_INIT, rel = BUF_INIT;
 	const char *target = random_note(f), *other = random_note(f);
-	unsigned op = (unsigned)pick(16);
+	unsigned op = (unsigned)pick(17);
 
 	if (!target || !other)
 		op = 6;
-	if (op <= 9)
+	if (op <= 9 || op == 15)
 		read_rel(root, target, &text);
 	switch (op) {
 	case 0: /* body edit */
@@ -341,6 +341,27 @@ static void edit(const char *root, struct files *f, struct step *st, unsigned co
 		}
 		goto out;
 	}
+	case 15: { /* routes on other hosts: added, changed, moved between hosts, dropped */
+		static const char *const routes[] = { "docs.example.com/", "docs.example.com/guide",
+						      "docs.example.com/p%u", "open.example.com/x%u",
+						      "Other.Example.com:8080/page", "/extra/%u",
+						      "www.docs.example.com/w" };
+		st->what = "routes";
+		drop_line(&text, "\nroutes:");
+		if (pick(4)) {
+			unsigned k, n = 1 + (unsigned)pick(2);
+			buf_reset(&name);
+			buf_adds(&name, "routes: [");
+			for (k = 0; k < n; k++) {
+				if (k)
+					buf_adds(&name, ", ");
+				buf_addf(&name, routes[pick(7)], (unsigned)pick(3));
+			}
+			buf_adds(&name, "]");
+			set_front(&text, name.ptr);
+		}
+		break;
+	}
 	default: /* an untouched file reported as changed: nothing must move */
 		st->what = "touch";
 		touched(st, target);
@@ -400,6 +421,77 @@ static void show_difference(const struct page *a, const struct page *b)
 			b->location ? b->location : "-");
 }
 
+/* The pages of two hosts (either may be NULL), named for messages. */
+static size_t compare_host(const char *name, const struct snapshot_host *a,
+			   const struct snapshot_host *b)
+{
+	const struct map empty = MAP_INIT;
+	const struct map *ma = a ? &a->pages : &empty, *mb = b ? &b->pages : &empty;
+	size_t i = 0, diffs = 0, keylen;
+	const char *key;
+	void *v;
+
+	while (map_next(mb, &i, &key, &keylen, &v)) {
+		const struct page *p = map_get(ma, key, keylen);
+		if ((!p || !same_page(p, v)) && diffs++ < 3) {
+			fprintf(stderr, "  host %s page %.*s: %s\n", name, (int)keylen, key,
+				p ? "differs" : "missing from the incremental snapshot");
+			if (p)
+				show_difference(p, v);
+		}
+	}
+	i = 0;
+	while (map_next(ma, &i, &key, &keylen, &v))
+		if (!map_get(mb, key, keylen) && diffs++ < 6)
+			fprintf(stderr, "  host %s page %.*s: only in the incremental snapshot\n", name,
+				(int)keylen, key);
+	if (a && b && (!a->not_found) != (!b->not_found)) {
+		fprintf(stderr, "  host %s: 404 page in one snapshot only\n", name);
+		diffs++;
+	} else if (a && b && a->not_found && !same_page(a->not_found, b->not_found)) {
+		fprintf(stderr, "  host %s: 404 pages differ\n", name);
+		diffs++;
+	}
+	if (a && b && (a->open != b->open || strcmp(a->origin, b->origin) != 0)) {
+		fprintf(stderr, "  host %s: settings differ\n", name);
+		diffs++;
+	}
+	return diffs;
+}
+
+/* Every host's pre-rendered pages, both ways. */
+static size_t compare_hosts(const struct snapshot *inc, const struct snapshot *full)
+{
+	const struct map empty = MAP_INIT;
+	const struct map *hi = inc->hosts ? &inc->hosts->by_name : &empty;
+	const struct map *hf = full->hosts ? &full->hosts->by_name : &empty;
+	size_t i = 0, diffs = 0, keylen;
+	const char *key;
+	void *v;
+
+	diffs += compare_host("(main routes)", inc->hosts ? inc->hosts->main : NULL,
+			      full->hosts ? full->hosts->main : NULL);
+	while (map_next(hf, &i, &key, &keylen, &v)) {
+		const struct snapshot_host *a = map_get(hi, key, keylen);
+		if (!a) {
+			fprintf(stderr, "  host %.*s: missing from the incremental snapshot\n",
+				(int)keylen, key);
+			diffs++;
+			continue;
+		}
+		diffs += compare_host(a->name, a, v);
+	}
+	i = 0;
+	while (map_next(hi, &i, &key, &keylen, &v)) {
+		if (!map_get(hf, key, keylen)) {
+			fprintf(stderr, "  host %.*s: only in the incremental snapshot\n", (int)keylen,
+				key);
+			diffs++;
+		}
+	}
+	return diffs;
+}
+
 /* Returns the number of differing pages (printing the first few). */
 static size_t compare(const struct snapshot *inc, const struct snapshot *full)
 {
@@ -424,6 +516,7 @@ static size_t compare(const struct snapshot *inc, const struct snapshot *full)
 		if (!snapshot_get(full, key, keylen) && diffs++ < 6)
 			fprintf(stderr, "  page %.*s: only in the incremental snapshot\n", (int)keylen, key);
 	}
+	diffs += compare_hosts(inc, full);
 	if (inc->nnotes != full->nnotes || inc->nattachments != full->nattachments) {
 		fprintf(stderr, "  counts: %zu/%zu notes, %zu/%zu attachments\n", inc->nnotes,
 			full->nnotes, inc->nattachments, full->nattachments);

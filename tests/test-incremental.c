@@ -37,7 +37,9 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed)
 	buf_addf(&src, "%s/%s", tv_corpus(), corpus_name);
 	copy_tree(src.ptr, root);
 	/* with a base_url, so that sitemaps and feeds are built and compared too */
-	tv_write(root, "quire.yml", "title: Property test\nbase_url: https://example.org/notes\n");
+	tv_write(root, "quire.yml",
+		 "title: Property test\nbase_url: https://example.org/notes\n"
+		 "hosts:\n  open.example.com: {open: true, title: Open host}\n");
 	inc = site_load(root, &so);
 	CHECK(inc != NULL);
 	if (!inc)
@@ -73,8 +75,10 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed)
 		if (diffs)
 			break;
 	}
-	fprintf(stderr, "  %s: %u steps, %zu notes rendered incrementally (%.1f per step) of %zu\n",
-		corpus_name, i, rendered, i ? (double)rendered / i : 0.0, inc->nnotes);
+	fprintf(stderr, "  %s: %u steps, %zu notes rendered incrementally (%.1f per step) of %zu; "
+		"%zu hosts with routes at the end\n",
+		corpus_name, i, rendered, i ? (double)rendered / i : 0.0, inc->nnotes,
+		snap->hosts ? snap->hosts->by_name.len : 0);
 	snapshot_unref(snap);
 	site_free(inc);
 out:
