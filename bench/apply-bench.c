@@ -11,12 +11,17 @@
  * distribution of per-edit times, and how many notes each edit parsed,
  * rendered and composed. With "search", a search index (in a temporary
  * file) is attached first, and the time to write each edit's rows after
- * the snapshot (site_search_flush) is reported too. Figures, not assertions.
+ * the snapshot (site_search_flush) is reported too. When the environment
+ * names a file in APPLY_SKIP, notes whose vault paths are lines of it are
+ * never edited (bench/hosts-bench.sh: the same edits with and without
+ * routes). The peak resident memory is printed last. Figures, not
+ * assertions.
  */
 #include "markdown.h"
 #include "search.h"
 #include "site.h"
 #include "vault.h"
+#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +48,35 @@ static double pct(const double *v, size_t n, double p)
 	return v[i < n ? i : n - 1];
 }
 
+/* Whether path is a whole line of list. */
+static int skipped(const char *list, const char *path)
+{
+	size_t n = strlen(path);
+	const char *p = list;
+
+	while (p && (p = strstr(p, path))) {
+		if ((p == list || p[-1] == '\n') && (p[n] == '\n' || !p[n]))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/* VmHWM of /proc/self/status, in kB. */
+static long peak_rss_kb(void)
+{
+	char line[256];
+	long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmHWM:", 6) == 0)
+			kb = strtol(line + 6, NULL, 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 int main(int argc, char **argv)
 {
 	const char *vault = argc > 1 ? argv[1] : "bench/vaults/v1k";
@@ -58,6 +92,7 @@ int main(int argc, char **argv)
 	struct search *index = NULL;
 	char dbpath[] = "/tmp/quire-apply-bench-XXXXXX";
 	double *ft = NULL;
+	char *skip = NULL;
 
 	md_global_init();
 	t0 = now_ms();
@@ -79,6 +114,12 @@ int main(int argc, char **argv)
 		ft = calloc(edits, sizeof(*ft));
 	}
 	t = calloc(edits, sizeof(*t));
+	if (getenv("APPLY_SKIP")) {
+		struct buf list = BUF_INIT;
+		if (read_file(getenv("APPLY_SKIP"), &list) == 0)
+			skip = list.ptr ? xstrdup(list.ptr) : NULL;
+		buf_release(&list);
+	}
 	srand(seed);
 	for (i = 0; i < edits; i++) {
 		struct site_note *n = s->notes[(size_t)rand() % s->nnotes];
@@ -87,7 +128,7 @@ int main(int argc, char **argv)
 		struct snapshot *next;
 		FILE *f;
 
-		if (!n->published) {
+		if (!n->published || skipped(skip, n->disk)) {
 			i--;
 			continue;
 		}
@@ -129,8 +170,10 @@ int main(int argc, char **argv)
 		free(ft);
 	}
 	free(t);
+	free(skip);
 	snapshot_unref(snap);
 	site_free(s);
+	printf("peak resident memory: %ld MB\n", peak_rss_kb() / 1024);
 	if (index) {
 		char cmd[256];
 		search_free(index);

@@ -323,15 +323,16 @@ static void rewrite(const struct rules *r, const char *s, size_t len, struct buf
 			continue;
 		if (c == '<' && (starts(p, end, "<a class=\"site-title\"", 21) ||
 				 starts(p, end, "<footer class=\"site-footer\"><a ", 31)))
-			title_link = 1;
-		if (c == '>' && title_link) {
+			title_link = 1; /* the title is the text of the next link */
+		if (c == '<' && title_link && starts(p, end, "</a>", 4))
+			title_link = 0; /* the link closed with something else in it */
+		if (c == '>' && title_link && starts(p + 1, end, mt.ptr, mt.len) &&
+		    starts(p + 1 + mt.len, end, "</a>", 4)) {
 			title_link = 0;
-			if (starts(p + 1, end, mt.ptr, mt.len) && starts(p + 1 + mt.len, end, "</a>", 4)) {
-				buf_add(out, copied, (size_t)(p + 1 - copied));
-				buf_adds_html(out, r->title);
-				copied = p + 1 + mt.len;
-				p = copied - 1;
-			}
+			buf_add(out, copied, (size_t)(p + 1 - copied));
+			buf_adds_html(out, r->title);
+			copied = p + 1 + mt.len;
+			p = copied - 1;
 			continue;
 		}
 		for (k = 0; k < sizeof(title_spots) / sizeof(title_spots[0]); k++) {

@@ -1246,6 +1246,33 @@ static void health(struct http_request *req, void *ctx)
 	http_reply_buf(req, 200, "application/json", &b);
 }
 
+/*
+ * GET /healthz/host?domain=H: 200 when H is a site of this vault (base_url's
+ * host, a routed or configured host, or www. of one of them), else 404.
+ * For a TLS proxy that gets certificates on demand (Caddy's "ask").
+ */
+static void host_allowed(struct http_request *req, void *ctx)
+{
+	struct buf q = BUF_INIT;
+	struct snapshot_host *h;
+	char name[HOST_NAME_MAX_LEN];
+	const struct snapshot_hosts *sh = req->snap->hosts;
+	int ok = 0;
+
+	(void)ctx;
+	http_reply_header(req, "Cache-Control", "no-store");
+	if (http_query_param(http_request_query(req), "domain", &q) > 0) {
+		host_from_header(q.ptr, name);
+		ok = hosts_find(req->snap, name, &h) != HOST_MAIN ||
+		     (sh && sh->main_name[0] && strcmp(name, sh->main_name) == 0);
+	}
+	buf_release(&q);
+	if (ok)
+		http_reply(req, 200, "text/plain; charset=utf-8", "yes\n", 4);
+	else
+		http_reply(req, 404, "text/plain; charset=utf-8", "no\n", 3);
+}
+
 static void metrics(struct http_request *req, void *ctx)
 {
 	static const char *const classes[4] = { "2xx", "3xx", "4xx", "5xx" };
@@ -2518,10 +2545,12 @@ struct http_server *http_server_new(const struct http_options *opt)
 		srv->nworkers = i + 1;
 	}
 	if (http_server_add_handler(srv, "/healthz", health, srv) < 0 ||
-	    http_server_add_handler(srv, "/metrics", metrics, srv) < 0)
+	    http_server_add_handler(srv, "/metrics", metrics, srv) < 0 ||
+	    http_server_add_handler(srv, "/healthz/host", host_allowed, srv) < 0)
 		goto fail;
 	srv->handlers[0].kind = K_HEALTH;
 	srv->handlers[1].kind = K_METRICS;
+	srv->handlers[2].kind = K_HEALTH;
 	return srv;
 fail:
 	http_server_free(srv);

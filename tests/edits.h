@@ -225,8 +225,8 @@ static void edit(const char *root, struct files *f, struct step *st, unsigned co
 		break;
 	case 1: /* add a link */
 		st->what = "add link";
-		buf_addf(&text, "\nSee [[%s]] and [[%s|this one]].\n", note_name(other, &name),
-			 note_name(random_note(f), &name));
+		buf_addf(&text, "\nSee [[%s]]", note_name(other, &name));
+		buf_addf(&text, " and [[%s|this one]].\n", note_name(random_note(f), &name));
 		break;
 	case 2: /* a link to a name that does not exist yet (added later, maybe) */
 		st->what = "add dangling link";

@@ -80,4 +80,29 @@ static inline const char *tv_corpus(void)
 	return c ? c : "../shared/corpus";
 }
 
+/*
+ * Runs xmllint on bytes: validated against tests/data/<schema> when schema
+ * is set, else only parsed. 1 when it passes.
+ */
+static inline int tv_xmllint(const char *bytes, size_t len, const char *schema)
+{
+	char tmp[] = "/tmp/quire-xml-XXXXXX";
+	int fd = mkstemp(tmp), ok;
+	struct buf cmd = BUF_INIT;
+
+	if (fd < 0 || !bytes)
+		return 0;
+	ok = write(fd, bytes, len) == (ssize_t)len;
+	close(fd);
+	if (schema)
+		buf_addf(&cmd, "xmllint --noout --schema %s/tests/data/%s %s 2>/dev/null",
+			 getenv("QUIRE_SOURCE_ROOT") ? getenv("QUIRE_SOURCE_ROOT") : ".", schema, tmp);
+	else
+		buf_addf(&cmd, "xmllint --noout %s 2>/dev/null", tmp);
+	ok = ok && system(cmd.ptr) == 0;
+	unlink(tmp);
+	buf_release(&cmd);
+	return ok;
+}
+
 #endif
