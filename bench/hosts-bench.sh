@@ -8,8 +8,11 @@
 # where 50 published notes claim routes on three hosts (two strict, one
 # open, configured in quire.yml). Then runs build/bench/apply-bench on each,
 # alternately, ROUNDS times: the same EDITS random edits, none of them of a
-# routed note, pinned to one core. Prints per-edit p50 and peak memory of
-# each run and the ratios routes/plain of the medians.
+# routed note, pinned to one core. Prints per-edit p50 (wall and CPU) and
+# peak memory of each run and the ratios routes/plain of the medians.
+# With CALLGRIND=N it also counts, under callgrind, the instructions of N
+# edits in each copy (one loader thread): the figure that does not move
+# when the machine is busy.
 set -eu
 VAULT=${1:-bench/vaults/v10k}
 EDITS=${2:-200}
@@ -56,29 +59,49 @@ fresh() { # fresh DIR [routes]: a copy of the vault, with routes when asked
 	done < "$work/routed"
 }
 
-run() { # run MODE ROUND: prints "p50 rss"
+run() { # run MODE ROUND: prints "p50 rss cpu-p50"
 	fresh "$work/$1" "$1"
 	APPLY_SKIP="$work/routed" taskset -c "$CORE" "$BIN" "$work/$1" "$EDITS" 7 > "$work/out" 2>/dev/null
 	p50=$(sed -n 's/.*per edit p50 \([0-9.]*\) ms.*/\1/p' "$work/out")
 	rss=$(sed -n 's/^peak resident memory: \([0-9]*\) MB/\1/p' "$work/out")
+	cpu=$(sed -n 's/^CPU time per edit (all threads): p50 \([0-9.]*\) ms.*/\1/p' "$work/out")
 	load=$(sed -n 's/.*loaded in \([0-9]*\) ms/\1/p' "$work/out")
-	echo "$1 round $2: load $load ms, per edit p50 $p50 ms, peak memory $rss MB" >&2
-	echo "$p50 $rss"
+	echo "$1 round $2: load $load ms, per edit p50 $p50 ms (CPU $cpu ms), peak memory $rss MB" >&2
+	echo "$p50 $rss $cpu"
 }
 
 : > "$work/plain.txt"
 : > "$work/routes.txt"
-r=1
-while [ $r -le "$ROUNDS" ]; do
-	run plain $r >> "$work/plain.txt"
-	run routes $r >> "$work/routes.txt"
-	r=$((r + 1))
+round=1
+while [ $round -le "$ROUNDS" ]; do
+	run plain $round >> "$work/plain.txt"
+	run routes $round >> "$work/routes.txt"
+	round=$((round + 1))
 done
+if [ -n "${CALLGRIND:-}" ]; then
+	for mode in plain routes; do
+		fresh "$work/$mode" "$mode"
+		APPLY_SKIP="$work/routed" APPLY_THREADS=1 valgrind --tool=callgrind \
+			--callgrind-out-file="$work/cg.$mode" --collect-atstart=no \
+			--toggle-collect=one_edit "$BIN" "$work/$mode" "$CALLGRIND" 7 >/dev/null 2>&1
+		n=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$work/cg.$mode")
+		echo "$mode: $n instructions in $CALLGRIND edits, $((n / CALLGRIND)) per edit"
+		echo "$n" > "$work/ir.$mode"
+	done
+	echo "callgrind instructions per edit, routes/plain: $(echo "scale=4; $(cat "$work/ir.routes") / $(cat "$work/ir.plain")" | bc)"
+fi
+# what a page of the open host costs on its first request
+fresh "$work/routes" routes
+taskset -c "$CORE" build/bench/host-page-bench "$work/routes" wiki.example.org 500 2>/dev/null || true
+
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 pp=$(cut -d' ' -f1 "$work/plain.txt" | median)
 rp=$(cut -d' ' -f1 "$work/routes.txt" | median)
 pm=$(cut -d' ' -f2 "$work/plain.txt" | median)
 rm_=$(cut -d' ' -f2 "$work/routes.txt" | median)
+pc=$(cut -d' ' -f3 "$work/plain.txt" | median)
+rc=$(cut -d' ' -f3 "$work/routes.txt" | median)
 echo "vault $VAULT, $EDITS edits of unrouted notes, $ROUNDS rounds each, core $CORE"
 echo "median per-edit p50: plain $pp ms, 50 routes on 3 hosts $rp ms, ratio $(echo "scale=3; $rp / $pp" | bc)"
+echo "median per-edit CPU p50: plain $pc ms, with routes $rc ms, ratio $(echo "scale=3; $rc / $pc" | bc)"
 echo "median peak memory: plain $pm MB, with routes $rm_ MB, ratio $(echo "scale=3; $rm_ / $pm" | bc)"
