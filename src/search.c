@@ -37,13 +37,13 @@
  * 3, body 1; the same scores), keeps the best offset + limit rows in a
  * heap with where their matches are, and total is counted on the way.
  * Snippets are then made in C from the doc row: the index's tokenizer runs
- * over the matched column up to the last match to turn token positions
- * into bytes; about 30 words around the window with most distinct terms,
- * overlapping matches merged, are marked with \x01 and \x02 (which
- * search_put() replaces in any text) and split into JSON segments. When
- * the words find nothing, some positive term is no word of any note and
- * every term has three characters (the least a trigram matches), the query
- * runs again on tri.
+ * over the matched column to turn token positions into bytes, up to the
+ * end of the snippet once its anchor is sure; about 30 words around the
+ * window with most distinct terms, overlapping matches merged, are marked
+ * with \x01 and \x02 (which search_put() replaces in any text) and split
+ * into JSON segments. When the words find nothing, some positive term is
+ * no word of any note and every term has three characters (the least a
+ * trigram matches), the query runs again on tri.
  *
  * Rejected:
  * - ORDER BY rank with bm25() and snippet() in the query. bm25() spends
@@ -208,7 +208,16 @@ struct cjk_call {
 	void *ctx;
 	int (*token)(void *ctx, int tflags, const char *tok, int n, int start, int end);
 	int base;                /* offset of the segment handed to the parent */
+	int done;                /* the caller answered SQLITE_DONE: it has what it needs */
 };
+
+/*
+ * Text without CJK goes to the parent in pieces of about this many bytes,
+ * cut after a space or newline (which no unicode61 token contains, so the
+ * tokens are the same), so that a caller that stops early (a snippet needs
+ * the text only up to its matches) does not pay for a scan of the rest.
+ */
+#define CJK_PIECE 1024
 
 static int cjk_create(void *api_ptr, const char **argv, int argc, Fts5Tokenizer **out)
 {
@@ -242,8 +251,22 @@ static void cjk_delete(Fts5Tokenizer *tok)
 static int shifted(void *p, int tflags, const char *tok, int n, int start, int end)
 {
 	struct cjk_call *c = p;
+	int rc = c->token(c->ctx, tflags, tok, n, start + c->base, end + c->base);
 
-	return c->token(c->ctx, tflags, tok, n, start + c->base, end + c->base);
+	if (rc == SQLITE_DONE)
+		c->done = 1;
+	return rc;
+}
+
+/* Hands text[from..to) to the parent tokenizer. An SQLite code; SQLITE_DONE to stop. */
+static int cjk_parent(struct cjk_tokenizer *t, struct cjk_call *c, int flags, const char *text,
+		      int from, int to)
+{
+	int rc;
+
+	c->base = from;
+	rc = t->parent.xTokenize(t->inst, c, flags, text + from, to - from, shifted);
+	return rc == SQLITE_OK && c->done ? SQLITE_DONE : rc;
 }
 
 /*
@@ -277,38 +300,42 @@ static int cjk_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
 			int (*token)(void *, int, const char *, int, int, int))
 {
 	struct cjk_tokenizer *t = (struct cjk_tokenizer *)tok;
-	struct cjk_call c = { ctx, token, 0 };
-	int seg = 0, i = 0, rc;
+	struct cjk_call c = { ctx, token, 0, 0 };
+	int seg = 0, i = 0, rc = SQLITE_OK;
 
-	while (i < n) {
-		int len, j;
+	while (i < n && rc == SQLITE_OK) {
+		int len, j, piece = n - seg > CJK_PIECE ? seg + CJK_PIECE : n;
 
-		if ((unsigned char)text[i] < 0x80) {
+		while (i < piece && (unsigned char)text[i] < 0x80)
 			i++;
-			continue;
+		if (i >= piece && i < n) {
+			/* a long piece: cut it after the next space, unless non-ASCII comes first */
+			while (i < n && (unsigned char)text[i] < 0x80 && text[i] != ' ' && text[i] != '\n')
+				i++;
+			if (i < n && (text[i] == ' ' || text[i] == '\n')) {
+				rc = cjk_parent(t, &c, flags, text, seg, i + 1);
+				seg = ++i;
+				continue;
+			}
 		}
+		if (i >= n)
+			break;
 		if (!cjk_at(text + i, n - i, &len)) {
 			i += len;
 			continue;
 		}
-		if (i > seg) {
-			c.base = seg;
-			rc = t->parent.xTokenize(t->inst, &c, flags, text + seg, i - seg, shifted);
-			if (rc != SQLITE_OK)
-				return rc;
-		}
+		if (i > seg)
+			rc = cjk_parent(t, &c, flags, text, seg, i);
 		for (j = i + len; j < n && cjk_at(text + j, n - j, &len); j += len)
 			;
-		rc = cjk_run(text, i, j, flags, &c);
-		if (rc != SQLITE_OK)
-			return rc;
+		if (rc == SQLITE_OK)
+			rc = cjk_run(text, i, j, flags, &c);
 		seg = i = j;
 	}
-	if (n > seg) {
-		c.base = seg;
-		return t->parent.xTokenize(t->inst, &c, flags, text + seg, n - seg, shifted);
-	}
-	return SQLITE_OK;
+	if (rc == SQLITE_OK && n > seg)
+		rc = cjk_parent(t, &c, flags, text, seg, n);
+	/* as unicode61 does: stopping when asked is no error */
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* ---- Snippets ----------------------------------------------------------- */
@@ -325,7 +352,46 @@ struct hit_map {
 	int done;          /* hits before this one are fully mapped */
 	int pos;           /* position of the next token */
 	int max;           /* the last position needed */
+	/* stopping early, once the anchor is known (see settle()) */
+	int nphrase;       /* distinct phrases among the hits: no window has more */
+	int next;          /* the first hit whose window is not counted yet */
+	int stop;          /* hits starting past this byte do not matter; -1: not known yet */
 };
+
+/* The distinct phrases among the mapped hits from i on that start within SNIP_SPAN of hit i. */
+static int window_score(const struct hit *hits, int n, int i)
+{
+	uint64_t seen = 0;
+	int j, score = 0;
+
+	for (j = i; j < n && hits[j].start <= hits[i].start + SNIP_SPAN; j++) {
+		uint64_t bit = (uint64_t)1 << (hits[j].phrase & 63);
+		if (hits[j].start >= 0 && hits[j].end >= 0 && !(seen & bit)) {
+			seen |= bit;
+			score++;
+		}
+	}
+	return score;
+}
+
+/*
+ * Counts the windows of the hits that the token starting at byte start
+ * has settled: those of mapped hits starting more than SNIP_SPAN before
+ * it, when every hit begun is mapped. The first window with every phrase
+ * is the anchor make_snippet() will choose (a later one needs more to win),
+ * and the snippet ends within SNIP_BYTES of it: m->stop is set past that,
+ * and the text after it need not be tokenized.
+ */
+static void settle(struct hit_map *m, int start)
+{
+	while (m->stop < 0 && m->next < m->done && start > m->hits[m->next].start + SNIP_SPAN) {
+		const struct hit *h = &m->hits[m->next++];
+
+		if (h->start >= 0 && h->end >= 0 &&
+		    window_score(m->hits, m->n, (int)(h - m->hits)) == m->nphrase)
+			m->stop = (h->end > h->start + SNIP_BYTES ? h->end : h->start + SNIP_BYTES) + 8;
+	}
+}
 
 static int map_token(void *p, int tflags, const char *tok, int n, int start, int end)
 {
@@ -343,7 +409,16 @@ static int map_token(void *p, int tflags, const char *tok, int n, int start, int
 		if (i == m->done && m->hits[i].last <= pos)
 			m->done++;
 	}
-	return pos >= m->max ? SQLITE_DONE : SQLITE_OK;
+	if (pos >= m->max)
+		return SQLITE_DONE;
+	/* every hit begun is mapped: the windows before this token are settled */
+	if (m->done == m->n || m->hits[m->done].first > pos) {
+		if (m->stop < 0 && m->next < m->done)
+			settle(m, start);
+		if (m->stop >= 0 && start > m->stop)
+			return SQLITE_DONE;
+	}
+	return SQLITE_OK;
 }
 
 static int by_position(const void *a, const void *b)
@@ -493,38 +568,41 @@ struct row_tokenizer {
  * Appends to out about 30 words of text (len bytes): around the window
  * with most distinct phrases among hits (token positions in this text,
  * sorted), matches between MARK_OPEN and MARK_CLOSE; the first words when
- * there are no hits. Tokenizes only up to the last hit. An SQLite code.
+ * there are no hits. Tokenizes up to the last hit at most, and only up to
+ * the end of the snippet when its window has every phrase (map_token()).
+ * An SQLite code.
  */
 static int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
 			struct row_tokenizer *tk)
 {
-	struct hit_map map = { hits, n, 0, 0, -1 };
+	struct hit_map map = { hits, n, 0, 0, -1, 0, 0, -1 };
+	uint64_t phrases = 0;
 	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i, rc;
 
 	for (i = 0; i < n; i++) {
 		hits[i].start = hits[i].end = -1;
 		if (hits[i].last > map.max)
 			map.max = hits[i].last;
+		phrases |= (uint64_t)1 << (hits[i].phrase & 63);
 	}
+	for (; phrases; phrases &= phrases - 1)
+		map.nphrase++;
 	if (n > 0) {
 		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text, len, map_token);
 		if (rc != SQLITE_OK && rc != SQLITE_DONE)
 			return rc;
 	}
-	/* the anchor: the hit followed closely by most distinct phrases */
+	/*
+	 * The anchor: the hit followed closely by most distinct phrases. When
+	 * tokenizing stopped early, the hits past map.stop are not mapped:
+	 * those before it count the same, and none after the anchor can beat it.
+	 */
 	for (i = 0; i < n; i++) {
-		uint64_t seen = 0;
-		int j, score = 0;
+		int score;
 
 		if (hits[i].start < 0 || hits[i].end < 0)
 			continue;
-		for (j = i; j < n && hits[j].start <= hits[i].start + SNIP_SPAN; j++) {
-			uint64_t bit = (uint64_t)1 << (hits[j].phrase & 63);
-			if (hits[j].start >= 0 && hits[j].end >= 0 && !(seen & bit)) {
-				seen |= bit;
-				score++;
-			}
-		}
+		score = window_score(hits, n, i);
 		if (score > best_score) {
 			best_score = score;
 			best = i;
