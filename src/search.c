@@ -1450,6 +1450,9 @@ static int build_match(const struct query *q, int trigram, struct buf *b)
 
 enum { IDX_WORDS, IDX_TRIGRAM };
 
+/* Rows (times phrases) whose position lists each reader reads both ways first. */
+#define POSLIST_CHECKS 1000
+
 /* The most row ids the length cache covers; beyond, FTS5 is asked per row. */
 #define LENGTHS_MAX (1 << 24)
 
@@ -1500,6 +1503,8 @@ struct search_reader {
 	size_t nslots;
 	struct buf match, snippet;
 	int html;                /* add_result writes HTML list items, not JSON */
+	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
+	int poslist_checks;
 };
 
 static const char *const scan_sql[2] = {
@@ -1677,6 +1682,91 @@ static int capture_hits(const Fts5ExtensionApi *x, Fts5Context *fc, struct slot 
 }
 
 /*
+ * The rest of a position list from a, which ends at b, in column col: the
+ * list FTS5 keeps on disk (fts5_index.c), a varint per match (the offset
+ * from the previous one, plus 2) and 0x01 then a varint before each new
+ * column. Adds col_weight[] of each match's column to *freq. Only a value
+ * of 1 starts with the byte 0x01: a varint of more than one byte starts
+ * with its top bit set, so matches are counted without decoding them.
+ */
+static void add_poslist(const unsigned char *a, const unsigned char *b, int col, double *freq)
+{
+	int n[NCOLS + 1] = { 0 }, i;
+
+	if (col < 0 || col >= NCOLS)
+		col = NCOLS;
+	while (a < b) {
+		if (*a == 0x01) {
+			uint32_t c = 0;
+
+			for (a++; a < b && (*a & 0x80); a++)
+				c = c << 7 | (*a & 0x7F);
+			if (a < b)
+				c = c << 7 | *a++;
+			col = c < NCOLS ? (int)c : NCOLS;
+			continue;
+		}
+		while (a < b && (*a & 0x80))
+			a++;
+		a++;
+		n[col]++;
+	}
+	for (i = 0; i < NCOLS; i++)
+		*freq += n[i] * col_weight[i];
+}
+
+/* The weighted frequency of phrase i in the row through the API: one call per match. */
+static int phrase_freq_api(const Fts5ExtensionApi *x, Fts5Context *fc, int i, double *freq)
+{
+	Fts5PhraseIter it;
+	int col = -1, off, rc;
+
+	*freq = 0;
+	rc = x->xPhraseFirst(fc, i, &it, &col, &off);
+	for (; rc == SQLITE_OK && col >= 0; x->xPhraseNext(fc, &it, &col, &off))
+		if (col < NCOLS)
+			*freq += col_weight[col];
+	return rc;
+}
+
+/*
+ * The weighted frequency of phrase i in the row (each match counts its
+ * column's weight), what FTS5's bm25() sums. The matches of a frequent
+ * word are many (24,000 per query for "pipeline object"), and a call of
+ * xPhraseNext() per match was a fifth of the query: the list the iterator
+ * walks is read here directly (add_poslist()). Its layout is FTS5's file
+ * format, not its API, so each reader's first rows are read both ways,
+ * and at the first difference the reader goes back to the API for good.
+ */
+static int phrase_freq(struct search_reader *r, const Fts5ExtensionApi *x, Fts5Context *fc, int i,
+		       double *freq)
+{
+	Fts5PhraseIter it;
+	double check = 0;
+	int col = -1, off, rc;
+
+	if (r->poslist_checks < 0)
+		return phrase_freq_api(x, fc, i, freq);
+	*freq = 0;
+	rc = x->xPhraseFirst(fc, i, &it, &col, &off);
+	if (rc != SQLITE_OK || col < 0)
+		return rc;
+	add_poslist(it.a, it.b, col, freq);
+	*freq += col < NCOLS ? col_weight[col] : 0;
+	if (r->poslist_checks > 0) {
+		r->poslist_checks--;
+		rc = phrase_freq_api(x, fc, i, &check);
+		if (rc == SQLITE_OK && check != *freq) {
+			log_warn("search: FTS5 position lists are not as expected (%g, not %g); "
+				 "reading them through the API", *freq, check);
+			r->poslist_checks = -1;
+			*freq = check;
+		}
+	}
+	return rc;
+}
+
+/*
  * quire_rank(table, npos, with_idf): scores the row with FTS5's bm25()
  * (fts5_aux.c: per phrase, its weighted frequency against the row's length
  * and the average, k1 = 1.2, b = 0.75), higher is better, over the first
@@ -1716,14 +1806,9 @@ static void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 		dl = n;
 	}
 	for (i = 0; rc == SQLITE_OK && i < rq->nphrase; i++) {
-		Fts5PhraseIter it;
 		double freq = 0;
-		int col = -1, off;
 
-		rc = x->xPhraseFirst(fc, i, &it, &col, &off);
-		for (; rc == SQLITE_OK && col >= 0; x->xPhraseNext(fc, &it, &col, &off))
-			if (col < NCOLS)
-				freq += col_weight[col];
+		rc = phrase_freq(r, x, fc, i, &freq);
 		row.score += rq->idf[i] * freq * (BM25_K1 + 1.0) /
 			     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / rq->avgdl));
 	}
@@ -1751,6 +1836,7 @@ struct search_reader *search_reader_open(const char *path)
 		return NULL;
 	r = xcalloc(1, sizeof(*r));
 	r->db = db;
+	r->poslist_checks = POSLIST_CHECKS;
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
