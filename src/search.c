@@ -35,7 +35,9 @@
  * listing the vault is not search. One statement visits every matching
  * row: quire_rank(), our copy of FTS5's bm25() (title 10, headings 5, tags
  * 3, body 1; the same scores), keeps the best offset + limit rows in a
- * heap with where their matches are, and total is counted on the way.
+ * heap with where their matches are, and total is counted on the way. The
+ * IDFs of a query of several phrases need the rows each phrase is in, a
+ * pass over them: the counts are kept per reader until the index changes.
  * Snippets are then made in C from the doc row: the index's tokenizer runs
  * over the matched column to turn token positions into bytes, up to the
  * end of the snippet once its anchor is sure; about 30 words around the
@@ -1414,11 +1416,14 @@ static int trigram_terms(const struct query *q)
 /*
  * The MATCH expression: (p1 AND p2 ..) NOT (n1 OR n2 ..). For the trigram
  * table (substrings), each term's core without prefix stars; returns -1
- * when a term is too short for trigrams.
+ * when a term is too short for trigrams. FTS5 numbers the phrases in this
+ * order: phrase i < q->npos is positive term i, whose text in b is
+ * span[i][0] bytes from the start, span[i][1] long.
  */
-static int build_match(const struct query *q, int trigram, struct buf *b)
+static int build_match(const struct query *q, int trigram, struct buf *b,
+		       size_t span[SEARCH_TERMS_MAX][2])
 {
-	int neg, i, first;
+	int neg, i, first, k = 0;
 
 	buf_reset(b);
 	for (neg = 0; neg < 2; neg++) {
@@ -1435,10 +1440,15 @@ static int build_match(const struct query *q, int trigram, struct buf *b)
 			else
 				buf_adds(b, neg ? " OR " : " AND ");
 			first = 0;
+			span[k][0] = b->len;
 			if (trigram)
 				add_string(b, t->core, t->core_n);
 			else
 				add_term(b, t);
+			if (!neg) {
+				span[k][1] = b->len - span[k][0];
+				k++;
+			}
 		}
 		if (!first)
 			buf_addc(b, ')');
@@ -1466,6 +1476,21 @@ static const struct {
 	{ "trigram", { NULL, NULL, NULL }, 0 },
 };
 
+/*
+ * A phrase's document frequency (the rows it is in) for its IDF, as the
+ * MATCH expression spells the phrase. Cached per reader and index, a slot
+ * per hash, and forgotten when data_version moves: a pass over every row
+ * of each phrase (what xQueryPhrase() does) was a quarter of a two-word
+ * query, and frequent words come back in query after query.
+ */
+struct df_entry {
+	char *key;           /* owned; NULL: empty slot */
+	size_t len;
+	sqlite3_int64 rows;
+};
+
+#define DF_SLOTS 512
+
 /* What one index's queries keep in the reader. */
 struct index_state {
 	struct search_reader *reader;
@@ -1474,6 +1499,8 @@ struct index_state {
 	long long version;   /* data_version the lengths were read at; -1: never */
 	long long nrow;      /* rows in the index, set by quire_rank() */
 	struct row_tokenizer tok;
+	struct df_entry *df; /* DF_SLOTS, allocated when first needed */
+	long long df_version; /* data_version the document frequencies are of */
 };
 
 /* A ranked row and where its matches are, for the snippet. */
@@ -1502,6 +1529,8 @@ struct search_reader {
 	struct slot *slots;
 	size_t nslots;
 	struct buf match, snippet;
+	size_t phrase[SEARCH_TERMS_MAX][2]; /* where each positive term is in match */
+	int nterms;              /* terms in match, positive and excluded */
 	int html;                /* add_result writes HTML list items, not JSON */
 	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
 	int poslist_checks;
@@ -1564,6 +1593,66 @@ static double idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit)
 	return idf > 0 ? idf : 1e-6;
 }
 
+static void df_clear(struct index_state *st)
+{
+	size_t i;
+
+	for (i = 0; st->df && i < DF_SLOTS; i++) {
+		free(st->df[i].key);
+		st->df[i].key = NULL;
+	}
+}
+
+/* FNV-1a */
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3u;
+	return h;
+}
+
+/*
+ * The rows phrase i is in, from the cache or else counted. The cache is
+ * used only when FTS5 has every term of the query as a phrase (it drops a
+ * phrase with no token, and the numbering would no longer be ours). An
+ * SQLite code.
+ */
+static int phrase_rows(const Fts5ExtensionApi *x, Fts5Context *fc, struct index_state *st, int i,
+		       sqlite3_int64 *rows)
+{
+	struct search_reader *r = st->reader;
+	const char *key = r->match.ptr + r->phrase[i][0];
+	size_t len = r->phrase[i][1];
+	struct df_entry *e;
+	int rc;
+
+	*rows = 0;
+	if (x->xPhraseCount(fc) != r->nterms)
+		return x->xQueryPhrase(fc, i, rows, count_row);
+	if (!st->df) {
+		st->df = xcalloc(DF_SLOTS, sizeof(*st->df));
+		st->df_version = r->data_version;
+	} else if (st->df_version != r->data_version) {
+		df_clear(st);
+		st->df_version = r->data_version;
+	}
+	e = &st->df[hash_bytes(key, len) % DF_SLOTS];
+	if (e->key && e->len == len && memcmp(e->key, key, len) == 0) {
+		*rows = e->rows;
+		return SQLITE_OK;
+	}
+	rc = x->xQueryPhrase(fc, i, rows, count_row);
+	if (rc == SQLITE_OK) {
+		free(e->key);
+		e->key = xmemdup(key, len);
+		e->len = len;
+		e->rows = *rows;
+	}
+	return rc;
+}
+
 static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 				     struct index_state *st, int npos, int with_idf, int *rc)
 {
@@ -1586,7 +1675,7 @@ static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 
 		rq->idf[i] = 1.0;
 		if (with_idf) {
-			*rc = x->xQueryPhrase(fc, i, &nhit, count_row);
+			*rc = phrase_rows(x, fc, st, i, &nhit);
 			rq->idf[i] = idf_of(nrow, nhit);
 		}
 	}
@@ -1886,6 +1975,8 @@ void search_reader_free(struct search_reader *r)
 		sqlite3_finalize(r->scan[i]);
 		sqlite3_finalize(r->sizes[i]);
 		free(r->idx[i].len);
+		df_clear(&r->idx[i]);
+		free(r->idx[i].df);
 		if (r->idx[i].tok.inst)
 			r->idx[i].tok.api.xDelete(r->idx[i].tok.inst);
 	}
@@ -2120,8 +2211,9 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 		rc = sqlite3_bind_int(st, 2, npos);
 	/*
 	 * Several phrases need their IDFs to be weighed against each other,
-	 * one pass over each phrase's rows; substrings go without (a pass over
-	 * a trigram phrase costs as much as the query).
+	 * one pass over each phrase's rows unless phrase_rows() has the count;
+	 * substrings go without (a pass over a trigram phrase costs as much as
+	 * the query).
 	 */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(st, 3, npos > 1 && idx == IDX_WORDS);
@@ -2230,12 +2322,13 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 		if (read_begin(r) < 0) {
 			ret = -1;
 		} else {
-			build_match(&parsed, 0, &r->match);
+			r->nterms = parsed.n;
+			build_match(&parsed, 0, &r->match, r->phrase);
 			ret = run_query(r, IDX_WORDS, parsed.npos, limit, offset, &results, &total);
 			if (ret == 0 && total == 0 && trigram_terms(&parsed))
 				ret = want_substrings(r, &parsed);
 			if (ret == 1) {
-				build_match(&parsed, 1, &r->match);
+				build_match(&parsed, 1, &r->match, r->phrase);
 				ret = run_query(r, IDX_TRIGRAM, parsed.npos, limit, offset, &results,
 						&total);
 			}

@@ -1278,8 +1278,9 @@ static char *stderr_release(int saved, const char *path)
  * Scores are FTS5's bm25() with our weights, checked against the formula
  * on counts made here: matches in every column, positions past 127 (two
  * bytes in FTS5's position lists), phrases, and IDFs that change when
- * notes are added. A new reader reads its first position lists both ways
- * and warns at a difference: no warning may appear.
+ * notes are added (search.c keeps them per reader until the index moves).
+ * A new reader reads its first position lists both ways and warns at a
+ * difference: no warning may appear.
  */
 static void test_scores_are_bm25(void)
 {
