@@ -1536,9 +1536,15 @@ struct search_reader {
 	int poslist_checks;
 };
 
+/*
+ * One step for all rows: quire_rank() is called per row as a condition
+ * that always holds, and count(*) is the total. An auxiliary function is
+ * not allowed as an aggregate's argument; in the select list, it was a
+ * step and a row handed back per match.
+ */
 static const char *const scan_sql[2] = {
-	"SELECT quire_rank_fts(fts, ?2, ?3) FROM fts WHERE fts MATCH ?1",
-	"SELECT quire_rank_tri(tri, ?2, ?3) FROM tri WHERE tri MATCH ?1",
+	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_rank_fts(fts, ?2, ?3) IS NOT NULL",
+	"SELECT count(*) FROM tri WHERE tri MATCH ?1 AND quire_rank_tri(tri, ?2, ?3) IS NOT NULL",
 };
 static const char *const sizes_sql[2] = {
 	"SELECT id, sz FROM fts_docsize",
@@ -2217,9 +2223,9 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 	 */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(st, 3, npos > 1 && idx == IDX_WORDS);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		(*total)++;
-		rc = SQLITE_OK;
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*total = sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
