@@ -1780,34 +1780,47 @@ static int capture_hits(const Fts5ExtensionApi *x, Fts5Context *fc, struct slot 
  * The rest of a position list from a, which ends at b, in column col: the
  * list FTS5 keeps on disk (fts5_index.c), a varint per match (the offset
  * from the previous one, plus 2) and 0x01 then a varint before each new
- * column. Adds col_weight[] of each match's column to *freq. Only a value
- * of 1 starts with the byte 0x01: a varint of more than one byte starts
- * with its top bit set, so matches are counted without decoding them.
+ * column. Returns the sum of col_weight[] of each match's column. A
+ * varint ends at its one byte with the top bit clear, so matches are
+ * counted without decoding them, eight bytes at a time while no byte is
+ * 0x01 (only a varint of 1 starts with it: a longer one starts with its
+ * top bit set, but may end with 0x01).
  */
-static void add_poslist(const unsigned char *a, const unsigned char *b, int col, double *freq)
+static double poslist_freq(const unsigned char *a, const unsigned char *b, int col)
 {
-	int n[NCOLS + 1] = { 0 }, i;
+	const uint64_t high = 0x8080808080808080u, ones = 0x0101010101010101u;
+	double freq = 0, w = col >= 0 && col < NCOLS ? col_weight[col] : 0;
+	int n = 0, inside = 0; /* matches in this column; a varint begun */
 
-	if (col < 0 || col >= NCOLS)
-		col = NCOLS;
 	while (a < b) {
-		if (*a == 0x01) {
+		uint64_t v, x;
+
+		if (b - a >= 8) {
+			memcpy(&v, a, 8);
+			x = v ^ ones;
+			if (!((x - ones) & ~x & high)) { /* no byte is 0x01 */
+				n += (int)((((~v & high) >> 7) * ones) >> 56); /* bytes ending a varint */
+				inside = (int)(a[7] >> 7);
+				a += 8;
+				continue;
+			}
+		}
+		if (*a == 0x01 && !inside) {
 			uint32_t c = 0;
 
 			for (a++; a < b && (*a & 0x80); a++)
 				c = c << 7 | (*a & 0x7F);
 			if (a < b)
 				c = c << 7 | *a++;
-			col = c < NCOLS ? (int)c : NCOLS;
+			freq += n * w;
+			n = 0;
+			w = c < NCOLS ? col_weight[c] : 0;
 			continue;
 		}
-		while (a < b && (*a & 0x80))
-			a++;
-		a++;
-		n[col]++;
+		inside = *a++ >> 7;
+		n += !inside;
 	}
-	for (i = 0; i < NCOLS; i++)
-		*freq += n[i] * col_weight[i];
+	return freq + n * w;
 }
 
 /* The weighted frequency of phrase i in the row through the API: one call per match. */
@@ -1829,25 +1842,27 @@ static int phrase_freq_api(const Fts5ExtensionApi *x, Fts5Context *fc, int i, do
  * column's weight), what FTS5's bm25() sums. The matches of a frequent
  * word are many (24,000 per query for "pipeline object"), and a call of
  * xPhraseNext() per match was a fifth of the query: the list the iterator
- * walks is read here directly (add_poslist()). Its layout is FTS5's file
- * format, not its API, so each reader's first rows are read both ways,
- * and at the first difference the reader goes back to the API for good.
+ * walks is read here directly (poslist_freq()), from where
+ * xPhraseFirstColumn() leaves it (past the first column's number, which
+ * is cheaper than xPhraseFirst() decoding the first match). Its layout is
+ * FTS5's file format, not its API, so each reader's first rows are read
+ * both ways, and at the first difference the reader goes back to the API
+ * for good.
  */
 static int phrase_freq(struct search_reader *r, const Fts5ExtensionApi *x, Fts5Context *fc, int i,
 		       double *freq)
 {
 	Fts5PhraseIter it;
 	double check = 0;
-	int col = -1, off, rc;
+	int col = -1, rc;
 
 	if (r->poslist_checks < 0)
 		return phrase_freq_api(x, fc, i, freq);
 	*freq = 0;
-	rc = x->xPhraseFirst(fc, i, &it, &col, &off);
+	rc = x->xPhraseFirstColumn(fc, i, &it, &col);
 	if (rc != SQLITE_OK || col < 0)
 		return rc;
-	add_poslist(it.a, it.b, col, freq);
-	*freq += col < NCOLS ? col_weight[col] : 0;
+	*freq = poslist_freq(it.a, it.b, col);
 	if (r->poslist_checks > 0) {
 		r->poslist_checks--;
 		rc = phrase_freq_api(x, fc, i, &check);

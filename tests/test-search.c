@@ -1299,7 +1299,8 @@ static void test_scores_are_bm25(void)
 	struct search *saved_writer = writer;
 	struct search_reader *saved_reader = reader;
 	struct bm25_note notes[16];
-	struct buf filler = BUF_INIT, body0 = BUF_INIT, path = BUF_INIT, log_path = BUF_INIT;
+	struct buf filler = BUF_INIT, body0 = BUF_INIT, body3 = BUF_INIT, path = BUF_INIT,
+		   log_path = BUF_INIT;
 	char *log_text;
 	int fresh = 0, n = 0, round, i, q, saved_fd;
 
@@ -1310,7 +1311,12 @@ static void test_scores_are_bm25(void)
 						    "quokka marsupial", body0.ptr } };
 	notes[n++] = (struct bm25_note){ "/b/1", { "Wombat", "", "", "A quokka lives here, wombat wombat." } };
 	notes[n++] = (struct bm25_note){ "/b/2", { "Burrows", "Digging", "", "Only a wombat digs." } };
-	notes[n++] = (struct bm25_note){ "/b/3", { "Islands", "", "travel", "Rottnest has the quokka." } };
+	/* 127 words apart: the second quokka's varint is 0x81 0x01, whose last byte is no column mark */
+	buf_adds(&body3, "Rottnest has the quokka ");
+	for (i = 0; i < 126; i++)
+		buf_adds(&body3, "lorem ");
+	buf_adds(&body3, "quokka again.");
+	notes[n++] = (struct bm25_note){ "/b/3", { "Islands", "", "travel", body3.ptr } };
 	for (i = 0; i < 5; i++) {
 		snprintf(notes[n].url, sizeof(notes[n].url), "/b/f%d", i);
 		notes[n].col[0] = "Filler";
@@ -1369,6 +1375,7 @@ static void test_scores_are_bm25(void)
 	unlink_suffixed(&path, "-shm");
 	buf_release(&filler);
 	buf_release(&body0);
+	buf_release(&body3);
 	buf_release(&path);
 	buf_release(&log_path);
 }
