@@ -353,6 +353,7 @@ struct hit_map {
 	int n;
 	int done;          /* hits before this one are fully mapped */
 	int pos;           /* position of the next token */
+	int base;          /* where in the text the tokenizer started */
 	int max;           /* the last position needed */
 	/* stopping early, once the anchor is known (see settle()) */
 	int nphrase;       /* distinct phrases among the hits: no window has more */
@@ -402,6 +403,8 @@ static int map_token(void *p, int tflags, const char *tok, int n, int start, int
 
 	if (tflags & FTS5_TOKEN_COLOCATED)
 		return SQLITE_OK;
+	start += m->base;
+	end += m->base;
 	pos = m->pos++;
 	for (i = m->done; i < m->n && m->hits[i].first <= pos; i++) {
 		if (m->hits[i].first == pos)
@@ -564,7 +567,44 @@ static void emit_window(struct buf *out, const char *t, int len, int start, int 
 struct row_tokenizer {
 	fts5_tokenizer api;
 	Fts5Tokenizer *inst;     /* owned */
+	int words;               /* unicode61's: ASCII tokens are runs of letters and digits */
 };
+
+static int is_ascii_alnum(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/*
+ * Where the tokenizer may start in text (len bytes) to reach token number
+ * target without turning the tokens before it into positions one by one:
+ * the start of that token, or of an earlier one, as far as the text is
+ * ASCII, whose tokens under unicode61 are the runs of letters and digits
+ * (a token reaching into non-ASCII text is left to the tokenizer). *pos
+ * gets the number of the first token from there.
+ */
+static int ascii_skip(const char *text, int len, int target, int *pos)
+{
+	const unsigned char *t = (const unsigned char *)text;
+	int i = 0, j, tokens = 0;
+
+	while (i < len && t[i] < 0x80) {
+		if (!is_ascii_alnum(t[i])) {
+			i++;
+			continue;
+		}
+		if (tokens == target)
+			break;
+		for (j = i; j < len && is_ascii_alnum(t[j]); j++)
+			;
+		if (j < len && t[j] >= 0x80)
+			break;
+		tokens++;
+		i = j;
+	}
+	*pos = tokens;
+	return i;
+}
 
 /*
  * Appends to out about 30 words of text (len bytes): around the window
@@ -577,7 +617,7 @@ struct row_tokenizer {
 static int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
 			struct row_tokenizer *tk)
 {
-	struct hit_map map = { hits, n, 0, 0, -1, 0, 0, -1 };
+	struct hit_map map = { hits, n, 0, 0, 0, -1, 0, 0, -1 };
 	uint64_t phrases = 0;
 	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i, rc;
 
@@ -590,7 +630,10 @@ static int make_snippet(struct buf *out, const char *text, int len, struct hit *
 	for (; phrases; phrases &= phrases - 1)
 		map.nphrase++;
 	if (n > 0) {
-		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text, len, map_token);
+		if (tk->words)
+			map.base = ascii_skip(text, len, hits[0].first, &map.pos);
+		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text + map.base,
+				       len - map.base, map_token);
 		if (rc != SQLITE_OK && rc != SQLITE_DONE)
 			return rc;
 	}
@@ -1960,6 +2003,7 @@ struct search_reader *search_reader_open(const char *path)
 
 		st->reader = r;
 		st->version = -1;
+		st->tok.words = i == IDX_WORDS;
 		if (rc == SQLITE_OK)
 			rc = api->xFindTokenizer(api, index_tokenizer[i].name, &user, &st->tok.api);
 		if (rc == SQLITE_OK)

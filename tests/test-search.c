@@ -940,6 +940,42 @@ static void test_segments(void)
 	CHECK_STR(segments_of(v, 0), "[Marsupial] facts");
 	jfree(v);
 
+	/*
+	 * Matches past 1 KB of text that mixes ASCII with accents, CJK and a
+	 * word running from ASCII into an accent: where a snippet's tokens are
+	 * counted quickly (ASCII) and where unicode61 counts them
+	 */
+	CHECK(search_begin(writer) == 0);
+	{
+		struct buf body = BUF_INIT;
+		int i;
+
+		for (i = 0; i < 40; i++)
+			buf_adds(&body, "plain words here, x9_y8 ");
+		buf_adds(&body, "Crème brûlée, naïve cafés; 東京タワー and mañana résumé2 then the zebu walked. ");
+		for (i = 0; i < 40; i++)
+			buf_adds(&body, "more plain words ");
+		buf_adds(&body, "cafébar zebu again.");
+		put("/mixed", "Mixed", "", "", body.ptr);
+		buf_release(&body);
+	}
+	CHECK(search_commit(writer) == 0);
+	v = query("zebu");
+	CHECK_STR(segments_of(v, 0),
+		  "…東京タワー and mañana résumé2 then the [zebu] walked. more plain words more plain "
+		  "words more plain words more plain words more plain words more plain words more "
+		  "plain words more…");
+	jfree(v);
+	v = query("zebu cafébar");
+	CHECK_STR(segments_of(v, 0), "…more plain words more plain words [cafébar] [zebu] again.");
+	jfree(v);
+	v = query("タワー mixed");
+	CHECK_STR(segments_of(v, 0),
+		  "…here, x9_y8 Crème brûlée, naïve cafés; 東京[タワー] and mañana résumé2 then the "
+		  "zebu walked. more plain words more plain words more plain words more plain words "
+		  "more plain words more…");
+	jfree(v);
+
 	/* a match at the start of the body: no ellipsis before */
 	v = query("alpha snippets");
 	CHECK_STR(segments_of(v, 0),
