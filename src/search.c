@@ -1466,6 +1466,7 @@ static int trigram_terms(const struct query *q)
 static int build_match(const struct query *q, int trigram, struct buf *b,
 		       size_t span[SEARCH_TERMS_MAX][2])
 {
+	size_t start;
 	int neg, i, first, k = 0;
 
 	buf_reset(b);
@@ -1483,14 +1484,14 @@ static int build_match(const struct query *q, int trigram, struct buf *b,
 			else
 				buf_adds(b, neg ? " OR " : " AND ");
 			first = 0;
-			span[k][0] = b->len;
+			start = b->len;
 			if (trigram)
 				add_string(b, t->core, t->core_n);
 			else
 				add_term(b, t);
 			if (!neg) {
-				span[k][1] = b->len - span[k][0];
-				k++;
+				span[k][0] = start;
+				span[k++][1] = b->len - start;
 			}
 		}
 		if (!first)
@@ -1924,11 +1925,13 @@ static int phrase_freq(struct search_reader *r, const Fts5ExtensionApi *x, Fts5C
  * (fts5_aux.c: per phrase, its weighted frequency against the row's length
  * and the average, k1 = 1.2, b = 0.75), higher is better, over the first
  * npos phrases; and keeps it in the reader's heap of the best rows, with
- * where its matches are, when it ranks among them. Two things make it
- * cheaper than bm25(), which spends most of its time on a docsize lookup
- * per row: the row's length comes from the reader's cache; and with_idf =
- * 0 leaves the IDF out (as 1), which for a single phrase changes no order
- * and saves a pass over its rows (the caller scales the scores it shows).
+ * where its matches are, when it ranks among them. What makes it cheaper
+ * than bm25(), which spends most of its time on a docsize lookup per row:
+ * the row's length comes from the reader's cache; the matches are counted
+ * from the position lists (phrase_freq()); the IDFs' counts of rows are
+ * kept (phrase_rows()); and with_idf = 0 leaves the IDF out (as 1), which
+ * for a single phrase changes no order and saves a pass over its rows (the
+ * caller scales the scores it shows).
  */
 static void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 		    sqlite3_value **argv)
