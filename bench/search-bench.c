@@ -17,6 +17,15 @@
  *
  * With QUIRE_BENCH_DB=file, the index is kept there, and an existing one
  * is reused: only the queries run (for profiling them).
+ *
+ *	/tmp/search-bench --db FILE [--repeat N | --json] QUERY...
+ *
+ * runs each QUERY N times (default 1000) on an existing index, such as the
+ * <vault>/.quire/search.db that `quire serve` fills, with no corpus, and
+ * prints its total and its CPU time per query; --json prints each answer
+ * instead, one a line (to compare two builds' results). For callgrind, count only
+ * the queries: valgrind --tool=callgrind --toggle-collect=search_query
+ * and divide by N + 1 (one warm-up run each).
  */
 #define _XOPEN_SOURCE 700 /* nftw() */
 #include <ftw.h>
@@ -311,6 +320,67 @@ static void run_queries(struct search_reader *r, const char *label, char **qs, s
 	free(cpu);
 }
 
+/* The figure after "total": in a response, or -1. */
+static long long total_of(const struct buf *out)
+{
+	const char *p = strstr(out->ptr, "\"total\":");
+
+	return p ? atoll(p + 8) : -1;
+}
+
+/* --db FILE [--repeat N | --json] QUERY...: the given queries on an existing index. */
+static int run_given(int argc, char **argv)
+{
+	struct search_reader *r;
+	struct buf out = BUF_INIT;
+	long repeat = 1000;
+	int i = 3, json = 0, ret = 0;
+
+	if (argc > 4 && strcmp(argv[3], "--repeat") == 0) {
+		repeat = atol(argv[4]);
+		i = 5;
+	} else if (argc > 3 && strcmp(argv[3], "--json") == 0) {
+		json = 1;
+		i = 4;
+	}
+	if (argc < 3 || i >= argc || repeat < 1) {
+		fprintf(stderr, "usage: search-bench --db FILE [--repeat N | --json] QUERY...\n");
+		return 2;
+	}
+	r = search_reader_open(argv[2]);
+	if (!r)
+		return 1;
+	for (; json && i < argc; i++) {
+		buf_reset(&out);
+		search_query(r, argv[i], 10, 0, &out);
+		printf("%s\n", out.ptr);
+	}
+	if (!json)
+		printf("%-32s %8s %10s %10s %9s\n", "query", "total", "CPU q/s", "us/query", "JSON B");
+	for (; i < argc; i++) {
+		double c0;
+		long k;
+
+		buf_reset(&out);
+		if (search_query(r, argv[i], 10, 0, &out) != 0) { /* warm-up, and the total */
+			fprintf(stderr, "search-bench: %s: %s\n", argv[i], out.ptr);
+			ret = 1;
+			continue;
+		}
+		c0 = cpu_now();
+		for (k = 0; k < repeat; k++) {
+			buf_reset(&out);
+			search_query(r, argv[i], 10, 0, &out);
+		}
+		c0 = cpu_now() - c0;
+		printf("%-32s %8lld %10.0f %10.1f %9zu\n", argv[i], total_of(&out),
+		       (double)repeat / c0, c0 / (double)repeat * 1e6, out.len);
+	}
+	search_reader_free(r);
+	buf_release(&out);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	const char *env = getenv("QUIRE_CORPUS");
@@ -328,6 +398,8 @@ int main(int argc, char **argv)
 	long size;
 
 	log_set_level(LOG_WARN);
+	if (argc > 1 && strcmp(argv[1], "--db") == 0)
+		return run_given(argc, argv);
 	if (argc > 1)
 		buf_adds(&corpus, argv[1]);
 	else if (env)

@@ -35,15 +35,17 @@
  * listing the vault is not search. One statement visits every matching
  * row: quire_rank(), our copy of FTS5's bm25() (title 10, headings 5, tags
  * 3, body 1; the same scores), keeps the best offset + limit rows in a
- * heap with where their matches are, and total is counted on the way.
+ * heap with where their matches are, and total is counted on the way. The
+ * IDFs of a query of several phrases need the rows each phrase is in, a
+ * pass over them: the counts are kept per reader until the index changes.
  * Snippets are then made in C from the doc row: the index's tokenizer runs
- * over the matched column up to the last match to turn token positions
- * into bytes; about 30 words around the window with most distinct terms,
- * overlapping matches merged, are marked with \x01 and \x02 (which
- * search_put() replaces in any text) and split into JSON segments. When
- * the words find nothing, some positive term is no word of any note and
- * every term has three characters (the least a trigram matches), the query
- * runs again on tri.
+ * over the matched column to turn token positions into bytes, up to the
+ * end of the snippet once its anchor is sure; about 30 words around the
+ * window with most distinct terms, overlapping matches merged, are marked
+ * with \x01 and \x02 (which search_put() replaces in any text) and split
+ * into JSON segments. When the words find nothing, some positive term is
+ * no word of any note and every term has three characters (the least a
+ * trigram matches), the query runs again on tri.
  *
  * Rejected:
  * - ORDER BY rank with bm25() and snippet() in the query. bm25() spends
@@ -208,7 +210,16 @@ struct cjk_call {
 	void *ctx;
 	int (*token)(void *ctx, int tflags, const char *tok, int n, int start, int end);
 	int base;                /* offset of the segment handed to the parent */
+	int done;                /* the caller answered SQLITE_DONE: it has what it needs */
 };
+
+/*
+ * Text without CJK goes to the parent in pieces of about this many bytes,
+ * cut after a space or newline (which no unicode61 token contains, so the
+ * tokens are the same), so that a caller that stops early (a snippet needs
+ * the text only up to its matches) does not pay for a scan of the rest.
+ */
+#define CJK_PIECE 1024
 
 static int cjk_create(void *api_ptr, const char **argv, int argc, Fts5Tokenizer **out)
 {
@@ -242,8 +253,22 @@ static void cjk_delete(Fts5Tokenizer *tok)
 static int shifted(void *p, int tflags, const char *tok, int n, int start, int end)
 {
 	struct cjk_call *c = p;
+	int rc = c->token(c->ctx, tflags, tok, n, start + c->base, end + c->base);
 
-	return c->token(c->ctx, tflags, tok, n, start + c->base, end + c->base);
+	if (rc == SQLITE_DONE)
+		c->done = 1;
+	return rc;
+}
+
+/* Hands text[from..to) to the parent tokenizer. An SQLite code; SQLITE_DONE to stop. */
+static int cjk_parent(struct cjk_tokenizer *t, struct cjk_call *c, int flags, const char *text,
+		      int from, int to)
+{
+	int rc;
+
+	c->base = from;
+	rc = t->parent.xTokenize(t->inst, c, flags, text + from, to - from, shifted);
+	return rc == SQLITE_OK && c->done ? SQLITE_DONE : rc;
 }
 
 /*
@@ -277,38 +302,42 @@ static int cjk_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
 			int (*token)(void *, int, const char *, int, int, int))
 {
 	struct cjk_tokenizer *t = (struct cjk_tokenizer *)tok;
-	struct cjk_call c = { ctx, token, 0 };
-	int seg = 0, i = 0, rc;
+	struct cjk_call c = { ctx, token, 0, 0 };
+	int seg = 0, i = 0, rc = SQLITE_OK;
 
-	while (i < n) {
-		int len, j;
+	while (i < n && rc == SQLITE_OK) {
+		int len, j, piece = n - seg > CJK_PIECE ? seg + CJK_PIECE : n;
 
-		if ((unsigned char)text[i] < 0x80) {
+		while (i < piece && (unsigned char)text[i] < 0x80)
 			i++;
-			continue;
+		if (i >= piece && i < n) {
+			/* a long piece: cut it after the next space, unless non-ASCII comes first */
+			while (i < n && (unsigned char)text[i] < 0x80 && text[i] != ' ' && text[i] != '\n')
+				i++;
+			if (i < n && (text[i] == ' ' || text[i] == '\n')) {
+				rc = cjk_parent(t, &c, flags, text, seg, i + 1);
+				seg = ++i;
+				continue;
+			}
 		}
+		if (i >= n)
+			break;
 		if (!cjk_at(text + i, n - i, &len)) {
 			i += len;
 			continue;
 		}
-		if (i > seg) {
-			c.base = seg;
-			rc = t->parent.xTokenize(t->inst, &c, flags, text + seg, i - seg, shifted);
-			if (rc != SQLITE_OK)
-				return rc;
-		}
+		if (i > seg)
+			rc = cjk_parent(t, &c, flags, text, seg, i);
 		for (j = i + len; j < n && cjk_at(text + j, n - j, &len); j += len)
 			;
-		rc = cjk_run(text, i, j, flags, &c);
-		if (rc != SQLITE_OK)
-			return rc;
+		if (rc == SQLITE_OK)
+			rc = cjk_run(text, i, j, flags, &c);
 		seg = i = j;
 	}
-	if (n > seg) {
-		c.base = seg;
-		return t->parent.xTokenize(t->inst, &c, flags, text + seg, n - seg, shifted);
-	}
-	return SQLITE_OK;
+	if (rc == SQLITE_OK && n > seg)
+		rc = cjk_parent(t, &c, flags, text, seg, n);
+	/* as unicode61 does: stopping when asked is no error */
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* ---- Snippets ----------------------------------------------------------- */
@@ -324,8 +353,48 @@ struct hit_map {
 	int n;
 	int done;          /* hits before this one are fully mapped */
 	int pos;           /* position of the next token */
+	int base;          /* where in the text the tokenizer started */
 	int max;           /* the last position needed */
+	/* stopping early, once the anchor is known (see settle()) */
+	int nphrase;       /* distinct phrases among the hits: no window has more */
+	int next;          /* the first hit whose window is not counted yet */
+	int stop;          /* hits starting past this byte do not matter; -1: not known yet */
 };
+
+/* The distinct phrases among the mapped hits from i on that start within SNIP_SPAN of hit i. */
+static int window_score(const struct hit *hits, int n, int i)
+{
+	uint64_t seen = 0;
+	int j, score = 0;
+
+	for (j = i; j < n && hits[j].start <= hits[i].start + SNIP_SPAN; j++) {
+		uint64_t bit = (uint64_t)1 << (hits[j].phrase & 63);
+		if (hits[j].start >= 0 && hits[j].end >= 0 && !(seen & bit)) {
+			seen |= bit;
+			score++;
+		}
+	}
+	return score;
+}
+
+/*
+ * Counts the windows of the hits that the token starting at byte start
+ * has settled: those of mapped hits starting more than SNIP_SPAN before
+ * it, when every hit begun is mapped. The first window with every phrase
+ * is the anchor make_snippet() will choose (a later one needs more to win),
+ * and the snippet ends within SNIP_BYTES of it: m->stop is set past that,
+ * and the text after it need not be tokenized.
+ */
+static void settle(struct hit_map *m, int start)
+{
+	while (m->stop < 0 && m->next < m->done && start > m->hits[m->next].start + SNIP_SPAN) {
+		const struct hit *h = &m->hits[m->next++];
+
+		if (h->start >= 0 && h->end >= 0 &&
+		    window_score(m->hits, m->n, (int)(h - m->hits)) == m->nphrase)
+			m->stop = (h->end > h->start + SNIP_BYTES ? h->end : h->start + SNIP_BYTES) + 8;
+	}
+}
 
 static int map_token(void *p, int tflags, const char *tok, int n, int start, int end)
 {
@@ -334,6 +403,8 @@ static int map_token(void *p, int tflags, const char *tok, int n, int start, int
 
 	if (tflags & FTS5_TOKEN_COLOCATED)
 		return SQLITE_OK;
+	start += m->base;
+	end += m->base;
 	pos = m->pos++;
 	for (i = m->done; i < m->n && m->hits[i].first <= pos; i++) {
 		if (m->hits[i].first == pos)
@@ -343,7 +414,16 @@ static int map_token(void *p, int tflags, const char *tok, int n, int start, int
 		if (i == m->done && m->hits[i].last <= pos)
 			m->done++;
 	}
-	return pos >= m->max ? SQLITE_DONE : SQLITE_OK;
+	if (pos >= m->max)
+		return SQLITE_DONE;
+	/* every hit begun is mapped: the windows before this token are settled */
+	if (m->done == m->n || m->hits[m->done].first > pos) {
+		if (m->stop < 0 && m->next < m->done)
+			settle(m, start);
+		if (m->stop >= 0 && start > m->stop)
+			return SQLITE_DONE;
+	}
+	return SQLITE_OK;
 }
 
 static int by_position(const void *a, const void *b)
@@ -487,44 +567,87 @@ static void emit_window(struct buf *out, const char *t, int len, int start, int 
 struct row_tokenizer {
 	fts5_tokenizer api;
 	Fts5Tokenizer *inst;     /* owned */
+	int words;               /* unicode61's: ASCII tokens are runs of letters and digits */
 };
+
+static int is_ascii_alnum(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/*
+ * Where the tokenizer may start in text (len bytes) to reach token number
+ * target without turning the tokens before it into positions one by one:
+ * the start of that token, or of an earlier one, as far as the text is
+ * ASCII, whose tokens under unicode61 are the runs of letters and digits
+ * (a token reaching into non-ASCII text is left to the tokenizer). *pos
+ * gets the number of the first token from there.
+ */
+static int ascii_skip(const char *text, int len, int target, int *pos)
+{
+	const unsigned char *t = (const unsigned char *)text;
+	int i = 0, j, tokens = 0;
+
+	while (i < len && t[i] < 0x80) {
+		if (!is_ascii_alnum(t[i])) {
+			i++;
+			continue;
+		}
+		if (tokens == target)
+			break;
+		for (j = i; j < len && is_ascii_alnum(t[j]); j++)
+			;
+		if (j < len && t[j] >= 0x80)
+			break;
+		tokens++;
+		i = j;
+	}
+	*pos = tokens;
+	return i;
+}
 
 /*
  * Appends to out about 30 words of text (len bytes): around the window
  * with most distinct phrases among hits (token positions in this text,
  * sorted), matches between MARK_OPEN and MARK_CLOSE; the first words when
- * there are no hits. Tokenizes only up to the last hit. An SQLite code.
+ * there are no hits. Tokenizes up to the last hit at most, and only up to
+ * the end of the snippet when its window has every phrase (map_token()).
+ * An SQLite code.
  */
 static int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
 			struct row_tokenizer *tk)
 {
-	struct hit_map map = { hits, n, 0, 0, -1 };
+	struct hit_map map = { hits, n, 0, 0, 0, -1, 0, 0, -1 };
+	uint64_t phrases = 0;
 	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i, rc;
 
 	for (i = 0; i < n; i++) {
 		hits[i].start = hits[i].end = -1;
 		if (hits[i].last > map.max)
 			map.max = hits[i].last;
+		phrases |= (uint64_t)1 << (hits[i].phrase & 63);
 	}
+	for (; phrases; phrases &= phrases - 1)
+		map.nphrase++;
 	if (n > 0) {
-		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text, len, map_token);
+		if (tk->words)
+			map.base = ascii_skip(text, len, hits[0].first, &map.pos);
+		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text + map.base,
+				       len - map.base, map_token);
 		if (rc != SQLITE_OK && rc != SQLITE_DONE)
 			return rc;
 	}
-	/* the anchor: the hit followed closely by most distinct phrases */
+	/*
+	 * The anchor: the hit followed closely by most distinct phrases. When
+	 * tokenizing stopped early, the hits past map.stop are not mapped:
+	 * those before it count the same, and none after the anchor can beat it.
+	 */
 	for (i = 0; i < n; i++) {
-		uint64_t seen = 0;
-		int j, score = 0;
+		int score;
 
 		if (hits[i].start < 0 || hits[i].end < 0)
 			continue;
-		for (j = i; j < n && hits[j].start <= hits[i].start + SNIP_SPAN; j++) {
-			uint64_t bit = (uint64_t)1 << (hits[j].phrase & 63);
-			if (hits[j].start >= 0 && hits[j].end >= 0 && !(seen & bit)) {
-				seen |= bit;
-				score++;
-			}
-		}
+		score = window_score(hits, n, i);
 		if (score > best_score) {
 			best_score = score;
 			best = i;
@@ -1336,11 +1459,15 @@ static int trigram_terms(const struct query *q)
 /*
  * The MATCH expression: (p1 AND p2 ..) NOT (n1 OR n2 ..). For the trigram
  * table (substrings), each term's core without prefix stars; returns -1
- * when a term is too short for trigrams.
+ * when a term is too short for trigrams. FTS5 numbers the phrases in this
+ * order: phrase i < q->npos is positive term i, whose text in b is
+ * span[i][0] bytes from the start, span[i][1] long.
  */
-static int build_match(const struct query *q, int trigram, struct buf *b)
+static int build_match(const struct query *q, int trigram, struct buf *b,
+		       size_t span[SEARCH_TERMS_MAX][2])
 {
-	int neg, i, first;
+	size_t start;
+	int neg, i, first, k = 0;
 
 	buf_reset(b);
 	for (neg = 0; neg < 2; neg++) {
@@ -1357,10 +1484,15 @@ static int build_match(const struct query *q, int trigram, struct buf *b)
 			else
 				buf_adds(b, neg ? " OR " : " AND ");
 			first = 0;
+			start = b->len;
 			if (trigram)
 				add_string(b, t->core, t->core_n);
 			else
 				add_term(b, t);
+			if (!neg) {
+				span[k][0] = start;
+				span[k++][1] = b->len - start;
+			}
 		}
 		if (!first)
 			buf_addc(b, ')');
@@ -1371,6 +1503,9 @@ static int build_match(const struct query *q, int trigram, struct buf *b)
 /* ---- Readers ------------------------------------------------------------ */
 
 enum { IDX_WORDS, IDX_TRIGRAM };
+
+/* Rows (times phrases) whose position lists each reader reads both ways first. */
+#define POSLIST_CHECKS 1000
 
 /* The most row ids the length cache covers; beyond, FTS5 is asked per row. */
 #define LENGTHS_MAX (1 << 24)
@@ -1385,6 +1520,21 @@ static const struct {
 	{ "trigram", { NULL, NULL, NULL }, 0 },
 };
 
+/*
+ * A phrase's document frequency (the rows it is in) for its IDF, as the
+ * MATCH expression spells the phrase. Cached per reader and index, a slot
+ * per hash, and forgotten when data_version moves: a pass over every row
+ * of each phrase (what xQueryPhrase() does) was a quarter of a two-word
+ * query, and frequent words come back in query after query.
+ */
+struct df_entry {
+	char *key;           /* owned; NULL: empty slot */
+	size_t len;
+	sqlite3_int64 rows;
+};
+
+#define DF_SLOTS 512
+
 /* What one index's queries keep in the reader. */
 struct index_state {
 	struct search_reader *reader;
@@ -1393,6 +1543,8 @@ struct index_state {
 	long long version;   /* data_version the lengths were read at; -1: never */
 	long long nrow;      /* rows in the index, set by quire_rank() */
 	struct row_tokenizer tok;
+	struct df_entry *df; /* DF_SLOTS, allocated when first needed */
+	long long df_version; /* data_version the document frequencies are of */
 };
 
 /* A ranked row and where its matches are, for the snippet. */
@@ -1421,12 +1573,22 @@ struct search_reader {
 	struct slot *slots;
 	size_t nslots;
 	struct buf match, snippet;
+	size_t phrase[SEARCH_TERMS_MAX][2]; /* where each positive term is in match */
+	int nterms;              /* terms in match, positive and excluded */
 	int html;                /* add_result writes HTML list items, not JSON */
+	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
+	int poslist_checks;
 };
 
+/*
+ * One step for all rows: quire_rank() is called per row as a condition
+ * that always holds, and count(*) is the total. An auxiliary function is
+ * not allowed as an aggregate's argument; in the select list, it was a
+ * step and a row handed back per match.
+ */
 static const char *const scan_sql[2] = {
-	"SELECT quire_rank_fts(fts, ?2, ?3) FROM fts WHERE fts MATCH ?1",
-	"SELECT quire_rank_tri(tri, ?2, ?3) FROM tri WHERE tri MATCH ?1",
+	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_rank_fts(fts, ?2, ?3) IS NOT NULL",
+	"SELECT count(*) FROM tri WHERE tri MATCH ?1 AND quire_rank_tri(tri, ?2, ?3) IS NOT NULL",
 };
 static const char *const sizes_sql[2] = {
 	"SELECT id, sz FROM fts_docsize",
@@ -1481,6 +1643,66 @@ static double idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit)
 	return idf > 0 ? idf : 1e-6;
 }
 
+static void df_clear(struct index_state *st)
+{
+	size_t i;
+
+	for (i = 0; st->df && i < DF_SLOTS; i++) {
+		free(st->df[i].key);
+		st->df[i].key = NULL;
+	}
+}
+
+/* FNV-1a */
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3u;
+	return h;
+}
+
+/*
+ * The rows phrase i is in, from the cache or else counted. The cache is
+ * used only when FTS5 has every term of the query as a phrase (it drops a
+ * phrase with no token, and the numbering would no longer be ours). An
+ * SQLite code.
+ */
+static int phrase_rows(const Fts5ExtensionApi *x, Fts5Context *fc, struct index_state *st, int i,
+		       sqlite3_int64 *rows)
+{
+	struct search_reader *r = st->reader;
+	const char *key = r->match.ptr + r->phrase[i][0];
+	size_t len = r->phrase[i][1];
+	struct df_entry *e;
+	int rc;
+
+	*rows = 0;
+	if (x->xPhraseCount(fc) != r->nterms)
+		return x->xQueryPhrase(fc, i, rows, count_row);
+	if (!st->df) {
+		st->df = xcalloc(DF_SLOTS, sizeof(*st->df));
+		st->df_version = r->data_version;
+	} else if (st->df_version != r->data_version) {
+		df_clear(st);
+		st->df_version = r->data_version;
+	}
+	e = &st->df[hash_bytes(key, len) % DF_SLOTS];
+	if (e->key && e->len == len && memcmp(e->key, key, len) == 0) {
+		*rows = e->rows;
+		return SQLITE_OK;
+	}
+	rc = x->xQueryPhrase(fc, i, rows, count_row);
+	if (rc == SQLITE_OK) {
+		free(e->key);
+		e->key = xmemdup(key, len);
+		e->len = len;
+		e->rows = *rows;
+	}
+	return rc;
+}
+
 static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 				     struct index_state *st, int npos, int with_idf, int *rc)
 {
@@ -1503,7 +1725,7 @@ static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 
 		rq->idf[i] = 1.0;
 		if (with_idf) {
-			*rc = x->xQueryPhrase(fc, i, &nhit, count_row);
+			*rc = phrase_rows(x, fc, st, i, &nhit);
 			rq->idf[i] = idf_of(nrow, nhit);
 		}
 	}
@@ -1599,15 +1821,117 @@ static int capture_hits(const Fts5ExtensionApi *x, Fts5Context *fc, struct slot 
 }
 
 /*
+ * The rest of a position list from a, which ends at b, in column col: the
+ * list FTS5 keeps on disk (fts5_index.c), a varint per match (the offset
+ * from the previous one, plus 2) and 0x01 then a varint before each new
+ * column. Returns the sum of col_weight[] of each match's column. A
+ * varint ends at its one byte with the top bit clear, so matches are
+ * counted without decoding them, eight bytes at a time while no byte is
+ * 0x01 (only a varint of 1 starts with it: a longer one starts with its
+ * top bit set, but may end with 0x01).
+ */
+static double poslist_freq(const unsigned char *a, const unsigned char *b, int col)
+{
+	const uint64_t high = 0x8080808080808080u, ones = 0x0101010101010101u;
+	double freq = 0, w = col >= 0 && col < NCOLS ? col_weight[col] : 0;
+	int n = 0, inside = 0; /* matches in this column; a varint begun */
+
+	while (a < b) {
+		uint64_t v, x;
+
+		if (b - a >= 8) {
+			memcpy(&v, a, 8);
+			x = v ^ ones;
+			if (!((x - ones) & ~x & high)) { /* no byte is 0x01 */
+				n += (int)((((~v & high) >> 7) * ones) >> 56); /* bytes ending a varint */
+				inside = (int)(a[7] >> 7);
+				a += 8;
+				continue;
+			}
+		}
+		if (*a == 0x01 && !inside) {
+			uint32_t c = 0;
+
+			for (a++; a < b && (*a & 0x80); a++)
+				c = c << 7 | (*a & 0x7F);
+			if (a < b)
+				c = c << 7 | *a++;
+			freq += n * w;
+			n = 0;
+			w = c < NCOLS ? col_weight[c] : 0;
+			continue;
+		}
+		inside = *a++ >> 7;
+		n += !inside;
+	}
+	return freq + n * w;
+}
+
+/* The weighted frequency of phrase i in the row through the API: one call per match. */
+static int phrase_freq_api(const Fts5ExtensionApi *x, Fts5Context *fc, int i, double *freq)
+{
+	Fts5PhraseIter it;
+	int col = -1, off, rc;
+
+	*freq = 0;
+	rc = x->xPhraseFirst(fc, i, &it, &col, &off);
+	for (; rc == SQLITE_OK && col >= 0; x->xPhraseNext(fc, &it, &col, &off))
+		if (col < NCOLS)
+			*freq += col_weight[col];
+	return rc;
+}
+
+/*
+ * The weighted frequency of phrase i in the row (each match counts its
+ * column's weight), what FTS5's bm25() sums. The matches of a frequent
+ * word are many (24,000 per query for "pipeline object"), and a call of
+ * xPhraseNext() per match was a fifth of the query: the list the iterator
+ * walks is read here directly (poslist_freq()), from where
+ * xPhraseFirstColumn() leaves it (past the first column's number, which
+ * is cheaper than xPhraseFirst() decoding the first match). Its layout is
+ * FTS5's file format, not its API, so each reader's first rows are read
+ * both ways, and at the first difference the reader goes back to the API
+ * for good.
+ */
+static int phrase_freq(struct search_reader *r, const Fts5ExtensionApi *x, Fts5Context *fc, int i,
+		       double *freq)
+{
+	Fts5PhraseIter it;
+	double check = 0;
+	int col = -1, rc;
+
+	if (r->poslist_checks < 0)
+		return phrase_freq_api(x, fc, i, freq);
+	*freq = 0;
+	rc = x->xPhraseFirstColumn(fc, i, &it, &col);
+	if (rc != SQLITE_OK || col < 0)
+		return rc;
+	*freq = poslist_freq(it.a, it.b, col);
+	if (r->poslist_checks > 0) {
+		r->poslist_checks--;
+		rc = phrase_freq_api(x, fc, i, &check);
+		if (rc == SQLITE_OK && check != *freq) {
+			log_warn("search: FTS5 position lists are not as expected (%g, not %g); "
+				 "reading them through the API", *freq, check);
+			r->poslist_checks = -1;
+			*freq = check;
+		}
+	}
+	return rc;
+}
+
+/*
  * quire_rank(table, npos, with_idf): scores the row with FTS5's bm25()
  * (fts5_aux.c: per phrase, its weighted frequency against the row's length
  * and the average, k1 = 1.2, b = 0.75), higher is better, over the first
  * npos phrases; and keeps it in the reader's heap of the best rows, with
- * where its matches are, when it ranks among them. Two things make it
- * cheaper than bm25(), which spends most of its time on a docsize lookup
- * per row: the row's length comes from the reader's cache; and with_idf =
- * 0 leaves the IDF out (as 1), which for a single phrase changes no order
- * and saves a pass over its rows (the caller scales the scores it shows).
+ * where its matches are, when it ranks among them. What makes it cheaper
+ * than bm25(), which spends most of its time on a docsize lookup per row:
+ * the row's length comes from the reader's cache; the matches are counted
+ * from the position lists (phrase_freq()); the IDFs' counts of rows are
+ * kept (phrase_rows()); and with_idf = 0 leaves the IDF out (as 1), which
+ * for a single phrase changes no order and saves a pass over its rows (the
+ * caller scales the scores it shows).
  */
 static void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 		    sqlite3_value **argv)
@@ -1638,14 +1962,9 @@ static void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 		dl = n;
 	}
 	for (i = 0; rc == SQLITE_OK && i < rq->nphrase; i++) {
-		Fts5PhraseIter it;
 		double freq = 0;
-		int col = -1, off;
 
-		rc = x->xPhraseFirst(fc, i, &it, &col, &off);
-		for (; rc == SQLITE_OK && col >= 0; x->xPhraseNext(fc, &it, &col, &off))
-			if (col < NCOLS)
-				freq += col_weight[col];
+		rc = phrase_freq(r, x, fc, i, &freq);
 		row.score += rq->idf[i] * freq * (BM25_K1 + 1.0) /
 			     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / rq->avgdl));
 	}
@@ -1673,6 +1992,7 @@ struct search_reader *search_reader_open(const char *path)
 		return NULL;
 	r = xcalloc(1, sizeof(*r));
 	r->db = db;
+	r->poslist_checks = POSLIST_CHECKS;
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
@@ -1686,6 +2006,7 @@ struct search_reader *search_reader_open(const char *path)
 
 		st->reader = r;
 		st->version = -1;
+		st->tok.words = i == IDX_WORDS;
 		if (rc == SQLITE_OK)
 			rc = api->xFindTokenizer(api, index_tokenizer[i].name, &user, &st->tok.api);
 		if (rc == SQLITE_OK)
@@ -1722,6 +2043,8 @@ void search_reader_free(struct search_reader *r)
 		sqlite3_finalize(r->scan[i]);
 		sqlite3_finalize(r->sizes[i]);
 		free(r->idx[i].len);
+		df_clear(&r->idx[i]);
+		free(r->idx[i].df);
 		if (r->idx[i].tok.inst)
 			r->idx[i].tok.api.xDelete(r->idx[i].tok.inst);
 	}
@@ -1956,14 +2279,15 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 		rc = sqlite3_bind_int(st, 2, npos);
 	/*
 	 * Several phrases need their IDFs to be weighed against each other,
-	 * one pass over each phrase's rows; substrings go without (a pass over
-	 * a trigram phrase costs as much as the query).
+	 * one pass over each phrase's rows unless phrase_rows() has the count;
+	 * substrings go without (a pass over a trigram phrase costs as much as
+	 * the query).
 	 */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(st, 3, npos > 1 && idx == IDX_WORDS);
-	while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		(*total)++;
-		rc = SQLITE_OK;
+	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		*total = sqlite3_column_int64(st, 0);
+		rc = sqlite3_step(st);
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
@@ -2066,12 +2390,13 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 		if (read_begin(r) < 0) {
 			ret = -1;
 		} else {
-			build_match(&parsed, 0, &r->match);
+			r->nterms = parsed.n;
+			build_match(&parsed, 0, &r->match, r->phrase);
 			ret = run_query(r, IDX_WORDS, parsed.npos, limit, offset, &results, &total);
 			if (ret == 0 && total == 0 && trigram_terms(&parsed))
 				ret = want_substrings(r, &parsed);
 			if (ret == 1) {
-				build_match(&parsed, 1, &r->match);
+				build_match(&parsed, 1, &r->match, r->phrase);
 				ret = run_query(r, IDX_TRIGRAM, parsed.npos, limit, offset, &results,
 						&total);
 			}

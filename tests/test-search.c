@@ -11,7 +11,9 @@
 #include "unicode.h"
 #include "xalloc.h"
 
+#include <ctype.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -938,6 +940,42 @@ static void test_segments(void)
 	CHECK_STR(segments_of(v, 0), "[Marsupial] facts");
 	jfree(v);
 
+	/*
+	 * Matches past 1 KB of text that mixes ASCII with accents, CJK and a
+	 * word running from ASCII into an accent: where a snippet's tokens are
+	 * counted quickly (ASCII) and where unicode61 counts them
+	 */
+	CHECK(search_begin(writer) == 0);
+	{
+		struct buf body = BUF_INIT;
+		int i;
+
+		for (i = 0; i < 40; i++)
+			buf_adds(&body, "plain words here, x9_y8 ");
+		buf_adds(&body, "Crème brûlée, naïve cafés; 東京タワー and mañana résumé2 then the zebu walked. ");
+		for (i = 0; i < 40; i++)
+			buf_adds(&body, "more plain words ");
+		buf_adds(&body, "cafébar zebu again.");
+		put("/mixed", "Mixed", "", "", body.ptr);
+		buf_release(&body);
+	}
+	CHECK(search_commit(writer) == 0);
+	v = query("zebu");
+	CHECK_STR(segments_of(v, 0),
+		  "…東京タワー and mañana résumé2 then the [zebu] walked. more plain words more plain "
+		  "words more plain words more plain words more plain words more plain words more "
+		  "plain words more…");
+	jfree(v);
+	v = query("zebu cafébar");
+	CHECK_STR(segments_of(v, 0), "…more plain words more plain words [cafébar] [zebu] again.");
+	jfree(v);
+	v = query("タワー mixed");
+	CHECK_STR(segments_of(v, 0),
+		  "…here, x9_y8 Crème brûlée, naïve cafés; 東京[タワー] and mañana résumé2 then the "
+		  "zebu walked. more plain words more plain words more plain words more plain words "
+		  "more plain words more…");
+	jfree(v);
+
 	/* a match at the start of the body: no ellipsis before */
 	v = query("alpha snippets");
 	CHECK_STR(segments_of(v, 0),
@@ -1149,6 +1187,235 @@ static void test_readers_during_commits(void)
 	}
 }
 
+/* ---- Scores ---------------------------------------------------------------- */
+
+/* A note of ASCII words only, so that its unicode61 tokens are its words. */
+struct bm25_note {
+	char url[32];
+	const char *col[4];      /* title, headings, tags, body */
+};
+
+static const double bm25_weight[4] = { 10, 5, 3, 1 };
+
+/* Matches of the phrase words[0..n) in s: word runs compared without case. */
+static int phrase_matches(const char *s, const char *const *words, int n)
+{
+	char toks[600][16];
+	int ntok = 0, hits = 0, i, k;
+
+	while (*s && ntok < 600) {
+		size_t len = 0;
+		while (*s && !isalnum((unsigned char)*s))
+			s++;
+		if (!*s)
+			break;
+		while (isalnum((unsigned char)s[len]))
+			len++;
+		snprintf(toks[ntok], sizeof(toks[ntok]), "%.*s", (int)len, s);
+		for (k = 0; toks[ntok][k]; k++)
+			toks[ntok][k] = (char)tolower((unsigned char)toks[ntok][k]);
+		ntok++;
+		s += len;
+	}
+	if (!words)
+		return ntok;
+	for (i = 0; i + n <= ntok; i++) {
+		for (k = 0; k < n && strcmp(toks[i + k], words[k]) == 0; k++)
+			;
+		hits += k == n;
+	}
+	return hits;
+}
+
+/*
+ * The score FTS5's bm25() gives note t among notes[0..n) for a query of
+ * the given phrases (negated, as search.c shows it: higher is better):
+ * per phrase, IDF times weighted frequency f (title 10, headings 5, tags
+ * 3, body 1) times 2.2 / (f + 1.2 (0.25 + 0.75 length / mean length)).
+ */
+static double bm25_expected(const struct bm25_note *notes, int n, int t, const char *const *phrases[],
+			    const int *nwords, int nphrases)
+{
+	double total = 0, score = 0, dl = 0;
+	int i, p, c;
+
+	for (i = 0; i < n; i++)
+		for (c = 0; c < 4; c++)
+			total += phrase_matches(notes[i].col[c], NULL, 0);
+	for (c = 0; c < 4; c++)
+		dl += phrase_matches(notes[t].col[c], NULL, 0);
+	for (p = 0; p < nphrases; p++) {
+		double f = 0, idf;
+		int rows = 0;
+
+		for (i = 0; i < n; i++) {
+			int in = 0;
+			for (c = 0; c < 4; c++)
+				in += phrase_matches(notes[i].col[c], phrases[p], nwords[p]);
+			rows += in > 0;
+		}
+		idf = log((n - rows + 0.5) / (rows + 0.5));
+		if (idf <= 0)
+			idf = 1e-6;
+		for (c = 0; c < 4; c++)
+			f += bm25_weight[c] * phrase_matches(notes[t].col[c], phrases[p], nwords[p]);
+		score += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / (total / n)));
+	}
+	return score;
+}
+
+/* Removes the file named by path and suffix. */
+static void unlink_suffixed(struct buf *path, const char *suffix)
+{
+	size_t len = path->len;
+
+	buf_adds(path, suffix);
+	unlink(path->ptr);
+	buf_setlen(path, len);
+}
+
+/* Redirects stderr to a file until stderr_release(), which returns what was written (freed by the caller). */
+static int stderr_capture(const char *path)
+{
+	int saved, fd;
+
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(saved >= 0 && fd >= 0);
+	if (fd >= 0) {
+		dup2(fd, STDERR_FILENO);
+		close(fd);
+	}
+	return saved;
+}
+
+static char *stderr_release(int saved, const char *path)
+{
+	struct buf b = BUF_INIT;
+	char chunk[4096];
+	ssize_t n;
+	int fd;
+
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	fd = open(path, O_RDONLY);
+	while (fd >= 0 && (n = read(fd, chunk, sizeof(chunk))) > 0)
+		buf_add(&b, chunk, (size_t)n);
+	if (fd >= 0)
+		close(fd);
+	unlink(path);
+	fputs(b.ptr, stderr); /* failed checks, if any */
+	return buf_detach(&b, NULL);
+}
+
+/*
+ * Scores are FTS5's bm25() with our weights, checked against the formula
+ * on counts made here: matches in every column, positions past 127 (two
+ * bytes in FTS5's position lists), phrases, and IDFs that change when
+ * notes are added (search.c keeps them per reader until the index moves).
+ * A new reader reads its first position lists both ways and warns at a
+ * difference: no warning may appear.
+ */
+static void test_scores_are_bm25(void)
+{
+	static const char *const w_quokka[] = { "quokka" }, *const w_wombat[] = { "wombat" },
+			       *const w_both[] = { "quokka", "wombat" };
+	static const struct {
+		const char *q;
+		const char *const *phrases[2];
+		int nwords[2], nphrases;
+	} queries[] = {
+		{ "quokka", { w_quokka }, { 1 }, 1 },
+		{ "quokka wombat", { w_quokka, w_wombat }, { 1, 1 }, 2 },
+		{ "Wombat QUOKKA", { w_wombat, w_quokka }, { 1, 1 }, 2 },
+		{ "\"quokka wombat\"", { w_both }, { 2 }, 1 },
+	};
+	struct search *saved_writer = writer;
+	struct search_reader *saved_reader = reader;
+	struct bm25_note notes[16];
+	struct buf filler = BUF_INIT, body0 = BUF_INIT, body3 = BUF_INIT, path = BUF_INIT,
+		   log_path = BUF_INIT;
+	char *log_text;
+	int fresh = 0, n = 0, round, i, q, saved_fd;
+
+	for (i = 0; i < 200; i++)
+		buf_adds(&filler, i % 7 ? "lorem " : "ipsum dolor ");
+	buf_addf(&body0, "%s quokka wombat. More %s quokka", filler.ptr, filler.ptr);
+	notes[n++] = (struct bm25_note){ "/b/0", { "Quokka facts", "Quokka habitat\nWombat friends",
+						    "quokka marsupial", body0.ptr } };
+	notes[n++] = (struct bm25_note){ "/b/1", { "Wombat", "", "", "A quokka lives here, wombat wombat." } };
+	notes[n++] = (struct bm25_note){ "/b/2", { "Burrows", "Digging", "", "Only a wombat digs." } };
+	/* 127 words apart: the second quokka's varint is 0x81 0x01, whose last byte is no column mark */
+	buf_adds(&body3, "Rottnest has the quokka ");
+	for (i = 0; i < 126; i++)
+		buf_adds(&body3, "lorem ");
+	buf_adds(&body3, "quokka again.");
+	notes[n++] = (struct bm25_note){ "/b/3", { "Islands", "", "travel", body3.ptr } };
+	for (i = 0; i < 5; i++) {
+		snprintf(notes[n].url, sizeof(notes[n].url), "/b/f%d", i);
+		notes[n].col[0] = "Filler";
+		notes[n].col[1] = "";
+		notes[n].col[2] = "";
+		notes[n].col[3] = i % 2 ? "lorem ipsum dolor" : filler.ptr;
+		n++;
+	}
+	buf_addf(&path, "%s/bm25.db", dir);
+	buf_addf(&log_path, "%s/bm25.log", dir);
+	writer = search_open(path.ptr, &fresh);
+	CHECK(writer != NULL);
+	reader = NULL;
+	saved_fd = stderr_capture(log_path.ptr);
+	for (round = 0; writer && round < 2; round++) {
+		CHECK(search_begin(writer) == 0);
+		for (i = 0; i < n; i++)
+			put(notes[i].url, notes[i].col[0], notes[i].col[1], notes[i].col[2], notes[i].col[3]);
+		CHECK(search_commit(writer) == 0);
+		if (!reader)
+			reader = search_reader_open(path.ptr);
+		CHECK(reader != NULL);
+		for (q = 0; reader && q < (int)(sizeof(queries) / sizeof(*queries)); q++) {
+			struct jv *v = query(queries[q].q), *results = jget(v, "results");
+
+			for (i = 0; results && i < (int)results->n; i++) {
+				const char *url = jget(results->items[i], "url")->str;
+				double got = jget(results->items[i], "score")->num, want = -1;
+				int t;
+
+				for (t = 0; t < n; t++)
+					if (strcmp(notes[t].url, url) == 0)
+						want = bm25_expected(notes, n, t, (const char *const **)queries[q].phrases,
+								     queries[q].nwords, queries[q].nphrases);
+				if (fabs(got - want) > 1e-5 * fabs(want))
+					fprintf(stderr, "  round %d [%s] %s: score %.9g, bm25 %.9g\n", round,
+						queries[q].q, url, got, want);
+				CHECK(fabs(got - want) <= 1e-5 * fabs(want));
+			}
+			CHECK(results && results->n > 0);
+			jfree(v);
+		}
+		/* the second round: more notes with quokka, so its IDF changes */
+		notes[n++] = (struct bm25_note){ "/b/4", { "More quokkas", "", "", "quokka quokka" } };
+		notes[n++] = (struct bm25_note){ "/b/5", { "Quokka", "", "", "a quokka and a wombat" } };
+	}
+	log_text = stderr_release(saved_fd, log_path.ptr);
+	CHECK(strstr(log_text, "position lists") == NULL);
+	free(log_text);
+	search_reader_free(reader);
+	search_free(writer);
+	reader = saved_reader;
+	writer = saved_writer;
+	unlink(path.ptr);
+	unlink_suffixed(&path, "-wal");
+	unlink_suffixed(&path, "-shm");
+	buf_release(&filler);
+	buf_release(&body0);
+	buf_release(&body3);
+	buf_release(&path);
+	buf_release(&log_path);
+}
+
 /* ---- Rebuilding ------------------------------------------------------------- */
 
 static void close_all(void)
@@ -1268,6 +1535,7 @@ int main(void)
 	RUN(test_escaping_and_sanitizing);
 	RUN(test_hostile_queries);
 	RUN(test_readers_during_commits);
+	RUN(test_scores_are_bm25);
 	RUN(test_reopen_keeps);
 	RUN(test_corrupt_rebuilds);
 	RUN(test_old_version_rebuilds);
