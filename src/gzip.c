@@ -28,6 +28,8 @@ int gzip_compress(const void *data, size_t len, int level, struct buf *out)
 	}
 	buf_setlen(out, zs.total_out);
 	deflateEnd(&zs);
+	/* the bound reserved above is about len; the output is a fraction of it */
+	buf_fit(out);
 	return 0;
 }
 

@@ -3204,6 +3204,8 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 	buf_grow(&res->html, mdlen + mdlen / 4 + 64);
 	render(&c, doc);
 	section_ends(res);
+	/* the fragment is kept (render.c composes pages from it): no growth slack */
+	buf_fit(&res->html);
 	cmark_node_free(doc);
 	ctx_release(&c);
 	return 0;

@@ -111,6 +111,8 @@ void render_note_body(struct site *s, struct site_note *n)
 	/* the plain text is kept only until the search index has it */
 	if (!s->keep_text && !s->search)
 		buf_release(&n->md.text);
+	else
+		buf_fit(&n->md.text);
 }
 
 /* The part of note t that an embed with this fragment shows: [*start, *end). */
@@ -272,6 +274,7 @@ void render_note_page(struct site *s, struct site_note *n)
 
 	p = page_new(PAGE_NOTE, n->url, strlen(n->url));
 	p->mtime = n->note.mtime;
+	buf_fit(&html); /* the page keeps these bytes: no growth slack */
 	bytes = buf_detach(&html, &len);
 	if (page_set_body(p, bytes, len, 1) < 0)
 		diag_addk(&s->diags, DIAG_EMBED, DIAG_ERROR, n->note.path, 0,

@@ -1185,6 +1185,7 @@ static void tree_page(struct site *s)
 
 	p = page_new(PAGE_GENERATED, "/_quire/tree.json", strlen("/_quire/tree.json"));
 	p->content_type = "application/json";
+	buf_fit(&out);
 	bytes = buf_detach(&out, &len);
 	page_set_body(p, bytes, len, 1);
 	table_put(s, p);
@@ -1567,7 +1568,10 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 {
 	struct page *p = page_new(kind, path, strlen(path));
 	size_t len;
-	char *bytes = buf_detach(content, &len);
+	char *bytes;
+
+	buf_fit(content);
+	bytes = buf_detach(content, &len);
 
 	p->content_type = type;
 	page_set_body(p, bytes, len, 1);
