@@ -225,8 +225,7 @@ static void note_free(struct site_note *n)
 	free(n->base_url);
 	free(n->url);
 	free(n->href);
-	md_result_release(&n->md);
-	free(n->refs);
+	render_note_release(n);
 	free(n->backlinks);
 	strs_free(n->mentions, n->nmentions);
 	strs_free(n->aliases, n->naliases);
@@ -374,9 +373,7 @@ static void withdraw(struct site *s, struct work *w, struct site_note *n)
 			}
 		}
 	}
-	md_result_release(&n->md);
-	free(n->refs);
-	n->refs = NULL;
+	render_note_release(n);
 }
 
 /* Gives what a freshly rendered note points at to the others. */
@@ -653,6 +650,35 @@ static void compose_one(void *arg, size_t i)
 	if (n->nbacklinks > 1)
 		qsort(n->backlinks, n->nbacklinks, sizeof(*n->backlinks), cmp_backlink);
 	render_note_page(c->s, n);
+	/*
+	 * No other page being composed reads n's fragment: it moves to the
+	 * new page now, so that a load never holds every fragment beside
+	 * every page.
+	 */
+	if (!n->embedded)
+		render_note_adopt(n);
+}
+
+/*
+ * Marks the notes whose fragments composing the pages of live reads,
+ * besides each page's own: the notes they embed, transitively. Those
+ * keep their fragment where it is until every page is composed.
+ */
+static void mark_embedded(const struct notevec *live, struct notevec *marked)
+{
+	size_t i, k;
+
+	for (i = 0; i < live->n + marked->n; i++) {
+		const struct site_note *x = i < live->n ? live->v[i] : marked->v[i - live->n];
+		for (k = 0; k < x->md.nsplices; k++) {
+			const struct site_ref *r = &x->refs[x->md.splices[k].ref];
+			struct site_note *t = r->target;
+			if (r->kind == MD_TARGET_NOTE && !t->embedded) {
+				t->embedded = 1;
+				vec_push(marked, t);
+			}
+		}
+	}
 }
 
 /* Parsing replaces the title: keep what the diff needs, once per apply. */
@@ -698,6 +724,7 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 		n->url = n->href = NULL;
 		page_unref(n->page);
 		n->page = NULL;
+		render_note_release(n); /* its fragment's pieces hold that page too */
 		free(n->backlinks);
 		n->backlinks = NULL;
 		n->nbacklinks = n->abacklinks = 0;
@@ -1337,15 +1364,21 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 
 	/* compose, and bring the page table up to date */
 	{
-		struct notevec live = { 0 };
+		struct notevec live = { 0 }, embedded = { 0 };
 		for (i = 0; i < w.recompose.n; i++)
 			if (w.recompose.v[i]->published && !w.recompose.v[i]->removed)
 				vec_push(&live, w.recompose.v[i]);
+		mark_embedded(&live, &embedded);
 		run_parallel(s, &live, compose_one);
-		for (i = 0; i < live.n; i++)
+		for (i = 0; i < live.n; i++) {
+			render_note_adopt(live.v[i]);
 			table_put(s, live.v[i]->page);
+		}
+		for (i = 0; i < embedded.n; i++)
+			embedded.v[i]->embedded = 0;
 		s->ncomposed = live.n;
 		free(live.v);
+		free(embedded.v);
 	}
 	if (w.removed.n && w.parsed.n)
 		find_moves(s, &w);
