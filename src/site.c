@@ -36,6 +36,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 struct notevec {
 	struct site_note **v;
@@ -75,6 +78,18 @@ struct work {
 	int tree;                 /* the explorer tree must be rebuilt */
 	int urls;                 /* a note's URL may have changed: assign them again */
 };
+
+/*
+ * Gives the heap's free pages back to the system. A load frees the notes'
+ * sources, and the search fill their texts, among pages that stay; glibc
+ * returns only the top of a heap by itself.
+ */
+static void heap_trim(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
 
 static double now_ms(void)
 {
@@ -1219,6 +1234,15 @@ static void tree_page(struct site *s)
 	page_unref(p);
 }
 
+/*
+ * Whether n's plain text is still wanted: the search index is being
+ * filled (or will be) and the fill has not put n's row yet.
+ */
+static int text_wanted(const struct site *s, const struct site_note *n)
+{
+	return s->keep_text && (!s->search_fill || strcmp(n->note.path, s->search_fill) > 0);
+}
+
 /* Puts a note's row, or deletes the row of a note that left (its old URL). */
 static int index_note(struct site *s, struct site_note *n)
 {
@@ -1419,8 +1443,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 				log_error("search index not updated; it catches up on the next change");
 			}
 		}
-		if (!s->keep_text)
-			for (i = 0; i < w.rerender.n; i++)
+		for (i = 0; i < w.rerender.n; i++)
+			if (!text_wanted(s, w.rerender.v[i]))
 				buf_release(&w.rerender.v[i]->md.text);
 		derived_update(s, changed.v, changed.n);
 		hosts_update(s, changed.v, changed.n);
@@ -1514,6 +1538,8 @@ int site_search_fill(struct site *s, size_t batch)
 			continue;
 		if (n->published)
 			ok = index_note(s, n) == 0;
+		/* the row has a copy: the texts go as the fill passes, not all at its end */
+		buf_release(&n->md.text);
 		done++;
 		free(s->search_fill);
 		s->search_fill = xstrdup(n->note.path);
@@ -1533,6 +1559,7 @@ int site_search_fill(struct site *s, size_t batch)
 	s->keep_text = 0;
 	for (i = 0; i < s->nnotes; i++)
 		buf_release(&s->notes[i]->md.text);
+	heap_trim();
 	return 1;
 }
 
@@ -1696,6 +1723,7 @@ struct site *site_load(const char *path, const struct site_options *opt)
 		return NULL;
 	}
 	site_apply(s, &root, 1);
+	heap_trim();
 	return s;
 }
 
