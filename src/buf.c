@@ -63,6 +63,14 @@ void buf_grow(struct buf *b, size_t extra)
 	b->cap = cap;
 }
 
+void buf_fit(struct buf *b)
+{
+	if (!b->cap || b->cap == b->len + 1)
+		return;
+	b->ptr = xrealloc(b->ptr, b->len + 1);
+	b->cap = b->len + 1;
+}
+
 void buf_setlen(struct buf *b, size_t len)
 {
 	if (!b->cap) {

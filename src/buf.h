@@ -36,6 +36,12 @@ void buf_release(struct buf *b);
 char *buf_detach(struct buf *b, size_t *len);
 /* Makes room for extra more bytes beyond len. */
 void buf_grow(struct buf *b, size_t extra);
+/*
+ * Gives back the capacity beyond len (and its NUL). For buffers that are
+ * kept once built: growth leaves up to half of a buffer unused, and
+ * gzip_compress() reserves zlib's worst case, about the input's size.
+ */
+void buf_fit(struct buf *b);
 void buf_setlen(struct buf *b, size_t len);
 static inline void buf_reset(struct buf *b)
 {

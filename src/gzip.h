@@ -15,7 +15,8 @@
 
 /*
  * Replaces out's contents with the gzip member for data (no file name, no
- * mtime, so equal input gives equal bytes). Returns 0, or -1 with a log line.
+ * mtime, so equal input gives equal bytes), leaving no spare capacity:
+ * the bytes are kept. Returns 0, or -1 with a log line.
  */
 int gzip_compress(const void *data, size_t len, int level, struct buf *out);
 

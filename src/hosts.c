@@ -800,7 +800,10 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 {
 	struct page *p = page_new(kind, path, strlen(path));
 	size_t len;
-	char *bytes = buf_detach(b, &len);
+	char *bytes;
+
+	buf_fit(b); /* kept as long as the page */
+	bytes = buf_detach(b, &len);
 
 	p->content_type = type;
 	page_set_body(p, bytes, len, 1);
@@ -1173,6 +1176,7 @@ static struct page *render_lazy(const struct snapshot *snap, const struct snapsh
 	p = page_new(src->kind, path, len);
 	p->content_type = src->content_type;
 	p->mtime = src->mtime;
+	buf_fit(&b);
 	bytes = buf_detach(&b, &n);
 	page_set_body(p, bytes, n, 1);
 	return p;

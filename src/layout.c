@@ -318,11 +318,11 @@ static void toc(struct buf *out, const struct layout_note *note, int top)
 	buf_adds(out, "</ul>\n</aside>\n");
 }
 
-void layout_note_page(const struct layout_site *site, const struct layout_note *note,
-		      struct buf *out)
+size_t layout_note_page(const struct layout_site *site, const struct layout_note *note,
+			struct buf *out)
 {
 	int top = toc_top(note);
-	size_t i;
+	size_t i, at;
 
 	buf_grow(out, note->body_len + 4096);
 	head(out, site, PAGE_NOTE, note->title, note->description, note->url);
@@ -337,6 +337,7 @@ void layout_note_page(const struct layout_site *site, const struct layout_note *
 	buf_adds(out, "\">\n");
 	note_header(out, site, note);
 	buf_adds(out, "<div class=\"note-body\">\n");
+	at = out->len;
 	if (note->body_html)
 		buf_add(out, note->body_html, note->body_len);
 	buf_adds(out, "\n</div>\n");
@@ -346,6 +347,7 @@ void layout_note_page(const struct layout_site *site, const struct layout_note *
 		toc(out, note, top);
 	buf_adds(out, "</div>\n");
 	body_close(out, site);
+	return at;
 }
 
 void layout_listing_page(const struct layout_site *site, const char *title, const char *intro_html,

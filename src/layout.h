@@ -69,9 +69,12 @@ struct layout_item {
 	const char *date;          /* may be NULL */
 };
 
-/* Appends the whole HTML document for a note page to out. */
-void layout_note_page(const struct layout_site *site, const struct layout_note *note,
-		      struct buf *out);
+/*
+ * Appends the whole HTML document for a note page to out. Returns the
+ * offset in out where body_html was copied, unchanged.
+ */
+size_t layout_note_page(const struct layout_site *site, const struct layout_note *note,
+			struct buf *out);
 
 /*
  * Appends a generated listing page: a heading, an optional intro (trusted

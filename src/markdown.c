@@ -951,12 +951,26 @@ static int has_placeholder(const struct ctx *c, const char *s, size_t len)
 	return c->pre.out.len && memchr(s, PH_OPEN, len);
 }
 
+/*
+ * b's string in a block of its own length, b released: for the short
+ * strings md_result keeps (reference targets, heading texts and ids),
+ * which a buffer would hold in at least 64 bytes. A copy rather than a
+ * shrink in place, which would leave a hole after each one.
+ */
+static char *detach_exact(struct buf *b)
+{
+	char *s = xstrndup(b->ptr, b->len);
+
+	buf_release(b);
+	return s;
+}
+
 static char *dup_expanded(struct ctx *c, const char *s, size_t len, enum ph_mode mode)
 {
 	struct buf b = BUF_INIT;
 
 	add_expanded(c, &b, s, len, mode);
-	return buf_detach(&b, NULL);
+	return detach_exact(&b);
 }
 
 /* ---- plain text of inline content ---- */
@@ -1923,7 +1937,7 @@ static char *make_summary(const char *s, size_t len)
 		buf_adds(&b, "\xE2\x80\xA6");
 	}
 	buf_setlen(&b, b.len);
-	return buf_detach(&b, NULL);
+	return detach_exact(&b);
 }
 
 /* ---- text, math, tags ---- */
@@ -2129,7 +2143,7 @@ static char *percent_decode(const char *s, size_t len)
 		if (b.ptr[i])
 			b.ptr[j++] = b.ptr[i];
 	buf_setlen(&b, j);
-	return buf_detach(&b, NULL);
+	return detach_exact(&b);
 }
 
 /* Registers a local link or image as a reference and resolves it; returns its link. */
@@ -3204,6 +3218,8 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 	buf_grow(&res->html, mdlen + mdlen / 4 + 64);
 	render(&c, doc);
 	section_ends(res);
+	/* the fragment is kept (render.c composes pages from it): no growth slack */
+	buf_fit(&res->html);
 	cmark_node_free(doc);
 	ctx_release(&c);
 	return 0;
@@ -3262,7 +3278,7 @@ char *md_heading_id(const char *text)
 		}
 		if (!b.len)
 			buf_adds(&b, "section");
-		return buf_detach(&b, NULL);
+		return detach_exact(&b);
 	}
 	low = utf8_lower(text, len);
 	len = strlen(low);
@@ -3284,5 +3300,5 @@ char *md_heading_id(const char *text)
 	free(low);
 	if (!b.len)
 		buf_adds(&b, "section");
-	return buf_detach(&b, NULL);
+	return detach_exact(&b);
 }

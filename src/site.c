@@ -36,6 +36,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 struct notevec {
 	struct site_note **v;
@@ -75,6 +78,18 @@ struct work {
 	int tree;                 /* the explorer tree must be rebuilt */
 	int urls;                 /* a note's URL may have changed: assign them again */
 };
+
+/*
+ * Gives the heap's free pages back to the system. A load frees the notes'
+ * sources, and the search fill their texts, among pages that stay; glibc
+ * returns only the top of a heap by itself.
+ */
+static void heap_trim(void)
+{
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+}
 
 static double now_ms(void)
 {
@@ -225,8 +240,7 @@ static void note_free(struct site_note *n)
 	free(n->base_url);
 	free(n->url);
 	free(n->href);
-	md_result_release(&n->md);
-	free(n->refs);
+	render_note_release(n);
 	free(n->backlinks);
 	strs_free(n->mentions, n->nmentions);
 	strs_free(n->aliases, n->naliases);
@@ -374,9 +388,7 @@ static void withdraw(struct site *s, struct work *w, struct site_note *n)
 			}
 		}
 	}
-	md_result_release(&n->md);
-	free(n->refs);
-	n->refs = NULL;
+	render_note_release(n);
 }
 
 /* Gives what a freshly rendered note points at to the others. */
@@ -653,6 +665,35 @@ static void compose_one(void *arg, size_t i)
 	if (n->nbacklinks > 1)
 		qsort(n->backlinks, n->nbacklinks, sizeof(*n->backlinks), cmp_backlink);
 	render_note_page(c->s, n);
+	/*
+	 * No other page being composed reads n's fragment: it moves to the
+	 * new page now, so that a load never holds every fragment beside
+	 * every page.
+	 */
+	if (!n->embedded)
+		render_note_adopt(n);
+}
+
+/*
+ * Marks the notes whose fragments composing the pages of live reads,
+ * besides each page's own: the notes they embed, transitively. Those
+ * keep their fragment where it is until every page is composed.
+ */
+static void mark_embedded(const struct notevec *live, struct notevec *marked)
+{
+	size_t i, k;
+
+	for (i = 0; i < live->n + marked->n; i++) {
+		const struct site_note *x = i < live->n ? live->v[i] : marked->v[i - live->n];
+		for (k = 0; k < x->md.nsplices; k++) {
+			const struct site_ref *r = &x->refs[x->md.splices[k].ref];
+			struct site_note *t = r->target;
+			if (r->kind == MD_TARGET_NOTE && !t->embedded) {
+				t->embedded = 1;
+				vec_push(marked, t);
+			}
+		}
+	}
 }
 
 /* Parsing replaces the title: keep what the diff needs, once per apply. */
@@ -698,6 +739,7 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 		n->url = n->href = NULL;
 		page_unref(n->page);
 		n->page = NULL;
+		render_note_release(n); /* its fragment's pieces hold that page too */
 		free(n->backlinks);
 		n->backlinks = NULL;
 		n->nbacklinks = n->abacklinks = 0;
@@ -1185,10 +1227,20 @@ static void tree_page(struct site *s)
 
 	p = page_new(PAGE_GENERATED, "/_quire/tree.json", strlen("/_quire/tree.json"));
 	p->content_type = "application/json";
+	buf_fit(&out);
 	bytes = buf_detach(&out, &len);
 	page_set_body(p, bytes, len, 1);
 	table_put(s, p);
 	page_unref(p);
+}
+
+/*
+ * Whether n's plain text is still wanted: the search index is being
+ * filled (or will be) and the fill has not put n's row yet.
+ */
+static int text_wanted(const struct site *s, const struct site_note *n)
+{
+	return s->keep_text && (!s->search_fill || strcmp(n->note.path, s->search_fill) > 0);
 }
 
 /* Puts a note's row, or deletes the row of a note that left (its old URL). */
@@ -1336,15 +1388,21 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 
 	/* compose, and bring the page table up to date */
 	{
-		struct notevec live = { 0 };
+		struct notevec live = { 0 }, embedded = { 0 };
 		for (i = 0; i < w.recompose.n; i++)
 			if (w.recompose.v[i]->published && !w.recompose.v[i]->removed)
 				vec_push(&live, w.recompose.v[i]);
+		mark_embedded(&live, &embedded);
 		run_parallel(s, &live, compose_one);
-		for (i = 0; i < live.n; i++)
+		for (i = 0; i < live.n; i++) {
+			render_note_adopt(live.v[i]);
 			table_put(s, live.v[i]->page);
+		}
+		for (i = 0; i < embedded.n; i++)
+			embedded.v[i]->embedded = 0;
 		s->ncomposed = live.n;
 		free(live.v);
+		free(embedded.v);
 	}
 	if (w.removed.n && w.parsed.n)
 		find_moves(s, &w);
@@ -1385,8 +1443,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 				log_error("search index not updated; it catches up on the next change");
 			}
 		}
-		if (!s->keep_text)
-			for (i = 0; i < w.rerender.n; i++)
+		for (i = 0; i < w.rerender.n; i++)
+			if (!text_wanted(s, w.rerender.v[i]))
 				buf_release(&w.rerender.v[i]->md.text);
 		derived_update(s, changed.v, changed.n);
 		hosts_update(s, changed.v, changed.n);
@@ -1480,6 +1538,8 @@ int site_search_fill(struct site *s, size_t batch)
 			continue;
 		if (n->published)
 			ok = index_note(s, n) == 0;
+		/* the row has a copy: the texts go as the fill passes, not all at its end */
+		buf_release(&n->md.text);
 		done++;
 		free(s->search_fill);
 		s->search_fill = xstrdup(n->note.path);
@@ -1499,6 +1559,7 @@ int site_search_fill(struct site *s, size_t batch)
 	s->keep_text = 0;
 	for (i = 0; i < s->nnotes; i++)
 		buf_release(&s->notes[i]->md.text);
+	heap_trim();
 	return 1;
 }
 
@@ -1567,7 +1628,10 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 {
 	struct page *p = page_new(kind, path, strlen(path));
 	size_t len;
-	char *bytes = buf_detach(content, &len);
+	char *bytes;
+
+	buf_fit(content);
+	bytes = buf_detach(content, &len);
 
 	p->content_type = type;
 	page_set_body(p, bytes, len, 1);
@@ -1659,6 +1723,7 @@ struct site *site_load(const char *path, const struct site_options *opt)
 		return NULL;
 	}
 	site_apply(s, &root, 1);
+	heap_trim();
 	return s;
 }
 

@@ -58,6 +58,27 @@ struct site_ref {
 	void *target;  /* struct site_note * (NOTE, PLAIN), struct site_file * (ATTACHMENT), or NULL */
 };
 
+/* A run of a note's fragment that its composed page holds verbatim. */
+struct site_piece {
+	size_t from;   /* offset in the fragment; the run ends where the next one starts */
+	size_t at;     /* offset of the same bytes in the page's body */
+};
+
+/*
+ * Where a note's fragment is. Composing copies the fragment into the page,
+ * in pieces cut at its embeds, so once the page exists the fragment is read
+ * back from it and md.html is freed: the fragment is not kept twice
+ * (render.c).
+ */
+struct site_fragment {
+	size_t len;                /* the fragment's length */
+	struct page *page;         /* the page holding it (a reference), or NULL: md.html holds it */
+	struct site_piece *pieces; /* in fragment order */
+	size_t npieces;
+	struct site_piece *next;   /* its pieces in n->page once composed, until adopted */
+	size_t nnext;
+};
+
 struct site_note {
 	struct note note;
 	char *disk;           /* path as on disk, vault-relative */
@@ -66,8 +87,9 @@ struct site_note {
 	char *url;            /* decoded URL path without prefix: "/folder/note"; NULL if unpublished */
 	char *href;           /* encoded URL with prefix, for links */
 	int published;
-	struct md_result md;  /* the rendered fragment (published notes) */
+	struct md_result md;  /* the rendered fragment (published notes); html only until composed */
 	struct site_ref *refs;/* parallel to md.refs */
+	struct site_fragment frag; /* where the fragment's bytes are */
 	struct site_note **backlinks; /* published notes linking here, by title then path */
 	size_t nbacklinks, abacklinks;
 	char **mentions;      /* name keys under which this note is in site->mentions */
@@ -80,6 +102,7 @@ struct site_note {
 	/* work marks for one site_apply() */
 	unsigned reparse : 1, rerender : 1, recompose : 1, removed : 1, added : 1, seen : 1;
 	unsigned indexed : 1, parsed : 1;
+	unsigned embedded : 1;  /* a page being composed reads its fragment */
 	char *old_title;      /* before this apply's reparse, to spot a retitle */
 	uint64_t hash;        /* of the file's bytes: a note deleted and one added with the
 				 same bytes in one change is a move */

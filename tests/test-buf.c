@@ -53,6 +53,22 @@ static void test_binary(void)
 	buf_release(&b);
 }
 
+static void test_fit(void)
+{
+	struct buf b = BUF_INIT;
+
+	buf_fit(&b); /* nothing allocated: stays the shared empty string */
+	CHECK(b.cap == 0);
+	buf_grow(&b, 1000);
+	buf_adds(&b, "kept");
+	buf_fit(&b);
+	CHECK_INT(b.cap, 5);
+	CHECK_STR(b.ptr, "kept");
+	buf_adds(&b, " and grown");
+	CHECK_STR(b.ptr, "kept and grown");
+	buf_release(&b);
+}
+
 static void test_escapes(void)
 {
 	struct buf b = BUF_INIT;
@@ -113,6 +129,7 @@ int main(void)
 	RUN(test_add_and_detach);
 	RUN(test_long_format);
 	RUN(test_binary);
+	RUN(test_fit);
 	RUN(test_escapes);
 	RUN(test_map);
 	return test_done();

@@ -9,6 +9,11 @@
  * snapshot byte-identical, page by page, to a site loaded from scratch on
  * the same files.
  *
+ * test_fragments_from_pages() takes fixed steps that compose pages again
+ * without rendering their notes, so that fragments are read back from
+ * the pages that hold them (render.c): sections, blocks, embeds of embeds,
+ * cycles.
+ *
  * Environment: QUIRE_STEPS (default 40 per vault), QUIRE_SEED (default 1),
  * QUIRE_VAULTS ("tasks", "pwsh" or "both", default both; CI runs the
  * default, the benchmark suite runs 1,000 steps on pwsh).
@@ -99,6 +104,60 @@ static uint64_t seed_env(void)
 	return s ? strtoull(s, NULL, 10) : 1;
 }
 
+/* Applies one changed path to inc, and compares its next snapshot with a fresh load. */
+static void step(struct site *inc, struct snapshot **snap, const char *root, const char *path,
+		 const char *what)
+{
+	struct site_options so = { .threads = 2 };
+	struct snapshot *next, *full_snap;
+	struct site *full;
+	size_t diffs;
+
+	site_apply(inc, &path, 1);
+	next = site_snapshot(inc, *snap);
+	snapshot_unref(*snap);
+	*snap = next;
+	full = site_load(root, &so);
+	full_snap = site_snapshot(full, NULL);
+	diffs = compare(*snap, full_snap);
+	if (diffs) {
+		fprintf(stderr, "fragments: %s (%s): %zu pages differ\n", what, path, diffs);
+		test_current_failed = 1;
+	}
+	snapshot_unref(full_snap);
+	site_free(full);
+}
+
+static void test_fragments_from_pages(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+
+	tv_write(root, "A.md", "# A\n\nBefore ![[B#Part]] between ![[C#^blk]] and ![[A#Tail]].\n\n"
+			       "## Tail\n\nThe end of *A*, then ![[C]].\n");
+	tv_write(root, "B.md", "# B\n\n## Part\n\nPart text.\n\n![[C]]\n\nStill part.\n\n"
+			       "## Other\n\nNot embedded.\n");
+	tv_write(root, "C.md", "Block one ^blk\n\n![[A#Tail]]\n\n![[B]]\n");
+	tv_write(root, "D.md", "Links: [[A]], [[B]], [[C]].\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	/* backlinks change: A, B and C composed again, each from its page */
+	tv_write(root, "D.md", "---\ntitle: Dee\n---\nLinks: [[A]], [[B]], [[C]].\n");
+	step(inc, &snap, root, "D.md", "retitle the linking note");
+	/* C rendered again; A and B compose from their pages and C's fresh fragment */
+	tv_write(root, "C.md", "Block two ^blk\n\n![[A#Tail]]\n\n![[B#Other]]\n");
+	step(inc, &snap, root, "C.md", "edit the embedded note");
+	tv_write(root, "E.md", "[[A]] [[B]] [[C]] ![[A]]\n");
+	step(inc, &snap, root, "E.md", "a new note links and embeds");
+	tv_write(root, "D.md", "Links: none.\n");
+	step(inc, &snap, root, "D.md", "backlinks withdrawn");
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
 static int want(const char *name)
 {
 	const char *v = getenv("QUIRE_VAULTS");
@@ -120,6 +179,7 @@ static void test_pwsh_docs(void)
 int main(void)
 {
 	md_global_init();
+	RUN(test_fragments_from_pages);
 	RUN(test_tasks_docs);
 	RUN(test_pwsh_docs);
 	return test_done();

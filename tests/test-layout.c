@@ -288,14 +288,17 @@ static void test_body_verbatim(void)
 	struct layout_site s = site_bare();
 	struct layout_note n = note_minimal();
 	struct buf b = BUF_INIT;
+	size_t at;
 
 	/* body_len rules, not the NUL: the "TAIL" is left out. */
 	n.body_html = body;
 	n.body_len = sizeof(body) - 1 - 4;
-	layout_note_page(&s, &n, &b);
+	at = layout_note_page(&s, &n, &b);
 	CHECK(has(&b, "<div class=\"note-body\">\n<p>a &amp; <em>b</em></p>\n"
 		      "<div class=\"callout\">\n</div>"));
 	CHECK(!has(&b, "TAIL"));
+	/* the offset returned is where the body's bytes are (render.c reads them back) */
+	CHECK(at + n.body_len <= b.len && memcmp(b.ptr + at, body, n.body_len) == 0);
 	buf_release(&b);
 }
 
