@@ -28,8 +28,10 @@ test: setup
 test-fast: build
 	meson test -C build --print-errorlogs
 
+# The benchmark suite (bench/README.md): results in bench/results/, figures
+# and plots in docs/performance.md. About 25 minutes; bench/run --quick: 2.
 bench: build
-	sh bench/run
+	python3 bench/run
 
 clean:
 	rm -rf build build-asan
