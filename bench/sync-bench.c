@@ -105,6 +105,28 @@ static char *note_url(const char *path)
 	return buf_detach(&b, NULL);
 }
 
+/*
+ * A port nobody listens on now: the kernel's pick for port 0. (A port from
+ * the pid collided with other servers on a busy machine: /healthz answered
+ * from someone else's server and no note of this vault was found.)
+ */
+static int free_port(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), p = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		p = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return p ? p : 20000 + (int)(getpid() % 20000);
+}
+
 static size_t find_notes(const char *root, struct note **out)
 {
 	struct note *v = NULL;
@@ -236,7 +258,7 @@ int main(int argc, char **argv)
 	f = fopen(tokfile, "w");
 	fputs(TOKEN "\n", f);
 	fclose(f);
-	port = 20000 + (int)(getpid() % 20000);
+	port = free_port();
 	snprintf(logpath, sizeof(logpath), "%s.log", root);
 	pid = fork();
 	if (pid == 0) {
