@@ -42,7 +42,26 @@ struct loader {
 	double fill_start;
 	int search_fresh;
 	char *search_path;
+	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
 };
+
+/* How soon a replaced snapshot that a reader held is looked at again. */
+#define REAP_MS 20
+
+/* ms from now on CLOCK_REALTIME, the clock of our condition variables. */
+static struct timespec deadline_after(int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
 
 static void publish(struct loader *l, struct snapshot *snap)
 {
@@ -51,6 +70,7 @@ static void publish(struct loader *l, struct snapshot *snap)
 	snapshot_unref(l->last);
 	l->last = snapshot_ref(snap);
 	snapshot_publish(l->slot, snap);
+	l->retired_held = snapshot_slot_reap(l->slot);
 	pthread_mutex_lock(&l->lock);
 	l->version = v;
 	/* in the same breath as the version: loader_notify() predicts from both */
@@ -208,8 +228,18 @@ static void *run(void *arg)
 		char **paths;
 		size_t n;
 
-		while (!l->stop && !l->reload && !l->nqueue && !l->filling)
-			pthread_cond_wait(&l->wake, &l->lock);
+		while (!l->stop && !l->reload && !l->nqueue && !l->filling) {
+			if (!l->retired_held) {
+				pthread_cond_wait(&l->wake, &l->lock);
+				continue;
+			}
+			/* a reader still held the snapshot we replaced: free it here, soon */
+			struct timespec t = deadline_after(REAP_MS);
+			pthread_cond_timedwait(&l->wake, &l->lock, &t);
+			pthread_mutex_unlock(&l->lock);
+			l->retired_held = snapshot_slot_reap(l->slot);
+			pthread_mutex_lock(&l->lock);
+		}
 		if (l->stop)
 			break;
 		if (!l->reload && !l->nqueue) {
@@ -289,16 +319,9 @@ uint64_t loader_version(struct loader *l)
 
 int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
 {
-	struct timespec deadline;
+	struct timespec deadline = deadline_after(timeout_ms);
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&l->lock);
 	while (l->version < version && ret == 0)
 		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)
