@@ -5,6 +5,7 @@
  * variable; the thread sleeps on it, takes the whole queue when woken,
  * and builds one snapshot for everything it took.
  */
+#define _GNU_SOURCE /* SCHED_IDLE */
 #include "loader.h"
 #include "log.h"
 #include "search.h"
@@ -12,8 +13,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -207,17 +210,35 @@ static void fill_step(struct loader *l)
 	}
 }
 
+/*
+ * Readers never wait for writers, not even for the CPU. The loader thread
+ * (and the parallel loops it starts, which inherit this) runs SCHED_IDLE:
+ * the one policy that a waking serving thread preempts at once. At nice 10
+ * (what this replaced) the loader kept the core for the rest of its slice
+ * when a request arrived, up to the next scheduler tick (4 ms at HZ=250):
+ * after 1% of the serving thread's wakeups during syncs, 0.5 ms or more
+ * (docs/performance.md has the traces). The cost: the loader runs only on
+ * time no serving thread wants, so on cores saturated by requests an edit
+ * waits for a lull (nice 10 had a tenth of the core). Rejected: nice 19
+ * (the same slice protection as nice 10); real-time serving threads (a
+ * saturated server would starve everything else on its cores).
+ */
+static void background(void)
+{
+	struct sched_param none = { .sched_priority = 0 };
+
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) < 0)
+		log_debug("loader: cannot lower its priority: %s", strerror(errno));
+}
+
 static void *run(void *arg)
 {
 	struct loader *l = arg;
 
-	/*
-	 * Readers never wait for writers, not even for the CPU: on a machine
-	 * whose cores are all serving, rendering yields to requests. Threads
-	 * the loader starts (parallel loops) inherit this.
-	 */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) < 0)
-		log_debug("loader: cannot lower its priority: %s", strerror(errno));
+	prctl(PR_SET_NAME, "quire-loader", 0, 0, 0); /* for top -H and perf */
+	background();
 	if (l->search && site_search_start(l->site, l->search) == 0) {
 		l->filling = 1;
 		l->fill_start = mono_ms();
