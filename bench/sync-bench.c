@@ -12,9 +12,14 @@
  *     appended through PUT /api/v1/files/<path>; from the moment the PUT is
  *     answered, the note's page is fetched in a tight loop until it carries
  *     the new text. Prints p50/p90/p99 of that delay.
- *  2. reads during a sync: a reader fetches a page 200 times a second for
- *     5 s while nothing happens, then again while 100 notes are PUT as fast
- *     as they are answered. Prints p50/p99 of both and the errors.
+ *  2. reads during a sync: a reader fetches a page 200 times a second,
+ *     open loop, while syncs of 100 notes (PUT as fast as they are
+ *     answered, then a wait until the last is live) alternate with idle
+ *     windows as long, 5 s of each. Prints p50/p99/max of the reads in
+ *     each kind of window, the errors, the ratio of the p99s, and how
+ *     long a sync's PUTs took.
+ *     SYNC_BENCH_TRACE=FILE writes every read and window (CLOCK_MONOTONIC
+ *     milliseconds, the clock of `perf record -k CLOCK_MONOTONIC`) to FILE.
  *  3. the server's peak memory (VmHWM) and its load time.
  *
  * The copy starts with no .quire (an empty search index, filled after the
@@ -31,6 +36,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -182,35 +188,170 @@ static int put(const char *root, const char *path, const char *extra, long long 
 	return ok ? 0 : -1;
 }
 
-struct reader {
-	const char *url;
-	double seconds;
-	double *lat;
-	size_t n, alloc;
-	size_t errors;
+/*
+ * The reader is open loop: request k is due at start + 5k ms whatever
+ * happened to the ones before, and its latency counts from when it was due,
+ * so a stall shows in every read it delays (no coordinated omission).
+ */
+#define READ_EVERY_NS 5000000LL
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_until(long long t)
+{
+	struct timespec ts = { (time_t)(t / 1000000000LL), (long)(t % 1000000000LL) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+struct read_sample {
+	long long due, sent, done; /* CLOCK_MONOTONIC ns */
+	int ok;
 };
 
-/* 200 GETs a second, each one's latency recorded. */
+struct reader {
+	const char *url;
+	long long start;           /* the first read is due then, CLOCK_MONOTONIC ns */
+	_Atomic long long end;     /* no read is due after this */
+	struct read_sample *v;
+	size_t n, alloc;
+	int realtime;              /* the reader ran at SCHED_FIFO */
+};
+
 static void *read_loop(void *arg)
 {
 	struct reader *rd = arg;
-	double start = now_ms(), next = start;
+	struct sched_param sp = { .sched_priority = 1 };
+	long long due;
 
-	while (now_ms() - start < rd->seconds * 1e3) {
+	/*
+	 * What is measured is the server: a process on the benchmark's core
+	 * (or its own sync client) must not delay a read's send or its
+	 * receipt. SCHED_FIFO needs root or CAP_SYS_NICE; without it the
+	 * figures include the client core's scheduling.
+	 */
+	rd->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
+	for (due = rd->start; due < atomic_load(&rd->end); due += READ_EVERY_NS) {
+		struct read_sample *s;
 		struct th_resp r;
-		double t0;
-		while (now_ms() < next)
-			usleep(200);
-		t0 = now_ms();
-		if (th_request(port, "GET", rd->url, "Accept-Encoding: gzip\r\n", NULL, 0, &r) != 0 ||
-		    r.status != 200)
-			rd->errors++;
-		ALLOC_GROW(rd->lat, rd->n + 1, rd->alloc);
-		rd->lat[rd->n++] = now_ms() - t0;
+
+		sleep_until(due);
+		ALLOC_GROW(rd->v, rd->n + 1, rd->alloc);
+		s = &rd->v[rd->n++];
+		s->due = due;
+		s->sent = now_ns();
+		s->ok = th_request(port, "GET", rd->url, "Accept-Encoding: gzip\r\n", NULL, 0, &r) == 0 &&
+			r.status == 200;
+		s->done = now_ns();
 		th_resp_free(&r);
-		next += 5.0;
 	}
 	return NULL;
+}
+
+/* Windows of the read phase, CLOCK_MONOTONIC ns. */
+struct span {
+	long long from, to;
+};
+
+struct spans {
+	struct span *v;
+	size_t n, alloc;
+	long long total;
+};
+
+static void spans_add(struct spans *s, long long from, long long to)
+{
+	ALLOC_GROW(s->v, s->n + 1, s->alloc);
+	s->v[s->n].from = from;
+	s->v[s->n++].to = to;
+	s->total += to - from;
+}
+
+static int in_spans(long long t, const struct spans *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (t >= s->v[i].from && t < s->v[i].to)
+			return 1;
+	return 0;
+}
+
+/* Prints p50/p99/max and the errors of the reads due inside s; returns the p99. */
+static double report_reads(const char *what, const struct reader *rd, const struct spans *s)
+{
+	double *lat = xcalloc(rd->n + 1, sizeof(*lat)), p99;
+	size_t i, n = 0, errors = 0;
+
+	for (i = 0; i < rd->n; i++) {
+		if (!in_spans(rd->v[i].due, s))
+			continue;
+		lat[n++] = (double)(rd->v[i].done - rd->v[i].due) / 1e6;
+		errors += !rd->v[i].ok;
+	}
+	p99 = pct(lat, n, 0.99);
+	/* this line's shape is what bench/run reads */
+	printf("reads at 200/s %s: p50 %.3f ms, p99 %.3f ms, %zu errors of %zu (max %.3f ms)\n", what,
+	       pct(lat, n, 0.5), p99, errors, n, pct(lat, n, 1.0));
+	free(lat);
+	return p99;
+}
+
+/* Every read and window, for matching slow reads with a scheduler trace. */
+static void write_trace(const char *path, const struct reader *rd, const struct spans *busy,
+			const struct spans *calm)
+{
+	FILE *f = fopen(path, "w");
+	size_t i;
+
+	if (!f)
+		return;
+	fprintf(f, "# read DUE_MS LATENCY_MS SERVICE_MS OK CLASS (sync, idle or gap); span CLASS FROM_MS TO_MS\n");
+	for (i = 0; i < busy->n; i++)
+		fprintf(f, "span sync %.3f %.3f\n", (double)busy->v[i].from / 1e6, (double)busy->v[i].to / 1e6);
+	for (i = 0; i < calm->n; i++)
+		fprintf(f, "span idle %.3f %.3f\n", (double)calm->v[i].from / 1e6, (double)calm->v[i].to / 1e6);
+	for (i = 0; i < rd->n; i++) {
+		const struct read_sample *s = &rd->v[i];
+		fprintf(f, "read %.3f %.3f %.3f %d %s\n", (double)s->due / 1e6,
+			(double)(s->done - s->due) / 1e6, (double)(s->done - s->sent) / 1e6, s->ok,
+			in_spans(s->due, busy) ? "sync" : in_spans(s->due, calm) ? "idle" : "gap");
+	}
+	fclose(f);
+}
+
+/*
+ * One sync: 100 notes PUT back to back, then a wait until the last is
+ * live; *puts_ns gets how long the PUTs took. -1 on any failure.
+ */
+static int sync_notes(const char *root, const struct note *notes, size_t nnotes, size_t *k,
+		      long long *puts_ns)
+{
+	long long t0 = now_ns();
+	long long v = 0, last = 0;
+	char target[128];
+	struct th_resp r;
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < 100; i++, (*k)++) {
+		if (put(root, notes[(*k * 7) % nnotes].path, "\nA synced paragraph.\n", &v) < 0)
+			ret = -1;
+		else if (v > last)
+			last = v;
+	}
+	*puts_ns = now_ns() - t0;
+	snprintf(target, sizeof(target), "/api/v1/wait?version=%lld&timeout=10000", last);
+	if (th_request(port, "GET", target, AUTH, NULL, 0, &r) != 0 || r.status != 200)
+		ret = -1;
+	th_resp_free(&r);
+	return ret;
 }
 
 static long vm_hwm_kb(pid_t pid)
@@ -240,10 +381,10 @@ int main(int argc, char **argv)
 	pid_t pid;
 	FILE *f;
 	struct th_resp r;
-	struct reader idle = { 0 }, busy = { 0 };
 	pthread_t t;
 	int ret = 0;
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows when redirected */
 	if (!mkdtemp(root))
 		return 1;
 	/* SYNC_BENCH_KEEP_DATA=1 keeps the copy's .quire: a search index filled
@@ -286,7 +427,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	}
 	nnotes = find_notes(root, &notes);
-	printf("vault %s: server up, %zu published notes sampled\n", src, nnotes);
+	printf("vault %s: server up (pid %d), %zu published notes sampled\n", src, (int)pid, nnotes);
 	if (!nnotes) {
 		ret = 1; /* the server died, or never answered */
 		goto out;
@@ -352,29 +493,64 @@ int main(int argc, char **argv)
 	printf("edit to live over %zu PUTs: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms\n", edits,
 	       pct(live, edits, 0.5), pct(live, edits, 0.9), pct(live, edits, 0.99));
 
-	/* 2. reads, idle and during a 100-note sync */
-	idle.url = busy.url = notes[0].url;
-	idle.seconds = busy.seconds = 5;
-	pthread_create(&t, NULL, read_loop, &idle);
-	pthread_join(t, NULL);
-	pthread_create(&t, NULL, read_loop, &busy);
+	/*
+	 * 2. reads while notes sync, and idle. One reader, 200 GETs a second
+	 * open loop, for the whole phase; syncs (100 notes PUT back to back,
+	 * then a wait until the last one is live) alternate with idle windows
+	 * of the same length, until each kind adds up to 5 s. A read counts for
+	 * the window it was due in. The sync window runs on for SETTLE after
+	 * the last note is live (the loader still writes the search rows) and
+	 * the idle one starts after that. Alternating, rather than 5 s idle and
+	 * then 5 s of syncs, exposes both to the same noise from whatever else
+	 * runs on the machine; and every read counted as "during the sync" was
+	 * made while one was under way (a single sync lasts 100 to 400 ms: one
+	 * 5-s window around it counted mostly idle reads).
+	 */
 	{
-		double t0 = now_ms();
-		for (i = 0; i < 100; i++)
-			put(root, notes[(i * 7) % nnotes].path, "\nA synced paragraph.\n", NULL);
-		printf("100-note sync: %.0f ms of PUTs\n", now_ms() - t0);
+		const long long settle = 100000000LL, want = 5000000000LL;
+		struct reader rd = { 0 };
+		struct spans busy = { 0 }, calm = { 0 };
+		size_t failed = 0, k = 0, syncs = 0;
+		long long puts = 0, puts_total = 0;
+		double p_idle, p_sync;
+
+		rd.url = notes[0].url;
+		rd.start = now_ns() + 10000000LL;
+		atomic_init(&rd.end, LLONG_MAX);
+		pthread_create(&t, NULL, read_loop, &rd);
+		sleep_until(rd.start);
+		while (busy.total < want || calm.total < want) {
+			long long t0 = now_ns(), t1;
+
+			failed += sync_notes(root, notes, nnotes, &k, &puts) < 0;
+			puts_total += puts;
+			syncs++;
+			t1 = now_ns() + settle;
+			spans_add(&busy, t0, t1);
+			sleep_until(t1 + (t1 - t0));
+			spans_add(&calm, t1, t1 + (t1 - t0));
+		}
+		atomic_store(&rd.end, now_ns());
+		pthread_join(t, NULL);
+		printf("100-note sync: %.0f ms of PUTs (on average over %zu syncs, %.0f ms until the "
+		       "last is live; as long idle between them; %zu failed)\n",
+		       (double)puts_total / 1e6 / (double)syncs, syncs,
+		       (double)(busy.total - (long long)syncs * settle) / 1e6 / (double)syncs, failed);
+		if (!rd.realtime)
+			printf("the reader could not run SCHED_FIFO: the reads include core 1's scheduling\n");
+		p_idle = report_reads("idle", &rd, &calm);
+		p_sync = report_reads("during the sync", &rd, &busy);
+		printf("p99 during the sync / idle p99: %.2f\n", p_idle > 0 ? p_sync / p_idle : 0);
+		if (getenv("SYNC_BENCH_TRACE"))
+			write_trace(getenv("SYNC_BENCH_TRACE"), &rd, &busy, &calm);
+		free(rd.v);
+		free(busy.v);
+		free(calm.v);
 	}
-	pthread_join(t, NULL);
-	printf("reads at 200/s idle: p50 %.3f ms, p99 %.3f ms, %zu errors of %zu\n",
-	       pct(idle.lat, idle.n, 0.5), pct(idle.lat, idle.n, 0.99), idle.errors, idle.n);
-	printf("reads at 200/s during the sync: p50 %.3f ms, p99 %.3f ms, %zu errors of %zu\n",
-	       pct(busy.lat, busy.n, 0.5), pct(busy.lat, busy.n, 0.99), busy.errors, busy.n);
 
 	/* 3. memory */
 	printf("server peak memory (VmHWM): %ld MB\n", vm_hwm_kb(pid) / 1024);
 	free(live);
-	free(idle.lat);
-	free(busy.lat);
 out:
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);

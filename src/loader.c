@@ -5,6 +5,7 @@
  * variable; the thread sleeps on it, takes the whole queue when woken,
  * and builds one snapshot for everything it took.
  */
+#define _GNU_SOURCE /* SCHED_IDLE */
 #include "loader.h"
 #include "log.h"
 #include "search.h"
@@ -12,8 +13,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -42,7 +45,26 @@ struct loader {
 	double fill_start;
 	int search_fresh;
 	char *search_path;
+	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
 };
+
+/* How soon a replaced snapshot that a reader held is looked at again. */
+#define REAP_MS 20
+
+/* ms from now on CLOCK_REALTIME, the clock of our condition variables. */
+static struct timespec deadline_after(int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
 
 static void publish(struct loader *l, struct snapshot *snap)
 {
@@ -51,6 +73,7 @@ static void publish(struct loader *l, struct snapshot *snap)
 	snapshot_unref(l->last);
 	l->last = snapshot_ref(snap);
 	snapshot_publish(l->slot, snap);
+	l->retired_held = snapshot_slot_reap(l->slot);
 	pthread_mutex_lock(&l->lock);
 	l->version = v;
 	/* in the same breath as the version: loader_notify() predicts from both */
@@ -187,17 +210,35 @@ static void fill_step(struct loader *l)
 	}
 }
 
+/*
+ * Readers never wait for writers, not even for the CPU. The loader thread
+ * (and the parallel loops it starts, which inherit this) runs SCHED_IDLE:
+ * the one policy that a waking serving thread preempts at once. At nice 10
+ * (what this replaced) the loader kept the core for the rest of its slice
+ * when a request arrived, up to the next scheduler tick (4 ms at HZ=250):
+ * after 1% of the serving thread's wakeups during syncs, 0.5 ms or more
+ * (docs/performance.md has the traces). The cost: the loader runs only on
+ * time no serving thread wants, so on cores saturated by requests an edit
+ * waits for a lull (nice 10 had a tenth of the core). Rejected: nice 19
+ * (the same slice protection as nice 10); real-time serving threads (a
+ * saturated server would starve everything else on its cores).
+ */
+static void background(void)
+{
+	struct sched_param none = { .sched_priority = 0 };
+
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) < 0)
+		log_debug("loader: cannot lower its priority: %s", strerror(errno));
+}
+
 static void *run(void *arg)
 {
 	struct loader *l = arg;
 
-	/*
-	 * Readers never wait for writers, not even for the CPU: on a machine
-	 * whose cores are all serving, rendering yields to requests. Threads
-	 * the loader starts (parallel loops) inherit this.
-	 */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10) < 0)
-		log_debug("loader: cannot lower its priority: %s", strerror(errno));
+	prctl(PR_SET_NAME, "quire-loader", 0, 0, 0); /* for top -H and perf */
+	background();
 	if (l->search && site_search_start(l->site, l->search) == 0) {
 		l->filling = 1;
 		l->fill_start = mono_ms();
@@ -208,8 +249,18 @@ static void *run(void *arg)
 		char **paths;
 		size_t n;
 
-		while (!l->stop && !l->reload && !l->nqueue && !l->filling)
-			pthread_cond_wait(&l->wake, &l->lock);
+		while (!l->stop && !l->reload && !l->nqueue && !l->filling) {
+			if (!l->retired_held) {
+				pthread_cond_wait(&l->wake, &l->lock);
+				continue;
+			}
+			/* a reader still held the snapshot we replaced: free it here, soon */
+			struct timespec t = deadline_after(REAP_MS);
+			pthread_cond_timedwait(&l->wake, &l->lock, &t);
+			pthread_mutex_unlock(&l->lock);
+			l->retired_held = snapshot_slot_reap(l->slot);
+			pthread_mutex_lock(&l->lock);
+		}
 		if (l->stop)
 			break;
 		if (!l->reload && !l->nqueue) {
@@ -289,16 +340,9 @@ uint64_t loader_version(struct loader *l)
 
 int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
 {
-	struct timespec deadline;
+	struct timespec deadline = deadline_after(timeout_ms);
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&l->lock);
 	while (l->version < version && ret == 0)
 		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)

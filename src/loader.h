@@ -4,8 +4,11 @@
  * Changes arrive in a queue from anywhere (SIGHUP, the file watcher, the
  * sync API); the loader thread takes everything queued at once, so a burst
  * of changes becomes one new snapshot, builds it beside the live one, and
- * publishes it with one pointer swap. Serving threads never wait for it. A
- * failed load keeps the last good snapshot serving and logs why.
+ * publishes it with one pointer swap. Serving threads never wait for it:
+ * not for a lock, not for the CPU (the thread runs SCHED_IDLE), and not
+ * for freeing the snapshot they held across a publish (the loader frees
+ * replaced snapshots itself). A failed load keeps the last good snapshot
+ * serving and logs why.
  */
 #ifndef QUIRE_LOADER_H
 #define QUIRE_LOADER_H
@@ -32,7 +35,10 @@ const struct site *loader_site(const struct loader *l);
 /* The search index's file when search is on (readers open it), or NULL. */
 const char *loader_search_path(const struct loader *l);
 
-/* Starts the loader thread (which first fills the search index). 0 or -1. */
+/*
+ * Starts the loader thread (which first fills the search index), named
+ * quire-loader, at SCHED_IDLE (nice 19 where that is refused). 0 or -1.
+ */
 int loader_start(struct loader *l);
 
 /* Queues a full reload of quire.yml and the vault. Thread-safe. */

@@ -1,11 +1,13 @@
 /*
  * parallel.c: a counter-driven parallel loop on pthreads.
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "parallel.h"
 #include "log.h"
 #include "xalloc.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -27,9 +29,19 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/*
+ * The processors this process may run on, not the machine's: under
+ * `taskset -c 0` or a container's cpuset, a second thread would only take
+ * turns with the first (and, in `serve`, with the serving thread).
+ */
 int parallel_cpus(void)
 {
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t set;
+	long n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : (int)n;
 }
 

@@ -14,7 +14,7 @@
 /* Calls fn(ctx, i) for each i in [0, n), on up to threads threads; returns when all are done. */
 void parallel_for(size_t n, int threads, void (*fn)(void *ctx, size_t i), void *ctx);
 
-/* The number of online processors (at least 1). */
+/* The number of processors this process may run on (its affinity mask; at least 1). */
 int parallel_cpus(void);
 
 #endif

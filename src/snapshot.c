@@ -171,10 +171,17 @@ void snapshot_slot_init(struct snapshot_slot *slot)
 {
 	pthread_mutex_init(&slot->lock, NULL);
 	slot->current = NULL;
+	slot->retired = NULL;
+	slot->nretired = slot->aretired = 0;
 }
 
 void snapshot_slot_release(struct snapshot_slot *slot)
 {
+	while (slot->nretired > 0)
+		snapshot_unref(slot->retired[--slot->nretired]);
+	free(slot->retired);
+	slot->retired = NULL;
+	slot->aretired = 0;
 	snapshot_unref(slot->current);
 	slot->current = NULL;
 	pthread_mutex_destroy(&slot->lock);
@@ -198,5 +205,30 @@ void snapshot_publish(struct snapshot_slot *slot, struct snapshot *s)
 	old = slot->current;
 	slot->current = s;
 	pthread_mutex_unlock(&slot->lock);
-	snapshot_unref(old); /* outside the lock: freeing a snapshot can take a while */
+	if (old) {
+		ALLOC_GROW(slot->retired, slot->nretired + 1, slot->aretired);
+		slot->retired[slot->nretired++] = old;
+	}
+	snapshot_slot_reap(slot); /* outside the lock: freeing a snapshot can take a while */
+}
+
+size_t snapshot_slot_reap(struct snapshot_slot *slot)
+{
+	size_t i = 0;
+
+	/*
+	 * A retired snapshot can no longer be acquired, so once the slot's
+	 * reference is the only one left, none can appear: dropping it here
+	 * frees it, on this thread.
+	 */
+	while (i < slot->nretired) {
+		struct snapshot *r = slot->retired[i];
+		if (atomic_load_explicit(&r->refs, memory_order_acquire) == 1) {
+			snapshot_unref(r);
+			slot->retired[i] = slot->retired[--slot->nretired];
+		} else {
+			i++;
+		}
+	}
+	return slot->nretired;
 }

@@ -69,6 +69,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -958,6 +959,7 @@ static void *worker_main(void *arg)
 {
 	struct syncapi *api = arg;
 
+	prctl(PR_SET_NAME, "quire-sync", 0, 0, 0);
 	pthread_mutex_lock(&api->lock);
 	for (;;) {
 		struct job *j;
@@ -996,6 +998,7 @@ static void *waiter_main(void *arg)
 {
 	struct syncapi *api = arg;
 
+	prctl(PR_SET_NAME, "quire-wait", 0, 0, 0);
 	pthread_mutex_lock(&api->wlock);
 	while (!api->wstop) {
 		struct waiter **pp, *w;

@@ -1,0 +1,188 @@
+/*
+ * test-snapshot.c: the live slot's publish, retire and reap.
+ *
+ * A replaced snapshot is freed by the publishing thread, never by a reader:
+ * freed at once when nobody holds it, kept while a reader does (its pages
+ * stay valid), freed by the next reap or publish after the reader lets go,
+ * and by snapshot_slot_release() at the end. Whether a snapshot was freed
+ * is read off a page only it holds: the test keeps its own reference on
+ * that page and watches the count. Readers on other threads acquiring and
+ * dropping while the main thread publishes must leave every count right
+ * (ASan reports any use after free).
+ */
+#include "snapshot.h"
+#include "test.h"
+#include "xalloc.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
+/* A snapshot with one page at path, whose reference the caller also gets in *page. */
+static struct snapshot *with_page(uint64_t version, const char *path, struct page **page)
+{
+	struct snapshot *s = snapshot_new(version);
+	struct page *p = page_new(PAGE_NOTE, path, strlen(path));
+
+	CHECK(page_set_body(p, xstrdup("body"), 4, 0) == 0);
+	snapshot_put(s, page_ref(p));
+	snapshot_set_not_found(s, page_new(PAGE_NOT_FOUND, "/404", 4));
+	*page = p;
+	return s;
+}
+
+static long refs(struct page *p)
+{
+	return atomic_load(&p->refs);
+}
+
+/* A slot where snapshot 1 (page *a) is held by the returned reference and 2 (page *b) is live. */
+static struct snapshot *held_across_publish(struct snapshot_slot *slot, struct page **a,
+					    struct page **b)
+{
+	struct snapshot *held;
+
+	snapshot_slot_init(slot);
+	snapshot_publish(slot, with_page(1, "/a", a));
+	held = snapshot_acquire(slot);
+	snapshot_publish(slot, with_page(2, "/b", b));
+	return held;
+}
+
+static void test_unheld_freed_at_publish(void)
+{
+	struct snapshot_slot slot;
+	struct page *a, *b;
+
+	snapshot_slot_init(&slot);
+	snapshot_publish(&slot, with_page(1, "/a", &a));
+	CHECK_INT(refs(a), 2);
+	snapshot_publish(&slot, with_page(2, "/b", &b));
+	CHECK_INT(refs(a), 1); /* snapshot 1 is gone */
+	CHECK_INT(snapshot_slot_reap(&slot), 0);
+	snapshot_slot_release(&slot);
+	CHECK_INT(refs(b), 1);
+	page_unref(a);
+	page_unref(b);
+}
+
+static void test_reader_keeps_retired(void)
+{
+	struct snapshot_slot slot;
+	struct page *a, *b;
+	struct snapshot *held = held_across_publish(&slot, &a, &b);
+
+	CHECK_INT(refs(a), 2);                     /* still in the retired snapshot */
+	CHECK(snapshot_get(held, "/a", 2) == a);   /* and readable through it */
+	CHECK_INT(snapshot_slot_reap(&slot), 1);
+	snapshot_unref(held);                      /* the reader lets go ... */
+	CHECK_INT(refs(a), 2);                     /* ... without freeing it */
+	CHECK_INT(snapshot_slot_reap(&slot), 0);   /* the publisher does */
+	CHECK_INT(refs(a), 1);
+	snapshot_slot_release(&slot);
+	page_unref(a);
+	page_unref(b);
+}
+
+static void test_next_publish_reaps(void)
+{
+	struct snapshot_slot slot;
+	struct page *a, *b, *c;
+
+	snapshot_unref(held_across_publish(&slot, &a, &b));
+	CHECK_INT(refs(a), 2);
+	snapshot_publish(&slot, with_page(3, "/c", &c));
+	CHECK_INT(refs(a), 1);
+	CHECK_INT(refs(b), 1);
+	snapshot_slot_release(&slot);
+	page_unref(a);
+	page_unref(b);
+	page_unref(c);
+}
+
+static void test_release_frees_retired(void)
+{
+	struct snapshot_slot slot;
+	struct page *a, *b;
+
+	snapshot_unref(held_across_publish(&slot, &a, &b));
+	snapshot_slot_release(&slot); /* no reap in between */
+	CHECK_INT(refs(a), 1);
+	CHECK_INT(refs(b), 1);
+	page_unref(a);
+	page_unref(b);
+}
+
+struct reader_ctx {
+	struct snapshot_slot *slot;
+	atomic_int *stop, *started;
+	long reads;
+	int bad;
+};
+
+static void *reader(void *arg)
+{
+	struct reader_ctx *c = arg;
+
+	while (!atomic_load(c->stop)) {
+		struct snapshot *s = snapshot_acquire(c->slot);
+		struct page *p = snapshot_get(s, "/p", 2);
+		if (!p || p->body_len != 4 || memcmp(p->body, "body", 4) != 0)
+			c->bad = 1;
+		snapshot_unref(s);
+		if (c->reads++ == 0)
+			atomic_fetch_add(c->started, 1);
+	}
+	return NULL;
+}
+
+/* Readers on two threads while 2,000 snapshots are published and reaped. */
+static void test_readers_during_publishes(void)
+{
+	static struct page *pages[2000];
+	struct snapshot_slot slot;
+	struct reader_ctx c[2];
+	pthread_t t[2];
+	atomic_int stop, started;
+	size_t held = 0;
+	int i;
+
+	snapshot_slot_init(&slot);
+	snapshot_publish(&slot, with_page(1, "/p", &pages[0]));
+	atomic_init(&stop, 0);
+	atomic_init(&started, 0);
+	for (i = 0; i < 2; i++) {
+		c[i] = (struct reader_ctx){ .slot = &slot, .stop = &stop, .started = &started };
+		CHECK(pthread_create(&t[i], NULL, reader, &c[i]) == 0);
+	}
+	while (atomic_load(&started) < 2)
+		sched_yield();
+	for (i = 1; i < 2000; i++) {
+		snapshot_publish(&slot, with_page((uint64_t)i + 1, "/p", &pages[i]));
+		held = snapshot_slot_reap(&slot);
+	}
+	atomic_store(&stop, 1);
+	for (i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		CHECK(!c[i].bad);
+		CHECK(c[i].reads > 0);
+	}
+	CHECK(held <= 2); /* at most one held snapshot per reader */
+	CHECK_INT(snapshot_slot_reap(&slot), 0);
+	for (i = 0; i < 1999; i++)
+		CHECK_INT(refs(pages[i]), 1);
+	CHECK_INT(refs(pages[1999]), 2); /* the live one */
+	snapshot_slot_release(&slot);
+	for (i = 0; i < 2000; i++)
+		page_unref(pages[i]);
+}
+
+int main(void)
+{
+	RUN(test_unheld_freed_at_publish);
+	RUN(test_reader_keeps_retired);
+	RUN(test_next_publish_reaps);
+	RUN(test_release_frees_retired);
+	RUN(test_readers_during_publishes);
+	return test_done();
+}
