@@ -167,7 +167,7 @@ static const char *host_path(const struct rules *r, const char *key, size_t len)
 	return NULL;
 }
 
-enum esc { ESC_HTML, ESC_JSON };
+enum esc { ESC_HTML, ESC_JSON, ESC_NONE };
 
 /*
  * Rewrites one root-relative URL (encoded, escaped as esc) for the host
@@ -208,8 +208,10 @@ static void rewrite_url(const struct rules *r, const char *u, size_t len, enum e
 		buf_adds(&enc, rest);
 		if (esc == ESC_HTML)
 			buf_add_html(out, enc.ptr, enc.len);
-		else
+		else if (esc == ESC_JSON)
 			buf_add_json(out, enc.ptr, enc.len);
+		else
+			buf_add(out, enc.ptr, enc.len);
 		buf_release(&enc);
 		goto done;
 	}
@@ -219,8 +221,10 @@ keep:
 	if (absolute) {
 		if (esc == ESC_HTML)
 			buf_adds_html(out, r->main_origin);
-		else
+		else if (esc == ESC_JSON)
 			buf_adds_json(out, r->main_origin);
+		else
+			buf_adds(out, r->main_origin);
 	}
 	buf_add(out, u, len);
 done:
@@ -515,22 +519,13 @@ static void record_former(struct site *s, struct site_host *h, const char *path,
 	free(map_remove(&h->formers, path, plen));
 	map_put(&h->formers, both + nlen + 1, plen, both);
 	if (persist && hs->moves_file) {
-		FILE *f;
-		char *dir = xstrdup(hs->moves_file), *slash = strrchr(dir, '/');
-		if (slash) {
-			*slash = '\0';
-			mkdir(dir, 0755);
-		}
-		free(dir);
-		f = fopen(hs->moves_file, "a");
-		if (!f || fprintf(f, "%s\t%s\t%s\n", h->name, path, note_path) < 0 ||
-		    fflush(f) != 0 || fsync(fileno(f)) != 0)
+		struct buf line = BUF_INIT;
+		buf_addf(&line, "%s\t%s\t%s\n", h->name, path, note_path);
+		if (append_line_durable(hs->moves_file, line.ptr) < 0)
 			log_warn("cannot record the route move of %s in %s: %s", note_path,
 				 hs->moves_file, strerror(errno));
-		if (f)
-			fclose(f);
-	}
-}
+		buf_release(&line);
+	}}
 
 static void load_formers(struct site *s)
 {
@@ -894,8 +889,18 @@ static void build_resources(struct site *s, struct site_host *h)
 		buf_adds(&b, "{\"title\":\"");
 		buf_adds_json(&b, h->title);
 		buf_adds(&b, "\",\"url\":\"/\",\"children\":[");
-		for (k = 0; k < n; k++) {
-			buf_adds(&b, k ? ",{\"title\":\"" : "{\"title\":\"");
+		for (k = 0, i = 0; k < n; k++) {
+			const char *first = map_gets(&h->routed, e[k].note->url);
+			struct buf want = BUF_INIT;
+			int skip;
+			/* a note with several routes here is listed once, at its first */
+			if (first)
+				buf_add_urlpath(&want, first, strlen(first));
+			skip = !first || strcmp(want.ptr, e[k].href) != 0;
+			buf_release(&want);
+			if (skip)
+				continue;
+			buf_adds(&b, i++ ? ",{\"title\":\"" : "{\"title\":\"");
 			buf_adds_json(&b, e[k].note->note.title);
 			buf_adds(&b, "\",\"url\":\"");
 			buf_adds_json(&b, e[k].href);
@@ -1166,7 +1171,7 @@ static struct page *render_lazy(const struct snapshot *snap, const struct snapsh
 	if (src->kind == PAGE_REDIRECT) {
 		p = page_new(PAGE_REDIRECT, path, len);
 		if (src->location[0] == '/')
-			rewrite_url(&r, src->location, strlen(src->location), ESC_JSON, 0, &b);
+			rewrite_url(&r, src->location, strlen(src->location), ESC_NONE, 0, &b);
 		else
 			buf_adds(&b, src->location);
 		p->location = buf_detach(&b, NULL);

@@ -917,22 +917,13 @@ static void record_move(struct site *s, const char *url, const char *from, const
 		dst->urls[dst->n++] = xstrdup(url);
 	}
 	if (persist && s->moves_file) {
-		FILE *f;
-		char *dir = xstrdup(s->moves_file), *slash = strrchr(dir, '/');
-		if (slash) {
-			*slash = '\0';
-			mkdir(dir, 0755);
-		}
-		free(dir);
-		f = fopen(s->moves_file, "a");
-		if (!f || fprintf(f, "%s\t%s\t%s\n", url, from, to) < 0 || fflush(f) != 0 ||
-		    fsync(fileno(f)) != 0)
+		struct buf line = BUF_INIT;
+		buf_addf(&line, "%s\t%s\t%s\n", url, from, to);
+		if (append_line_durable(s->moves_file, line.ptr) < 0)
 			log_warn("cannot record the move of %s in %s: %s", from, s->moves_file,
 				 strerror(errno));
-		if (f)
-			fclose(f);
-	}
-}
+		buf_release(&line);
+	}}
 
 static void load_moves(struct site *s)
 {

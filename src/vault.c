@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -372,6 +373,25 @@ char *vault_file_url(const char *path)
 	buf_addc(&url, '/');
 	buf_adds(&url, path);
 	return buf_detach(&url, NULL);
+}
+
+int append_line_durable(const char *path, const char *line)
+{
+	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
+	FILE *f;
+	int ret;
+
+	if (slash) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+	}
+	free(dir);
+	if (!(f = fopen(path, "a")))
+		return -1;
+	ret = fputs(line, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0 ? -1 : 0;
+	if (fclose(f) != 0)
+		ret = -1;
+	return ret;
 }
 
 char *host_normalize(const char *host)

@@ -76,6 +76,13 @@ int vault_is_note_path(const char *path);
 int read_file(const char *path, struct buf *out);
 
 /*
+ * Appends line (with its '\n') to path, creating its folder, and fsyncs it:
+ * for the small logs kept in the data dir (moves). Returns 0, or -1 with
+ * errno set.
+ */
+int append_line_durable(const char *path, const char *line);
+
+/*
  * The URL path of a note (decoded, no prefix): "/folder/my-note",
  * "/folder/" for folder/index.md, "/" for index.md. slug (or NULL) replaces
  * the last segment, or the whole path when it starts with '/'. The caller

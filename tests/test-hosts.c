@@ -416,6 +416,8 @@ static void test_host_resources(void)
 	resp_free(&r);
 	CHECK(get("docs.example.com", "/_quire/tree.json", &r) == 0);
 	CHECK(has(&r, "\"url\":\"/setup\"") && !has(&r, "Plain"));
+	/* Intro has two routes here (/ and /start): listed once, at the first */
+	CHECK(has(&r, "{\"title\":\"Intro\",\"url\":\"/\"}") && !has(&r, "\"url\":\"/start\""));
 	resp_free(&r);
 	/* an open host: its routes, then the main site's shards as served here */
 	CHECK(get("open.example.org", "/sitemap.xml", &r) == 0);
