@@ -1535,6 +1535,41 @@ struct df_entry {
 
 #define DF_SLOTS 512
 
+/*
+ * The rows a phrase is in, with its weighted frequency in each (what
+ * quire_rank() computes per row), read with one pass over the phrase
+ * alone (quire_list()). A query whose terms are all positive is then
+ * ranked by intersecting its phrases' lists in C (rank_lists()) instead of
+ * FTS5 merging their position lists row by row: for two frequent words,
+ * where most of the time went. Kept per reader until data_version moves,
+ * LISTS_MAX of them and about LISTS_BYTES, the least recently used going
+ * first; a query whose lists are all kept costs a merge of arrays, the
+ * snippets of its page, and no pass over the index.
+ */
+struct row_list {
+	char *key;             /* the phrase, as the MATCH expression spells it */
+	size_t len;
+	sqlite3_int64 *rowid;  /* ascending */
+	double *freq;
+	size_t n, alloc;
+	unsigned long long used; /* the query that last used it (r->nquery) */
+};
+
+#define LISTS_MAX 64
+#define LISTS_BYTES (8u << 20)
+
+/*
+ * A phrase gets a list the second time a query asks for it at one
+ * data_version (a list costs a third more than ranking through FTS5 once:
+ * queries that never come back, such as every pair of the 3,000 most
+ * frequent words once, lost a quarter of their rate), and lists rank a
+ * query whose phrases are in LISTS_MIN_ROWS rows or more together (below,
+ * FTS5 is as quick, and its pass also finds the snippets' matches, which
+ * lists read per result).
+ */
+#define SEEN_SLOTS 1024
+#define LISTS_MIN_ROWS SEARCH_LISTS_MIN_ROWS
+
 /* What one index's queries keep in the reader. */
 struct index_state {
 	struct search_reader *reader;
@@ -1545,6 +1580,13 @@ struct index_state {
 	struct row_tokenizer tok;
 	struct df_entry *df; /* DF_SLOTS, allocated when first needed */
 	long long df_version; /* data_version the document frequencies are of */
+	struct row_list *lists[LISTS_MAX];
+	size_t nlists, list_bytes;
+	long long lists_version; /* data_version the lists are of */
+	int have_totals;     /* nrow_all and ntok_all are of lists_version */
+	sqlite3_int64 nrow_all, ntok_all; /* the index's rows and tokens */
+	struct row_list *building; /* the list quire_list() appends to */
+	uint64_t seen[SEEN_SLOTS]; /* hashes of phrases asked for at lists_version; 0: none */
 };
 
 /* A ranked row and where its matches are, for the snippet. */
@@ -1578,6 +1620,10 @@ struct search_reader {
 	int html;                /* add_result writes HTML list items, not JSON */
 	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
 	int poslist_checks;
+	long lists_min_rows;     /* rank from row lists when the query allows (rank_lists()); -1: never */
+	unsigned long long nquery;
+	long long nlisted;       /* queries ranked from lists */
+	sqlite3_stmt *list_scan, *hit_scan;
 };
 
 /*
@@ -1590,6 +1636,10 @@ static const char *const scan_sql[2] = {
 	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_rank_fts(fts, ?2, ?3) IS NOT NULL",
 	"SELECT count(*) FROM tri WHERE tri MATCH ?1 AND quire_rank_tri(tri, ?2, ?3) IS NOT NULL",
 };
+static const char list_sql[] =
+	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_list_fts(fts) IS NOT NULL";
+static const char hit_sql[] = "SELECT count(*) FROM fts WHERE fts MATCH ?1 AND rowid = ?2 "
+			      "AND quire_hits_fts(fts, ?3) IS NOT NULL";
 static const char *const sizes_sql[2] = {
 	"SELECT id, sz FROM fts_docsize",
 	"SELECT id, sz FROM tri_docsize",
@@ -1979,6 +2029,335 @@ static void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 		sqlite3_result_double(ctx, row.score);
 }
 
+/* ---- Row lists ---------------------------------------------------------- */
+
+static sqlite3_stmt *cached(struct search_reader *r, sqlite3_stmt **slot, const char *sql)
+{
+	if (!*slot && prepare(r->db, sql, slot) != SQLITE_OK)
+		return NULL;
+	return *slot;
+}
+
+static void list_free(struct row_list *l)
+{
+	if (!l)
+		return;
+	free(l->key);
+	free(l->rowid);
+	free(l->freq);
+	free(l);
+}
+
+static size_t list_size(const struct row_list *l)
+{
+	return sizeof(*l) + l->len + l->alloc * (sizeof(*l->rowid) + sizeof(*l->freq));
+}
+
+static void lists_clear(struct index_state *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->nlists; i++)
+		list_free(st->lists[i]);
+	st->nlists = 0;
+	st->list_bytes = 0;
+	st->have_totals = 0;
+	memset(st->seen, 0, sizeof(st->seen));
+}
+
+/*
+ * quire_list(table): appends the row and the weighted frequency of the
+ * query's one phrase to st->building; the first row also notes the index's
+ * row and token counts, which every list of this data_version shares.
+ */
+static void list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+		    sqlite3_value **argv)
+{
+	struct index_state *st = x->xUserData(fc);
+	struct row_list *l = st->building;
+	double freq = 0;
+	int rc = SQLITE_OK;
+
+	(void)argc;
+	(void)argv;
+	if (!l || x->xPhraseCount(fc) != 1) {
+		sqlite3_result_error_code(ctx, SQLITE_MISUSE);
+		return;
+	}
+	if (!st->have_totals) {
+		rc = x->xRowCount(fc, &st->nrow_all);
+		if (rc == SQLITE_OK)
+			rc = x->xColumnTotalSize(fc, -1, &st->ntok_all);
+		st->have_totals = rc == SQLITE_OK;
+	}
+	if (rc == SQLITE_OK)
+		rc = phrase_freq(st->reader, x, fc, 0, &freq);
+	if (rc != SQLITE_OK) {
+		sqlite3_result_error_code(ctx, rc);
+		return;
+	}
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? l->alloc * 2 : 64;
+		l->rowid = xrealloc(l->rowid, l->alloc * sizeof(*l->rowid));
+		l->freq = xrealloc(l->freq, l->alloc * sizeof(*l->freq));
+	}
+	l->rowid[l->n] = x->xRowid(fc);
+	l->freq[l->n++] = freq;
+	sqlite3_result_int(ctx, 1);
+}
+
+/* quire_hits(table, slot): records where the row's matches are in r->slots[slot]. */
+static void hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+		    sqlite3_value **argv)
+{
+	struct index_state *st = x->xUserData(fc);
+	struct search_reader *r = st->reader;
+	int slot = argc == 1 ? sqlite3_value_int(argv[0]) : -1, rc;
+
+	if (slot < 0 || (size_t)slot >= r->nslots) {
+		sqlite3_result_error_code(ctx, SQLITE_MISUSE);
+		return;
+	}
+	rc = capture_hits(x, fc, &r->slots[slot]);
+	if (rc != SQLITE_OK)
+		sqlite3_result_error_code(ctx, rc);
+	else
+		sqlite3_result_int(ctx, 1);
+}
+
+/* Frees the least recently used lists not used by this query until one more fits. */
+static void lists_make_room(struct index_state *st, unsigned long long query)
+{
+	while (st->nlists == LISTS_MAX || st->list_bytes > LISTS_BYTES) {
+		size_t i, lru = st->nlists;
+
+		for (i = 0; i < st->nlists; i++)
+			if (st->lists[i]->used != query &&
+			    (lru == st->nlists || st->lists[i]->used < st->lists[lru]->used))
+				lru = i;
+		if (lru == st->nlists)
+			return; /* all this query's: at most SEARCH_TERMS_MAX < LISTS_MAX */
+		st->list_bytes -= list_size(st->lists[lru]);
+		list_free(st->lists[lru]);
+		st->lists[lru] = st->lists[--st->nlists];
+	}
+}
+
+/* Phrase i's list if it is kept, else NULL. */
+static struct row_list *kept_list(struct search_reader *r, struct index_state *st, int i)
+{
+	const char *key = r->match.ptr + r->phrase[i][0];
+	size_t len = r->phrase[i][1], j;
+
+	for (j = 0; j < st->nlists; j++) {
+		struct row_list *l = st->lists[j];
+		if (l->len == len && memcmp(l->key, key, len) == 0) {
+			l->used = r->nquery;
+			return l;
+		}
+	}
+	return NULL;
+}
+
+/* Marks phrase i as asked for; whether it had been already (at this data_version). */
+static int seen_before(struct search_reader *r, struct index_state *st, int i)
+{
+	uint64_t h = hash_bytes(r->match.ptr + r->phrase[i][0], r->phrase[i][1]) | 1;
+	uint64_t *slot = &st->seen[h % SEEN_SLOTS];
+
+	if (*slot == h)
+		return 1;
+	*slot = h;
+	return 0;
+}
+
+/* Reads phrase i's list and keeps it; NULL on an error (logged). */
+static struct row_list *read_list(struct search_reader *r, struct index_state *st, int i)
+{
+	const char *key = r->match.ptr + r->phrase[i][0];
+	size_t len = r->phrase[i][1];
+	struct row_list *l;
+	sqlite3_stmt *q;
+	int rc;
+
+	if (!(q = cached(r, &r->list_scan, list_sql)))
+		return NULL;
+	lists_make_room(st, r->nquery);
+	l = xcalloc(1, sizeof(*l));
+	l->key = xmemdup(key, len);
+	l->len = len;
+	l->used = r->nquery;
+	st->building = l;
+	rc = sqlite3_bind_text(q, 1, key, (int)len, SQLITE_STATIC);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW)
+		rc = sqlite3_step(q);
+	sqlite3_reset(q);
+	st->building = NULL;
+	if (rc != SQLITE_DONE) {
+		list_free(l);
+		db_error(r->db, "reading a phrase's rows");
+		return NULL;
+	}
+	if (l->alloc > l->n + l->n / 8) { /* kept for as long as the index does not change */
+		l->alloc = l->n ? l->n : 1;
+		l->rowid = xrealloc(l->rowid, l->alloc * sizeof(*l->rowid));
+		l->freq = xrealloc(l->freq, l->alloc * sizeof(*l->freq));
+	}
+	st->lists[st->nlists++] = l;
+	st->list_bytes += list_size(l);
+	return l;
+}
+
+/* The first index from at on whose row id is id or more (galloping). */
+static size_t list_seek(const struct row_list *l, size_t at, sqlite3_int64 id)
+{
+	size_t lo = at, hi, step = 1;
+
+	if (at >= l->n || l->rowid[at] >= id)
+		return at;
+	/* l->rowid[lo] < id: widen until l->rowid[hi] >= id or the end */
+	for (hi = at + 1; hi < l->n && l->rowid[hi] < id; step *= 2) {
+		lo = hi;
+		hi = at + step * 2;
+	}
+	if (hi > l->n)
+		hi = l->n;
+	while (lo + 1 < hi) { /* l->rowid[lo] < id, and hi is the end or l->rowid[hi] >= id */
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->rowid[mid] < id)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
+/*
+ * Ranks the rows matching r->match (index IDX_WORDS, every term positive)
+ * from the phrases' row lists, as quire_rank() would: the rows in every
+ * list, each scored with the same bm25 in the same order of operations,
+ * into the same heap. The hits of the rows kept are read afterwards
+ * (list_hits()). 1 when ranked, 0 when the query is not one for lists (a
+ * phrase asked for the first time, see SEEN_SLOTS; phrases in few rows; a
+ * prefix, whose hits in one row FTS5 finds by merging all of its words'
+ * rows again, 1.3 ms for "param*"; a phrase in no row, which FTS5 may have
+ * dropped from the query rather than matching nothing; a row of unknown
+ * length), -1 on an error.
+ */
+static int rank_lists(struct search_reader *r, int npos, long long *total)
+{
+	struct index_state *st = &r->idx[IDX_WORDS];
+	struct row_list *l[SEARCH_TERMS_MAX];
+	size_t at[SEARCH_TERMS_MAX] = { 0 }, k;
+	double idf[SEARCH_TERMS_MAX], avgdl;
+	size_t rows = 0;
+	int i, drive = 0, fresh = 0;
+
+	if (r->lists_min_rows < 0 || npos < 1 || npos != r->nterms || npos > SEARCH_TERMS_MAX)
+		return 0;
+	if (st->lists_version != r->data_version) {
+		lists_clear(st);
+		st->lists_version = r->data_version;
+	}
+	r->nquery++;
+	for (i = 0; i < npos; i++) /* a prefix's rows are cheap to list, but not its hits per row */
+		if (r->match.ptr[r->phrase[i][0] + r->phrase[i][1] - 1] == '*')
+			return 0;
+	for (i = 0; i < npos; i++)
+		if (!(l[i] = kept_list(r, st, i)) && !seen_before(r, st, i))
+			fresh = 1;
+	if (fresh)
+		return 0;
+	for (i = 0; i < npos; i++) {
+		if (!l[i] && !(l[i] = read_list(r, st, i)))
+			return -1;
+		if (l[i]->n == 0)
+			return 0;
+		if (l[i]->n < l[drive]->n)
+			drive = i;
+		rows += l[i]->n;
+	}
+	if (!st->have_totals || rows < (size_t)r->lists_min_rows)
+		return 0;
+	avgdl = st->nrow_all > 0 && st->ntok_all > 0 ? (double)st->ntok_all / (double)st->nrow_all
+						     : 1.0;
+	st->nrow = st->nrow_all;
+	for (i = 0; i < npos; i++)
+		idf[i] = npos > 1 ? idf_of(st->nrow_all, (sqlite3_int64)l[i]->n) : 1.0;
+	for (k = 0; k < l[drive]->n; k++) {
+		struct ranked row = { 0, l[drive]->rowid[k], 0 };
+		double dl;
+
+		for (i = 0; i < npos; i++) {
+			if (i == drive) {
+				at[i] = k;
+				continue;
+			}
+			at[i] = list_seek(l[i], at[i], row.rowid);
+			if (at[i] == l[i]->n)
+				return 1; /* no later row is in every list */
+			if (l[i]->rowid[at[i]] != row.rowid)
+				break;
+		}
+		if (i < npos)
+			continue;
+		if (row.rowid < 0 || (size_t)row.rowid >= st->cap || !st->len[row.rowid]) {
+			r->ntop = 0;
+			*total = 0;
+			return 0;
+		}
+		dl = st->len[row.rowid];
+		for (i = 0; i < npos; i++) {
+			double freq = l[i]->freq[at[i]];
+
+			row.score += idf[i] * freq * (BM25_K1 + 1.0) /
+				     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
+		}
+		++*total;
+		if (r->ntop < r->k || above(&row, &r->top[0])) {
+			row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
+			heap_put(r, row);
+		}
+	}
+	return 1;
+}
+
+/* Reads where the matches of the rows ranked from lists are, for rows from..r->ntop. 0 or -1. */
+static int list_hits(struct search_reader *r, size_t from)
+{
+	sqlite3_stmt *q = cached(r, &r->hit_scan, hit_sql);
+	size_t i;
+	int rc = q ? SQLITE_OK : SQLITE_ERROR;
+
+	for (i = from; rc == SQLITE_OK && i < r->ntop; i++) {
+		struct slot *sl = &r->slots[r->top[i].slot];
+
+		sl->col = COL_BODY;
+		sl->n = 0;
+		rc = sqlite3_bind_text(q, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_int64(q, 2, r->top[i].rowid);
+		if (rc == SQLITE_OK)
+			rc = sqlite3_bind_int(q, 3, r->top[i].slot);
+		if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW)
+			rc = sqlite3_step(q);
+		sqlite3_reset(q);
+		if (rc == SQLITE_DONE)
+			rc = SQLITE_OK;
+	}
+	return rc == SQLITE_OK ? 0 : db_error(r->db, "reading a result's matches");
+}
+
+void search_reader_use_lists(struct search_reader *r, long min_rows)
+{
+	r->lists_min_rows = min_rows;
+}
+
+long long search_reader_listed(const struct search_reader *r)
+{
+	return r->nlisted;
+}
+
 /* ---- Opening readers ---------------------------------------------------- */
 
 struct search_reader *search_reader_open(const char *path)
@@ -1993,6 +2372,7 @@ struct search_reader *search_reader_open(const char *path)
 	r = xcalloc(1, sizeof(*r));
 	r->db = db;
 	r->poslist_checks = POSLIST_CHECKS;
+	r->lists_min_rows = LISTS_MIN_ROWS;
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
@@ -2006,6 +2386,7 @@ struct search_reader *search_reader_open(const char *path)
 
 		st->reader = r;
 		st->version = -1;
+		st->lists_version = -1;
 		st->tok.words = i == IDX_WORDS;
 		if (rc == SQLITE_OK)
 			rc = api->xFindTokenizer(api, index_tokenizer[i].name, &user, &st->tok.api);
@@ -2017,6 +2398,10 @@ struct search_reader *search_reader_open(const char *path)
 		rc = api->xCreateFunction(api, "quire_rank_fts", &r->idx[IDX_WORDS], rank_fn, NULL);
 	if (rc == SQLITE_OK)
 		rc = api->xCreateFunction(api, "quire_rank_tri", &r->idx[IDX_TRIGRAM], rank_fn, NULL);
+	if (rc == SQLITE_OK)
+		rc = api->xCreateFunction(api, "quire_list_fts", &r->idx[IDX_WORDS], list_fn, NULL);
+	if (rc == SQLITE_OK)
+		rc = api->xCreateFunction(api, "quire_hits_fts", &r->idx[IDX_WORDS], hits_fn, NULL);
 	if (rc == SQLITE_OK)
 		rc = prepare(db, "BEGIN", &r->begin);
 	if (rc == SQLITE_OK)
@@ -2045,6 +2430,7 @@ void search_reader_free(struct search_reader *r)
 		free(r->idx[i].len);
 		df_clear(&r->idx[i]);
 		free(r->idx[i].df);
+		lists_clear(&r->idx[i]);
 		if (r->idx[i].tok.inst)
 			r->idx[i].tok.api.xDelete(r->idx[i].tok.inst);
 	}
@@ -2054,19 +2440,14 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->version);
 	sqlite3_finalize(r->doc);
 	sqlite3_finalize(r->exists);
+	sqlite3_finalize(r->list_scan);
+	sqlite3_finalize(r->hit_scan);
 	close_db(r->db);
 	buf_release(&r->match);
 	buf_release(&r->snippet);
 	free(r->top);
 	free(r->slots);
 	free(r);
-}
-
-static sqlite3_stmt *cached(struct search_reader *r, sqlite3_stmt **slot, const char *sql)
-{
-	if (!*slot && prepare(r->db, sql, slot) != SQLITE_OK)
-		return NULL;
-	return *slot;
 }
 
 /* Starts a read transaction and notes the file's data_version. 0 or -1. */
@@ -2272,7 +2653,19 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 		r->slots = xrealloc(r->slots, r->k * sizeof(*r->slots));
 		r->nslots = r->k;
 	}
-	if (load_lengths(r, idx) < 0 || !(st = cached(r, &r->scan[idx], scan_sql[idx])))
+	if (load_lengths(r, idx) < 0)
+		return -1;
+	rc = idx == IDX_WORDS ? rank_lists(r, npos, total) : 0;
+	if (rc < 0)
+		return -1;
+	if (rc == 1) {
+		qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
+		if (list_hits(r, (size_t)offset) < 0)
+			return -1;
+		r->nlisted++;
+		goto results;
+	}
+	if (!(st = cached(r, &r->scan[idx], scan_sql[idx])))
 		return -1;
 	rc = sqlite3_bind_text(st, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
 	if (rc == SQLITE_OK)
@@ -2293,6 +2686,7 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 	if (rc != SQLITE_DONE)
 		return db_error(r->db, "query");
 	qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
+results:
 	/* one phrase was ranked without its IDF: every row has the same one */
 	if (npos == 1)
 		scale = idf_of(r->idx[idx].nrow, *total);

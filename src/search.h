@@ -105,6 +105,18 @@ struct search_reader *search_reader_open(const char *path);
 void search_reader_free(struct search_reader *r);
 
 /*
+ * When r ranks a query of positive terms from the per-phrase row lists it
+ * keeps until the index changes: when its phrases are in min_rows rows or
+ * more together (default SEARCH_LISTS_MIN_ROWS), or never (-1). The
+ * answers are the same bytes either way; tests and benchmarks compare them.
+ */
+#define SEARCH_LISTS_MIN_ROWS 1000
+void search_reader_use_lists(struct search_reader *r, long min_rows);
+
+/* The queries r has ranked from row lists. */
+long long search_reader_listed(const struct search_reader *r);
+
+/*
  * Runs the query q (a NUL-terminated string from the request) and appends
  * to out (which it does not reset) either the results:
  *

@@ -6,9 +6,12 @@
  * corrupt or outdated file. Every response is parsed by the small JSON
  * parser below, which also proves it valid.
  */
+#define _XOPEN_SOURCE 700 /* nftw() */
 #include "search.h"
 #include "test.h"
+#include "testutil.h"
 #include "unicode.h"
+#include "vault.h"
 #include "xalloc.h"
 
 #include <ctype.h>
@@ -1416,6 +1419,205 @@ static void test_scores_are_bm25(void)
 	buf_release(&log_path);
 }
 
+/* ---- Row lists against FTS5 --------------------------------------------------- */
+
+static char **md_paths;
+static size_t nmd, amd;
+
+static int add_md(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	size_t n = strlen(path);
+
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F && n > 3 && strcmp(path + n - 3, ".md") == 0) {
+		ALLOC_GROW(md_paths, nmd + 1, amd);
+		md_paths[nmd++] = xstrdup(path);
+	}
+	return 0;
+}
+
+static int by_cstr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct word_count {
+	char w[32];
+	int n;
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct word_count *x = a, *y = b;
+	return x->n != y->n ? y->n - x->n : strcmp(x->w, y->w);
+}
+
+/* Counts the words of text (ASCII letters, 4 to 31 of them, lowercased) into *wc. */
+static void count_words(const char *text, struct word_count **wc, size_t *n, size_t *alloc)
+{
+	const char *p = text;
+
+	while (*p) {
+		char w[32];
+		size_t k = 0, i;
+
+		while (*p && !isalpha((unsigned char)*p))
+			p++;
+		while (isalpha((unsigned char)*p)) {
+			if (k < sizeof(w) - 1)
+				w[k++] = (char)tolower((unsigned char)*p);
+			p++;
+		}
+		w[k] = '\0';
+		if (k < 4 || k == sizeof(w) - 1)
+			continue;
+		for (i = 0; i < *n && strcmp((*wc)[i].w, w); i++)
+			;
+		if (i == *n) {
+			ALLOC_GROW(*wc, *n + 1, *alloc);
+			memcpy((*wc)[i].w, w, k + 1);
+			(*wc)[i].n = 0;
+			(*n)++;
+		}
+		(*wc)[i].n++;
+	}
+}
+
+/*
+ * One query on both readers, twice on the one with lists (a phrase gets
+ * its list the second time it is asked for): the same status and bytes.
+ */
+static void same_answer(struct search_reader *lists, struct search_reader *fts, const char *q,
+			int limit, int offset)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	int ra, rb = search_query(fts, q, limit, offset, &b), twice;
+
+	for (twice = 0; twice < 2; twice++) {
+		buf_reset(&a);
+		ra = search_query(lists, q, limit, offset, &a);
+		if (ra != rb || a.len != b.len || memcmp(a.ptr, b.ptr, a.len) != 0)
+			fprintf(stderr, "  [%s] limit %d offset %d:\n    lists %d %.300s\n    fts   %d %.300s\n",
+				q, limit, offset, ra, a.ptr, rb, b.ptr);
+		CHECK(ra == rb && a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0);
+	}
+	buf_release(&a);
+	buf_release(&b);
+}
+
+/*
+ * Queries of positive terms are ranked from row lists (rank_lists()); the
+ * answers must be the bytes FTS5 alone gives, on real notes (400 of the
+ * PowerShell corpus), for pairs and triples of its 80 most frequent words
+ * (more distinct words than a reader keeps lists of, so lists are evicted
+ * and read again), phrases, pages, and again after the index changed
+ * under a reader whose lists were of the old one.
+ */
+static void test_lists_match_fts(void)
+{
+	char path[512], url[600], q[200];
+	struct search *w;
+	struct search_reader *lists, *fts;
+	struct word_count *wc = NULL;
+	size_t nwc = 0, awc = 0, i, nwords;
+	int fresh = 0, round;
+	long long listed;
+
+	snprintf(path, sizeof(path), "%s/pwsh-docs", tv_corpus());
+	nftw(path, add_md, 16, FTW_PHYS);
+	CHECK(nmd >= 400);
+	if (nmd < 400)
+		return;
+	qsort(md_paths, nmd, sizeof(*md_paths), by_cstr);
+	snprintf(path, sizeof(path), "%s/lists.db", dir);
+	w = search_open(path, &fresh);
+	CHECK(w != NULL);
+	if (!w)
+		return;
+	CHECK(search_begin(w) == 0);
+	for (i = 0; i < 400; i++) {
+		struct buf text = BUF_INIT;
+		const char *title = strrchr(md_paths[i], '/') + 1;
+
+		snprintf(url, sizeof(url), "/n/%zu", i);
+		CHECK(read_file(md_paths[i], &text) == 0);
+		if (i < 200)
+			count_words(text.ptr, &wc, &nwc, &awc);
+		CHECK(search_put(w, url, title, "", i % 7 ? "" : "docs", text.ptr) == 0);
+		buf_release(&text);
+	}
+	CHECK(search_commit(w) == 0);
+	qsort(wc, nwc, sizeof(*wc), by_count);
+	nwords = nwc < 80 ? nwc : 80;
+	CHECK(nwords == 80);
+	lists = search_reader_open(path);
+	fts = search_reader_open(path);
+	CHECK(lists && fts);
+	if (!lists || !fts)
+		goto out;
+	search_reader_use_lists(fts, -1);
+	search_reader_use_lists(lists, 1); /* every query of positive terms, in this small index */
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < nwords; i++) {
+			snprintf(q, sizeof(q), "%s %s", wc[i].w, wc[(i + 1) % nwords].w);
+			same_answer(lists, fts, q, 10, 0);
+			snprintf(q, sizeof(q), "%s %s %s", wc[i].w, wc[(i * 7 + 3) % nwords].w,
+				 wc[(i * 13 + 5) % nwords].w);
+			same_answer(lists, fts, q, 10, 0);
+		}
+		for (i = 0; i < 10; i++) {
+			same_answer(lists, fts, wc[i].w, 10, 0);
+			snprintf(q, sizeof(q), "\"%s %s\" %s", wc[i].w, wc[i + 1].w, wc[i + 2].w);
+			same_answer(lists, fts, q, 10, 0);
+			snprintf(q, sizeof(q), "%s %s", wc[i].w, wc[i + 20].w);
+			same_answer(lists, fts, q, 50, 0);
+			same_answer(lists, fts, q, 7, 23);
+			same_answer(lists, fts, q, 10, 990);
+		}
+		same_answer(lists, fts, "pipeline object", 10, 0);
+		same_answer(lists, fts, "pipeline pipeline OBJECT", 10, 0);
+		same_answer(lists, fts, "get-help pipeline", 10, 0);
+		same_answer(lists, fts, "pipeline -object", 10, 0); /* not from lists: an exclusion */
+		same_answer(lists, fts, "param* pipeline", 10, 0);  /* nor a prefix */
+		same_answer(lists, fts, "pipeline zzzqqqxx", 10, 0); /* a word in no note */
+		same_answer(lists, fts, "pipeline \"!!\"", 10, 0);   /* a term without a token */
+		if (round == 1)
+			break;
+		/* change the index under the readers' lists: new rows, changed ones, deleted ones */
+		CHECK(search_begin(w) == 0);
+		for (i = 0; i < 400; i += 3) {
+			struct buf text = BUF_INIT;
+
+			snprintf(url, sizeof(url), "/n/%zu", i);
+			if (i % 2) {
+				CHECK(search_delete(w, url) == 0);
+			} else if (read_file(md_paths[(i * 17) % nmd], &text) == 0) {
+				buf_addf(&text, "\n\n%s %s %s", wc[0].w, wc[1].w, wc[i % nwords].w);
+				CHECK(search_put(w, url, "Changed", "", "", text.ptr) == 0);
+			}
+			buf_release(&text);
+		}
+		CHECK(search_commit(w) == 0);
+	}
+	listed = search_reader_listed(lists);
+	CHECK(listed >= 2 * (2 * 80 + 40 + 3));
+	CHECK_INT(search_reader_listed(fts), 0);
+out:
+	search_reader_free(lists);
+	search_reader_free(fts);
+	search_free(w);
+	unlink(path);
+	strcat(path, "-wal");
+	unlink(path);
+	strcpy(path + strlen(path) - 4, "-shm");
+	unlink(path);
+	for (i = 0; i < nmd; i++)
+		free(md_paths[i]);
+	free(md_paths);
+	free(wc);
+}
+
 /* ---- Rebuilding ------------------------------------------------------------- */
 
 static void close_all(void)
@@ -1536,6 +1738,7 @@ int main(void)
 	RUN(test_hostile_queries);
 	RUN(test_readers_during_commits);
 	RUN(test_scores_are_bm25);
+	RUN(test_lists_match_fts);
 	RUN(test_reopen_keeps);
 	RUN(test_corrupt_rebuilds);
 	RUN(test_old_version_rebuilds);
