@@ -135,11 +135,16 @@ struct rules {
 	const struct map *routed; /* main path -> path on the host */
 };
 
-/* Paths every custom host serves from its own table. */
+/*
+ * Paths every custom host serves: from its own table, and the search page
+ * (its answers rewritten for the host, see searchapi.c), so that a search
+ * form on a host's page stays on the host.
+ */
 static int host_resource(const char *key)
 {
 	static const char *const names[] = { "/sitemap.xml", "/sitemap-routes.xml", "/robots.txt",
-					     "/rss.xml", "/atom.xml", "/_quire/tree.json" };
+					     "/rss.xml", "/atom.xml", "/_quire/tree.json",
+					     "/search" };
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -1157,12 +1162,26 @@ enum host_match hosts_find(const struct snapshot *snap, const char *name,
 /* Marks a page being rendered in a host's lazy table. */
 static char rendering;
 
-static struct page *render_lazy(const struct snapshot *snap, const struct snapshot_host *h,
-				const struct page *src, const char *path, size_t len)
+/* The rules of host h in snap, as they were at load (rules_of()). */
+static struct rules snapshot_rules(const struct snapshot *snap, const struct snapshot_host *h)
 {
 	const struct snapshot_hosts *sh = snap->hosts;
 	struct rules r = { sh->main_origin, sh->prefix, sh->main_title, h->origin, h->title,
 			   h->open, &snap->pages, &h->pages, &h->routed };
+	return r;
+}
+
+void hosts_rewrite(const struct snapshot *snap, const struct snapshot_host *h, const char *s,
+		   size_t len, struct buf *out)
+{
+	struct rules r = snapshot_rules(snap, h);
+	rewrite(&r, s, len, out);
+}
+
+static struct page *render_lazy(const struct snapshot *snap, const struct snapshot_host *h,
+				const struct page *src, const char *path, size_t len)
+{
+	struct rules r = snapshot_rules(snap, h);
 	struct page *p;
 	struct buf b = BUF_INIT;
 	size_t n;

@@ -99,6 +99,15 @@ enum host_match hosts_find(const struct snapshot *snap, const char *name,
 struct page *hosts_page(const struct snapshot *snap, struct snapshot_host *h, const char *path,
 			size_t len);
 
+/*
+ * Appends to out the bytes s (HTML or JSON the main site made on request:
+ * search answers, the search page) rewritten for host h as its pages are:
+ * links to what h serves stay on h, at their routes; others go to the main
+ * site; the site title becomes h's.
+ */
+void hosts_rewrite(const struct snapshot *snap, const struct snapshot_host *h, const char *s,
+		   size_t len, struct buf *out);
+
 /* The main site's extra routes (routes without a host), or NULL. Borrowed. */
 struct page *hosts_main_route(const struct snapshot *snap, const char *path, size_t len);
 

@@ -244,6 +244,7 @@ struct http_request {
 	size_t path_len;
 	const char *query;        /* raw, after '?', or NULL */
 	struct snapshot *snap;
+	struct snapshot_host *host; /* the custom domain asked for, or NULL: the main site */
 	enum kind kind;
 	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
 	int replied;              /* answered or deferred */
@@ -1436,6 +1437,11 @@ struct snapshot *http_request_snapshot(const struct http_request *req)
 	return req->snap;
 }
 
+struct snapshot_host *http_request_host(const struct http_request *req)
+{
+	return req->host;
+}
+
 static int token_char(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
@@ -1917,6 +1923,7 @@ static int serve_other_host(struct http_request *r)
 	case HOST_CUSTOM:
 		break;
 	}
+	r->host = host;
 	if ((h = find_handler(r->w->srv, r->path, r->path_len)))
 		call_handler(r, h);
 	else if (!get_or_head(r))

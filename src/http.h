@@ -156,6 +156,12 @@ int http_query_param(const char *query, const char *name, struct buf *out);
 int http_request_peer_is_loopback(const struct http_request *req);
 /* The snapshot this request is served from, borrowed for the handler's call. */
 struct snapshot *http_request_snapshot(const struct http_request *req);
+/*
+ * The custom domain (see hosts.h) the request is for, or NULL for the main
+ * site. What a handler answers for the main site, hosts_rewrite() makes
+ * right for it.
+ */
+struct snapshot_host *http_request_host(const struct http_request *req);
 
 /* Adds a response header (name and value are copied). Before http_reply. */
 void http_reply_header(struct http_request *req, const char *name, const char *value);

@@ -12,6 +12,7 @@
  */
 #include "searchapi.h"
 #include "buf.h"
+#include "hosts.h"
 #include "http.h"
 #include "layout.h"
 #include "log.h"
@@ -158,6 +159,27 @@ static struct search_reader *admit(struct searchapi *api, struct http_request *r
 	return r;
 }
 
+/*
+ * Answers out, which is the main site's: on a custom domain, rewritten for
+ * it first, so that a result links to where its note is served (its route
+ * there, or the main site) and never to a path the host answers with 404.
+ */
+static void reply_for_host(struct http_request *req, int status, const char *type,
+			   struct buf *out)
+{
+	struct snapshot_host *h = http_request_host(req);
+	struct buf b = BUF_INIT;
+
+	http_reply_header(req, "Cache-Control", "no-store");
+	if (!h) {
+		http_reply_buf(req, status, type, out);
+		return;
+	}
+	hosts_rewrite(http_request_snapshot(req), h, out->ptr, out->len, &b);
+	http_reply_buf(req, status, type, &b);
+	buf_release(&b);
+}
+
 static void api_handler(struct http_request *req, void *ctx)
 {
 	struct searchapi *api = ctx;
@@ -174,8 +196,7 @@ static void api_handler(struct http_request *req, void *ctx)
 		goto out;
 	}
 	rc = search_query(r, q.ptr, limit, offset, &out);
-	http_reply_header(req, "Cache-Control", "no-store");
-	http_reply_buf(req, rc == 0 ? 200 : rc == -1 ? 400 : 500, "application/json", &out);
+	reply_for_host(req, rc == 0 ? 200 : rc == -1 ? 400 : 500, "application/json", &out);
 out:
 	buf_release(&q);
 	buf_release(&out);
@@ -216,8 +237,7 @@ static void page_handler(struct http_request *req, void *ctx)
 	buf_add(&title, q.ptr, q.len);
 	/* a listing page with no items of its own: the results are its intro */
 	layout_listing_page(&api->layout, title.ptr, intro.ptr, NULL, 0, &html);
-	http_reply_header(req, "Cache-Control", "no-store");
-	http_reply_buf(req, status, "text/html; charset=utf-8", &html);
+	reply_for_host(req, status, "text/html; charset=utf-8", &html);
 	buf_release(&q);
 	buf_release(&results);
 	buf_release(&intro);

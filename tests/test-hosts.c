@@ -16,6 +16,7 @@
 #include "httpc.h"
 #include "loader.h"
 #include "markdown.h"
+#include "searchapi.h"
 #include "test.h"
 
 #include <pthread.h>
@@ -23,6 +24,7 @@
 static struct snapshot_slot slot;
 static struct loader *loader;
 static struct http_server *srv;
+static struct searchapi *search;
 static pthread_t thread;
 static int port;
 static char *vault;
@@ -112,7 +114,10 @@ static void setup(void)
 	tv_write_len(vault, "pic.png", "\x89PNG fake", 9);
 
 	snapshot_slot_init(&slot);
-	loader = loader_new(vault, NULL, &slot);
+	{
+		struct site_options so = { .search = 1 };
+		loader = loader_new(vault, &so, &slot);
+	}
 	CHECK(loader != NULL);
 	memset(&ho, 0, sizeof(ho));
 	ho.listen = "127.0.0.1:0";
@@ -122,6 +127,8 @@ static void setup(void)
 	srv = http_server_new(&ho);
 	CHECK(srv != NULL);
 	port = http_server_port(srv);
+	search = searchapi_new(loader_search_path(loader), &loader_site(loader)->layout, 1e9, 1e9);
+	CHECK(search && searchapi_register(search, srv) == 0);
 	CHECK(loader_start(loader) == 0);
 	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
 }
@@ -131,6 +138,7 @@ static void teardown(void)
 	http_server_stop(srv);
 	pthread_join(thread, NULL);
 	http_server_free(srv);
+	searchapi_free(search);
 	loader_free(loader);
 	snapshot_slot_release(&slot);
 	tv_remove(vault);
@@ -358,6 +366,40 @@ static void test_www_redirect(void)
 	CHECK_INT(status("shop.example.net", "/plain", "PLAINBODY"), 200);
 }
 
+/*
+ * Search answers are the main site's; on a host they link where the notes
+ * are served there: a routed note at its route, anything a strict host
+ * does not serve on the main site (never a path the host answers with
+ * 404). The search page and a host page's search form stay on the host.
+ */
+static void test_search_per_host(void)
+{
+	struct resp r;
+	int i, ok = 0;
+
+	for (i = 0; i < 1000 && !ok; i++) { /* the loader fills the index after start-up */
+		ok = get("example.com", "/api/search?q=PLAINBODY", &r) == 0 && r.status == 200 &&
+		     has(&r, "\"url\":\"/plain\"");
+		resp_free(&r);
+		if (!ok)
+			usleep(10000);
+	}
+	CHECK(ok);
+	CHECK_INT(status("docs.example.com", "/api/search?q=INTROBODY", "\"url\":\"/\""), 200);
+	CHECK_INT(status("docs.example.com", "/api/search?q=SETUPBODY", "\"url\":\"/setup\""), 200);
+	CHECK_INT(status("docs.example.com", "/api/search?q=PLAINBODY",
+			 "\"url\":\"https://example.com/plain\""), 200);
+	CHECK(lacks("docs.example.com", "/api/search?q=PLAINBODY", "\"url\":\"/plain\""));
+	CHECK_INT(status("open.example.org", "/api/search?q=PLAINBODY", "\"url\":\"/plain\""), 200);
+	CHECK_INT(status("open.example.org", "/api/search?q=OTHERBODY", "\"url\":\"/special\""), 200);
+	CHECK_INT(status("example.com", "/api/search?q=OTHERBODY", "\"url\":\"/other\""), 200);
+	CHECK_INT(status("docs.example.com", "/search?q=PLAINBODY", "href=\"https://example.com/plain\""),
+		  200);
+	CHECK_INT(status("open.example.org", "/search?q=OTHERBODY", "href=\"/special\""), 200);
+	CHECK_INT(status("open.example.org", "/search?q=OTHERBODY", "Open Docs"), 200);
+	CHECK_INT(status("docs.example.com", "/", "action=\"/search\""), 200);
+}
+
 static void test_tls_ask(void)
 {
 	CHECK_INT(status(NULL, "/healthz/host?domain=docs.example.com", NULL), 200);
@@ -529,6 +571,7 @@ int main(void)
 	RUN(test_links_per_host);
 	RUN(test_open_host);
 	RUN(test_www_redirect);
+	RUN(test_search_per_host);
 	RUN(test_tls_ask);
 	RUN(test_unknown_host_main_site);
 	RUN(test_host_resources);
