@@ -23,6 +23,9 @@
  *     milliseconds, the clock of `perf record -k CLOCK_MONOTONIC`) to FILE.
  *  3. the server's peak memory (VmHWM) and its load time.
  *
+ * SYNC_BENCH_DIR=DIR puts the copy in DIR (default /tmp), to measure on
+ * another file system.
+ *
  * The copy starts with no .quire (an empty search index, filled after the
  * load) unless SYNC_BENCH_KEEP_DATA=1: then VAULT's own .quire is copied,
  * and a search index filled beforehand is only checked (bench/run does
@@ -219,7 +222,7 @@ static size_t find_notes(const char *root, struct note **out)
 {
 	struct note *v = NULL;
 	size_t n = 0, alloc = 0;
-	char cmd[4096];
+	char cmd[4200];
 	FILE *f;
 	char line[4096];
 
@@ -457,7 +460,7 @@ int main(int argc, char **argv)
 	const char *bin = argc > 1 ? argv[1] : "build/quire";
 	const char *src = argc > 2 ? argv[2] : "bench/vaults/v1k";
 	size_t edits = argc > 3 ? strtoul(argv[3], NULL, 10) : 200, i, nnotes;
-	char root[] = "/tmp/quire-sync-bench-XXXXXX", cmd[16384], tokfile[4200], logpath[4200];
+	char root[4096], cmd[16384], tokfile[4200], logpath[4200];
 	char server_cores[64];
 	struct note *notes = NULL;
 	double *live;
@@ -468,6 +471,8 @@ int main(int argc, char **argv)
 	int ret = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0); /* progress shows when redirected */
+	snprintf(root, sizeof(root), "%s/quire-sync-bench-XXXXXX",
+		 getenv("SYNC_BENCH_DIR") ? getenv("SYNC_BENCH_DIR") : "/tmp");
 	if (!mkdtemp(root))
 		return 1;
 	/* SYNC_BENCH_KEEP_DATA=1 keeps the copy's .quire: a search index filled
