@@ -198,7 +198,12 @@ static void sha_of(const char *data, size_t len, char out[SHA256_HEX_SIZE])
 }
 
 /* Counts the ".quire-tmp-" files left anywhere under the vault. */
-static int count_tmp(const char *rel)
+/*
+ * Temporary files under rel: spares (".quire-tmp-s...", the inodes of
+ * replaced files kept for the next write) when spares is set, else the
+ * others, which no finished write leaves.
+ */
+static int count_tmp_kind(const char *rel, int spares)
 {
 	char *p = disk_path(rel);
 	DIR *d = opendir(p);
@@ -210,16 +215,107 @@ static int count_tmp(const char *rel)
 		return 0;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, ".quire-tmp-", 11) == 0)
-			n++;
+			n += (de->d_name[11] == 's') == spares;
 		else if (de->d_name[0] != '.' && de->d_type == DT_DIR) {
 			struct buf sub = BUF_INIT;
 			buf_addf(&sub, "%s/%s", rel, de->d_name);
-			n += count_tmp(sub.ptr);
+			n += count_tmp_kind(sub.ptr, spares);
 			buf_release(&sub);
 		}
 	}
 	closedir(d);
 	return n;
+}
+
+static int count_tmp(const char *rel)
+{
+	return count_tmp_kind(rel, 0);
+}
+
+/* The name of a spare in folder rel ("" if none), into out. */
+static void spare_in(const char *rel, char out[256])
+{
+	char *p = disk_path(rel);
+	DIR *d = opendir(p);
+	struct dirent *de;
+
+	free(p);
+	out[0] = '\0';
+	while (d && (de = readdir(d)))
+		if (strncmp(de->d_name, ".quire-tmp-s", 12) == 0)
+			snprintf(out, 256, "%s", de->d_name);
+	if (d)
+		closedir(d);
+}
+
+static ino_t ino_of(const char *rel)
+{
+	struct stat st;
+	char *p = disk_path(rel);
+	int rc = stat(p, &st);
+
+	free(p);
+	return rc == 0 ? st.st_ino : 0;
+}
+
+/*
+ * A write that replaces a file keeps the old inode as a spare, and the next
+ * write into that folder fills it (truncated: no old byte survives) instead
+ * of allocating an inode; a spare that is no longer the inode linked, or
+ * has another link, is never written through.
+ */
+static void test_spares(void)
+{
+	static const char longer[] = "# Old\n\nA first version, longer than the next file's bytes.\n";
+	char spare[256], name[300];
+	struct th_resp r;
+	struct buf b = BUF_INIT;
+	ino_t old;
+	char *victim, *link_path;
+
+	CHECK(put("sp/a.md", NULL, longer, sizeof(longer) - 1, &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	spare_in("sp", spare);
+	CHECK_STR(spare, ""); /* a new file replaces nothing */
+	old = ino_of("sp/a.md");
+	CHECK(put("sp/a.md", NULL, "# A\n\nsecond\n", 13, &r) == 0);
+	CHECK_INT(r.status, 200);
+	th_resp_free(&r);
+	spare_in("sp", spare);
+	CHECK(spare[0] != '\0');
+	snprintf(name, sizeof(name), "sp/%s", spare);
+	CHECK(ino_of(name) == old && ino_of("sp/a.md") != old);
+	/* the next write into sp fills the old inode */
+	CHECK(put("sp/b.md", NULL, "# B\n", 4, &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	CHECK(ino_of("sp/b.md") == old);
+	CHECK(read_back("sp/b.md", &b) == 0 && b.len == 4 && memcmp(b.ptr, "# B\n", 4) == 0);
+	CHECK(read_back("sp/a.md", &b) == 0 && b.len == 13 && memcmp(b.ptr, "# A\n\nsecond\n", 13) == 0);
+	spare_in("sp", spare);
+	CHECK_STR(spare, "");
+	CHECK_INT(count_tmp("."), 0);
+	/* a spare swapped for a hard link to another file: that file is never written */
+	CHECK(put("sp/a.md", NULL, "# A3\n", 5, &r) == 0);
+	th_resp_free(&r);
+	spare_in("sp", spare);
+	CHECK(spare[0] != '\0');
+	snprintf(name, sizeof(name), "sp/%s", spare);
+	victim = disk_path("victim.txt");
+	link_path = disk_path(name);
+	tv_write(vault, "victim.txt", "VICTIM BYTES");
+	CHECK(unlink(link_path) == 0 && link(victim, link_path) == 0);
+	CHECK(put("sp/c.md", NULL, "# C\n", 4, &r) == 0);
+	CHECK_INT(r.status, 201);
+	th_resp_free(&r);
+	CHECK(read_back("victim.txt", &b) == 0 && b.len == 12 && memcmp(b.ptr, "VICTIM BYTES", 12) == 0);
+	CHECK(read_back("sp/c.md", &b) == 0 && b.len == 4);
+	CHECK(access(link_path, F_OK) != 0); /* the name is gone, the file it named stays */
+	unlink(victim);
+	free(victim);
+	free(link_path);
+	buf_release(&b);
 }
 
 /* ---- tests ---- */
@@ -925,6 +1021,7 @@ int main(void)
 	RUN(test_bad_paths);
 	RUN(test_size_limit);
 	RUN(test_put);
+	RUN(test_spares);
 	RUN(test_preconditions);
 	RUN(test_race);
 	RUN(test_delete);
