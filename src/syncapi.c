@@ -18,17 +18,20 @@
  * descriptor one segment at a time with O_NOFOLLOW, so no symlink in the
  * vault can send a write elsewhere; missing folders are made and each is
  * fsynced into its parent. The bytes go to ".quire-tmp-<pid>-<n>" in that
- * folder (O_EXCL), which is fsynced, renamed over the target, and the
- * folder fsynced; only then is the loader told and the client answered.
+ * folder (O_EXCL) or to a spare (below), which is fsynced, renamed over
+ * the target, and the folder fsynced; only then is the loader told and the
+ * client answered.
  * Rejected: O_TMPFILE with linkat (linkat cannot replace an existing
  * target, so a rename would be needed anyway); writing in place (a crash
  * leaves a torn note that the loader would publish).
  *
- * Spares. A write that replaces a file first links the file's inode to a
- * temporary name ("...-s<n>"), so the rename frees no inode, and the next
- * write into that folder truncates and fills that inode instead of
- * creating one (struct spare): a sync of notes that exist allocates and
- * frees no inodes. On ext4 without a journal (this project's VMs), every
+ * Spares. A write that replaces a file first links the file's inode into
+ * <data dir>/spares, so the rename frees no inode, and a later write
+ * truncates and fills that inode there and renames it into place instead
+ * of creating a file (struct spare): a sync of notes that exist allocates
+ * and frees no inodes, and nothing but the one temporary file of a write
+ * under way ever sits in a vault folder. A data folder on another file
+ * system cannot hold links: there, writes create files as before. On ext4 without a journal (this project's VMs), every
  * inode allocation skips each inode of its group freed in the last 60 to
  * 360 s, reading its table block: creating the temporary file took 0.4 to
  * 2 ms of kernel time per PUT during syncs, and that kernel time is not
@@ -131,12 +134,11 @@ struct blocked {
 };
 
 /*
- * The inode of a file a write replaced, linked under a temporary name in
- * its folder, to be the next write's temporary file there.
+ * The inode of a file a write replaced, linked in <data dir>/spares, to be
+ * a later write's temporary file.
  */
 struct spare {
-	char *path;                   /* relative to the vault: folder and name */
-	size_t folder_len;            /* bytes of path up to the name */
+	char name[48];
 	dev_t dev;
 	ino_t ino;
 };
@@ -176,6 +178,7 @@ struct syncapi {
 
 	pthread_mutex_t save_lock;    /* one save of the hash cache at a time */
 	atomic_uint tmp_counter;
+	int spares_fd;                /* <data dir>/spares, or -1 */
 	struct spare spares[SPARES_MAX]; /* under lock */
 	size_t nspares;
 
@@ -665,27 +668,21 @@ static void io_failed(const struct job *j, struct outcome *out, const char *what
 	log_error("sync: %s: %s: %s", j->path, what, strerror(err));
 }
 
-/* Takes a spare of the folder that path (whose name starts at leaf) is in. 0, or -1 when none. */
-static int take_spare(struct syncapi *api, const char *path, const char *leaf, struct spare *out)
+/* Takes a spare. 0, or -1 when there is none. */
+static int take_spare(struct syncapi *api, struct spare *out)
 {
-	size_t folder_len = (size_t)(leaf - path), i;
 	int found = -1;
 
 	pthread_mutex_lock(&api->lock);
-	for (i = api->nspares; i-- > 0;) {
-		struct spare *sp = &api->spares[i];
-		if (sp->folder_len == folder_len && memcmp(sp->path, path, folder_len) == 0) {
-			*out = *sp;
-			*sp = api->spares[--api->nspares];
-			found = 0;
-			break;
-		}
+	if (api->nspares > 0) {
+		*out = api->spares[--api->nspares];
+		found = 0;
 	}
 	pthread_mutex_unlock(&api->lock);
 	return found;
 }
 
-/* Keeps a spare (taking over sp->path); -1 when the pool is full. */
+/* Keeps a spare; -1 when the pool is full. */
 static int keep_spare(struct syncapi *api, struct spare *sp)
 {
 	int kept = -1;
@@ -700,14 +697,15 @@ static int keep_spare(struct syncapi *api, struct spare *sp)
 }
 
 /*
- * Opens spare sp (named leaf in dirfd) as a temporary file: emptied, with
- * mode. Only the inode we linked, with no other link and still a regular
- * file, is written; else the name is removed and -1 returned.
+ * Opens spare sp (in the spares folder spares_fd) as a temporary file:
+ * emptied, with mode. Only the inode we linked, with no other link and
+ * still a regular file, is written; else its name is removed and -1
+ * returned.
  */
-static int open_spare(int dirfd, const char *leaf, const struct spare *sp, mode_t mode)
+static int open_spare(int spares_fd, const struct spare *sp, mode_t mode)
 {
 	struct stat st;
-	int fd = openat(dirfd, leaf, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = openat(spares_fd, sp->name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == sp->dev &&
 	    st.st_ino == sp->ino && st.st_nlink == 1 && ftruncate(fd, 0) == 0 &&
@@ -715,17 +713,17 @@ static int open_spare(int dirfd, const char *leaf, const struct spare *sp, mode_
 		return fd;
 	if (fd >= 0)
 		close(fd);
-	unlinkat(dirfd, leaf, 0); /* a name of ours; removing it touches no other file */
+	unlinkat(spares_fd, sp->name, 0); /* a name of ours; removing it touches no other file */
 	return -1;
 }
 
 static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 {
-	struct buf tmp = BUF_INIT, spare_name = BUF_INIT;
-	struct spare sp;
+	struct buf tmp = BUF_INIT;
+	struct spare sp, kept;
 	const char *leaf;
 	struct stat st;
-	int dirfd = -1, fd = -1, exists, created = 0, renamed = 0, linked = 0;
+	int dirfd = -1, fd = -1, tmp_dir = -1, exists, created = 0, renamed = 0, linked = 0;
 	mode_t mode = 0644;
 
 	hash_sha256_hex(j->body.ptr, j->body.len, out->sha);
@@ -748,15 +746,15 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 	 * O_NOFOLLOW so a planted symlink cannot take the bytes; the mode of the
 	 * file it replaces is kept.
 	 * Rejected: mkstemp() (it takes a path, not a folder descriptor).
-	 * A spare of the folder comes first (see "Spares" above).
+	 * A spare comes first (see "Spares" above).
 	 */
-	if (take_spare(api, j->path, leaf, &sp) == 0) {
-		fd = open_spare(dirfd, sp.path + sp.folder_len, &sp, mode);
-		if (fd >= 0)
-			buf_adds(&tmp, sp.path + sp.folder_len);
-		free(sp.path);
+	if (api->spares_fd >= 0 && take_spare(api, &sp) == 0 &&
+	    (fd = open_spare(api->spares_fd, &sp, mode)) >= 0) {
+		buf_adds(&tmp, sp.name);
+		tmp_dir = api->spares_fd;
 	}
 	while (fd < 0) {
+		tmp_dir = dirfd;
 		buf_reset(&tmp);
 		buf_addf(&tmp, TMP_PREFIX "%ld-%u", (long)getpid(),
 			 atomic_fetch_add(&api->tmp_counter, 1));
@@ -774,23 +772,23 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 		io_failed(j, out, "write");
 		goto out;
 	}
-	/* the file replaced keeps its inode under a spare's name (not on file systems without links) */
-	if (exists) {
+	/* the file replaced keeps its inode as a spare (EXDEV: the data folder is elsewhere) */
+	if (exists && api->spares_fd >= 0) {
 		struct stat ls;
-		buf_addf(&spare_name, TMP_PREFIX "s%ld-%u", (long)getpid(),
+		snprintf(kept.name, sizeof(kept.name), "s%ld-%u", (long)getpid(),
 			 atomic_fetch_add(&api->tmp_counter, 1));
-		linked = linkat(dirfd, leaf, dirfd, spare_name.ptr, 0) == 0;
-		if (linked && (fstatat(dirfd, spare_name.ptr, &ls, AT_SYMLINK_NOFOLLOW) < 0 ||
+		linked = linkat(dirfd, leaf, api->spares_fd, kept.name, 0) == 0;
+		if (linked && (fstatat(api->spares_fd, kept.name, &ls, AT_SYMLINK_NOFOLLOW) < 0 ||
 			       !S_ISREG(ls.st_mode))) {
-			unlinkat(dirfd, spare_name.ptr, 0);
+			unlinkat(api->spares_fd, kept.name, 0);
 			linked = 0;
 		}
 		if (linked) {
-			sp.dev = ls.st_dev;
-			sp.ino = ls.st_ino;
+			kept.dev = ls.st_dev;
+			kept.ino = ls.st_ino;
 		}
 	}
-	if (renameat(dirfd, tmp.ptr, dirfd, leaf) < 0) {
+	if (renameat(tmp_dir, tmp.ptr, dirfd, leaf) < 0) {
 		io_failed(j, out, "rename");
 		goto out;
 	}
@@ -809,22 +807,14 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 	out->version = notify(api, j->path, NULL);
 	out->status = exists ? 200 : 201;
 	count(&api->puts);
-	if (linked) {
-		sp.folder_len = (size_t)(leaf - j->path);
-		sp.path = xmalloc(sp.folder_len + spare_name.len + 1);
-		memcpy(sp.path, j->path, sp.folder_len);
-		memcpy(sp.path + sp.folder_len, spare_name.ptr, spare_name.len + 1);
-		if (keep_spare(api, &sp) == 0)
-			linked = 0;
-		else
-			free(sp.path);
-	}
+	if (linked && keep_spare(api, &kept) == 0)
+		linked = 0;
 out:
-	if (linked && unlinkat(dirfd, spare_name.ptr, 0) < 0) /* not kept: the old inode goes */
-		log_warn("sync: %s: cannot remove %s: %s", j->path, spare_name.ptr, strerror(errno));
+	if (linked && unlinkat(api->spares_fd, kept.name, 0) < 0) /* not kept: the old inode goes */
+		log_warn("sync: %s: cannot remove spare %s: %s", j->path, kept.name, strerror(errno));
 	if (fd >= 0)
 		close(fd); /* already failing */
-	if (created && !renamed && unlinkat(dirfd, tmp.ptr, 0) < 0)
+	if (created && !renamed && unlinkat(tmp_dir, tmp.ptr, 0) < 0)
 		log_warn("sync: %s: cannot remove %s: %s", j->path, tmp.ptr, strerror(errno));
 	if (renamed && out->status >= 300) {
 		/* the new bytes are in place but not known durable: say so to the loader */
@@ -834,7 +824,6 @@ out:
 	if (dirfd >= 0 && close(dirfd) < 0)
 		log_warn("sync: %s: close: %s", j->path, strerror(errno));
 	buf_release(&tmp);
-	buf_release(&spare_name);
 }
 
 static void do_delete(struct syncapi *api, struct job *j, struct outcome *out)
@@ -1429,6 +1418,31 @@ static void handle(struct http_request *req, void *ctx)
 
 /* ---- setup ---- */
 
+/*
+ * Opens <data dir>/spares for spares (see "Spares" at the top), made if
+ * missing and emptied of what an earlier run left; -1 (writes then create
+ * their files) when it cannot be.
+ */
+static int open_spares(const char *path)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -1;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if ((d = opendir(path))) {
+		while ((de = readdir(d)))
+			if (de->d_name[0] != '.')
+				unlinkat(fd, de->d_name, 0);
+		closedir(d);
+	}
+	return fd;
+}
+
 /* Deletes the temporary files a crash left in the vault's folders (dot-folders skipped). */
 static void remove_leftovers(struct syncapi *api)
 {
@@ -1490,6 +1504,7 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 	int i, per_min;
 
 	api->root_fd = -1;
+	api->spares_fd = -1;
 	api->loader = loader;
 	pthread_mutex_init(&api->block_lock, NULL);
 	pthread_mutex_init(&api->lock, NULL);
@@ -1528,6 +1543,9 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 		log_error("sync: %s: %s", dir.ptr, strerror(errno));
 		goto fail;
 	}
+	buf_adds(&dir, "/spares");
+	api->spares_fd = open_spares(dir.ptr);
+	buf_setlen(&dir, dir.len - strlen("/spares"));
 	buf_adds(&dir, "/hashes");
 	api->hashes_file = buf_detach(&dir, NULL);
 	if (hash_cache_load(api->cache, api->hashes_file) < 0)
@@ -1592,15 +1610,10 @@ void syncapi_free(struct syncapi *api)
 		pthread_join(api->wthread, NULL);
 	if (api->hashes_file)
 		save_cache(api);
-	for (i = 0; i < (int)api->nspares; i++) { /* the spares go with the server */
-		const char *leaf;
-		int fd = open_parent(api, api->spares[i].path, 0, &leaf);
-		if (fd >= 0) {
-			unlinkat(fd, leaf, 0);
-			close(fd);
-		}
-		free(api->spares[i].path);
-	}
+	for (i = 0; i < (int)api->nspares; i++) /* the spares go with the server */
+		unlinkat(api->spares_fd, api->spares[i].name, 0);
+	if (api->spares_fd >= 0)
+		close(api->spares_fd);
 	if (api->root_fd >= 0 && close(api->root_fd) < 0)
 		log_warn("sync: %s: %s", api->vault, strerror(errno));
 	hash_cache_free(api->cache);

@@ -198,12 +198,7 @@ static void sha_of(const char *data, size_t len, char out[SHA256_HEX_SIZE])
 }
 
 /* Counts the ".quire-tmp-" files left anywhere under the vault. */
-/*
- * Temporary files under rel: spares (".quire-tmp-s...", the inodes of
- * replaced files kept for the next write) when spares is set, else the
- * others, which no finished write leaves.
- */
-static int count_tmp_kind(const char *rel, int spares)
+static int count_tmp(const char *rel)
 {
 	char *p = disk_path(rel);
 	DIR *d = opendir(p);
@@ -215,11 +210,11 @@ static int count_tmp_kind(const char *rel, int spares)
 		return 0;
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, ".quire-tmp-", 11) == 0)
-			n += (de->d_name[11] == 's') == spares;
+			n++;
 		else if (de->d_name[0] != '.' && de->d_type == DT_DIR) {
 			struct buf sub = BUF_INIT;
 			buf_addf(&sub, "%s/%s", rel, de->d_name);
-			n += count_tmp_kind(sub.ptr, spares);
+			n += count_tmp(sub.ptr);
 			buf_release(&sub);
 		}
 	}
@@ -227,12 +222,7 @@ static int count_tmp_kind(const char *rel, int spares)
 	return n;
 }
 
-static int count_tmp(const char *rel)
-{
-	return count_tmp_kind(rel, 0);
-}
-
-/* The name of a spare in folder rel ("" if none), into out. */
+/* The name of a spare ("" if none), into out; rel is its folder, the data folder's spares. */
 static void spare_in(const char *rel, char out[256])
 {
 	char *p = disk_path(rel);
@@ -242,7 +232,7 @@ static void spare_in(const char *rel, char out[256])
 	free(p);
 	out[0] = '\0';
 	while (d && (de = readdir(d)))
-		if (strncmp(de->d_name, ".quire-tmp-s", 12) == 0)
+		if (de->d_name[0] != '.')
 			snprintf(out, 256, "%s", de->d_name);
 	if (d)
 		closedir(d);
@@ -259,10 +249,11 @@ static ino_t ino_of(const char *rel)
 }
 
 /*
- * A write that replaces a file keeps the old inode as a spare, and the next
- * write into that folder fills it (truncated: no old byte survives) instead
- * of allocating an inode; a spare that is no longer the inode linked, or
- * has another link, is never written through.
+ * A write that replaces a file keeps the old inode as a spare in the data
+ * folder (never in a vault folder), and the next write fills it
+ * (truncated: no old byte survives) instead of allocating an inode; a
+ * spare that is no longer the inode linked, or has another link, is never
+ * written through.
  */
 static void test_spares(void)
 {
@@ -276,16 +267,17 @@ static void test_spares(void)
 	CHECK(put("sp/a.md", NULL, longer, sizeof(longer) - 1, &r) == 0);
 	CHECK_INT(r.status, 201);
 	th_resp_free(&r);
-	spare_in("sp", spare);
+	spare_in(".quire/spares", spare);
 	CHECK_STR(spare, ""); /* a new file replaces nothing */
 	old = ino_of("sp/a.md");
 	CHECK(put("sp/a.md", NULL, "# A\n\nsecond\n", 13, &r) == 0);
 	CHECK_INT(r.status, 200);
 	th_resp_free(&r);
-	spare_in("sp", spare);
+	spare_in(".quire/spares", spare);
 	CHECK(spare[0] != '\0');
-	snprintf(name, sizeof(name), "sp/%s", spare);
+	snprintf(name, sizeof(name), ".quire/spares/%s", spare);
 	CHECK(ino_of(name) == old && ino_of("sp/a.md") != old);
+	CHECK_INT(count_tmp("."), 0); /* nothing in the vault's folders */
 	/* the next write into sp fills the old inode */
 	CHECK(put("sp/b.md", NULL, "# B\n", 4, &r) == 0);
 	CHECK_INT(r.status, 201);
@@ -293,15 +285,14 @@ static void test_spares(void)
 	CHECK(ino_of("sp/b.md") == old);
 	CHECK(read_back("sp/b.md", &b) == 0 && b.len == 4 && memcmp(b.ptr, "# B\n", 4) == 0);
 	CHECK(read_back("sp/a.md", &b) == 0 && b.len == 13 && memcmp(b.ptr, "# A\n\nsecond\n", 13) == 0);
-	spare_in("sp", spare);
+	spare_in(".quire/spares", spare);
 	CHECK_STR(spare, "");
-	CHECK_INT(count_tmp("."), 0);
 	/* a spare swapped for a hard link to another file: that file is never written */
 	CHECK(put("sp/a.md", NULL, "# A3\n", 5, &r) == 0);
 	th_resp_free(&r);
-	spare_in("sp", spare);
+	spare_in(".quire/spares", spare);
 	CHECK(spare[0] != '\0');
-	snprintf(name, sizeof(name), "sp/%s", spare);
+	snprintf(name, sizeof(name), ".quire/spares/%s", spare);
 	victim = disk_path("victim.txt");
 	link_path = disk_path(name);
 	tv_write(vault, "victim.txt", "VICTIM BYTES");
