@@ -30,14 +30,17 @@
  * truncates and fills that inode there and renames it into place instead
  * of creating a file (struct spare): a sync of notes that exist allocates
  * and frees no inodes, and nothing but the one temporary file of a write
- * under way ever sits in a vault folder. A data folder on another file
- * system cannot hold links: there, writes create files as before. On ext4 without a journal (this project's VMs), every
- * inode allocation skips each inode of its group freed in the last 60 to
- * 360 s, reading its table block: creating the temporary file took 0.4 to
- * 2 ms of kernel time per PUT during syncs, and that kernel time is not
- * preempted, so it delayed page reads on the same core. A spare is used
- * only if it is still the inode we linked, with no other link (a name in a
- * vault folder could have been swapped for a hard link to another file).
+ * under way ever sits in a vault folder. Links and renames stay within
+ * one file system: a write into a folder on another one than the data
+ * folder (a mount inside the vault, or a data folder elsewhere) creates
+ * its file as before. Why: on ext4 without a journal (this project's
+ * VMs), every inode allocation skips each inode of its group freed in the
+ * last 60 to 360 s, reading its table block: creating the temporary file
+ * took 0.4 to 2 ms of kernel time per PUT during syncs, and that kernel
+ * time is not preempted, so it delayed page reads on the same core. A
+ * spare is used only if it is still the inode we linked, a regular file
+ * with no other link (its name could have been swapped for a hard link to
+ * another file).
  *
  * Leftovers. A crash can leave temporary files; their names start with '.'
  * so the scanner, the watcher and the manifest never see them, and
@@ -668,15 +671,20 @@ static void io_failed(const struct job *j, struct outcome *out, const char *what
 	log_error("sync: %s: %s: %s", j->path, what, strerror(err));
 }
 
-/* Takes a spare. 0, or -1 when there is none. */
-static int take_spare(struct syncapi *api, struct spare *out)
+/* Takes a spare on file system dev (a rename cannot cross them). 0, or -1 when there is none. */
+static int take_spare(struct syncapi *api, dev_t dev, struct spare *out)
 {
+	size_t i;
 	int found = -1;
 
 	pthread_mutex_lock(&api->lock);
-	if (api->nspares > 0) {
-		*out = api->spares[--api->nspares];
-		found = 0;
+	for (i = api->nspares; i-- > 0;) {
+		if (api->spares[i].dev == dev) {
+			*out = api->spares[i];
+			api->spares[i] = api->spares[--api->nspares];
+			found = 0;
+			break;
+		}
 	}
 	pthread_mutex_unlock(&api->lock);
 	return found;
@@ -748,7 +756,7 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 	 * Rejected: mkstemp() (it takes a path, not a folder descriptor).
 	 * A spare comes first (see "Spares" above).
 	 */
-	if (api->spares_fd >= 0 && take_spare(api, &sp) == 0 &&
+	if (api->spares_fd >= 0 && fstat(dirfd, &st) == 0 && take_spare(api, st.st_dev, &sp) == 0 &&
 	    (fd = open_spare(api->spares_fd, &sp, mode)) >= 0) {
 		buf_adds(&tmp, sp.name);
 		tmp_dir = api->spares_fd;
@@ -1434,7 +1442,7 @@ static int open_spares(const char *path)
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
-	if ((d = opendir(path))) {
+	if ((d = fdopendir(dup(fd)))) {
 		while ((de = readdir(d)))
 			if (de->d_name[0] != '.')
 				unlinkat(fd, de->d_name, 0);
