@@ -480,6 +480,7 @@ static void touch_note(struct work *w, struct site *s, const char *path, const c
 		free(n->disk);
 		n->disk = xstrdup(disk);
 	}
+	n->removed = 0; /* seen gone earlier in this apply, and back since: the last look wins */
 	if (!n->reparse) {
 		n->reparse = 1;
 		vec_push(&w->parse, n);
@@ -499,6 +500,7 @@ static void touch_file(struct work *w, struct site *s, const char *path, const c
 		free(key);
 	}
 	f->seen = s->applies;
+	f->removed = 0; /* the last look wins, as for notes */
 	if (f->added || f->size != st->st_size || f->mtime != st->st_mtime) {
 		f->size = st->st_size;
 		f->mtime = st->st_mtime;
@@ -512,10 +514,36 @@ static void touch_file(struct work *w, struct site *s, const char *path, const c
 
 static void remove_note(struct work *w, struct site_note *n)
 {
+	n->reparse = 0; /* found earlier in this apply, gone since: the last look wins */
 	if (n->removed)
 		return;
 	n->removed = 1;
 	vec_push(&w->removed, n);
+}
+
+/*
+ * One apply may look at a path more than once (a note and its folder both
+ * reported, a file deleted and restored between two looks), and each look
+ * sets the note's marks; the lists are brought in line with the marks
+ * once all are made, so that a note is either parsed or removed, never
+ * both, and listed once. A note that was both would be unlinked from the
+ * indexes, parsed back into the name index, and freed with it still there.
+ */
+static void settle(struct notevec *v, int removed)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < v->n; i++) {
+		struct site_note *n = v->v[i];
+		int on = removed ? n->removed : n->reparse;
+		if (on && !n->seen) {
+			n->seen = 1;
+			v->v[kept++] = n;
+		}
+	}
+	v->n = kept;
+	for (i = 0; i < kept; i++)
+		v->v[i]->seen = 0;
 }
 
 static void remove_file(struct work *w, struct site_file *f)
@@ -566,17 +594,28 @@ static void collect(struct work *w, struct site *s, const char *rel_in)
 		rel += rel[0] == '/' ? 1 : 2;
 	path = utf8_nfc(rel, strlen(rel));
 	switch (vault_stat(s->vault, &s->cfg, rel, &st)) {
-	case VAULT_FILE:
+	case VAULT_FILE: {
+		struct buf prefix = BUF_INIT;
 		if (vault_is_note_path(path))
 			touch_note(w, s, path, rel);
 		else
 			touch_file(w, s, path, rel, &st);
+		/* a folder replaced by a file of the same name */
+		buf_addf(&prefix, "%s/", path);
+		remove_under(w, s, prefix.ptr);
+		buf_release(&prefix);
 		break;
+	}
 	case VAULT_FOLDER: {
 		struct vault_scan scan = VAULT_SCAN_INIT;
 		struct buf prefix = BUF_INIT;
 		size_t i;
 
+		/* a file replaced by a folder of the same name */
+		if ((n = site_find_note(s, path)))
+			remove_note(w, n);
+		if ((f = map_gets(&s->file_by_path, path)))
+			remove_file(w, f);
 		vault_scan_under(s->vault, rel, &s->cfg, &scan, &s->diags);
 		for (i = 0; i < scan.n; i++) {
 			const struct vault_file *vf = &scan.files[i];
@@ -1278,6 +1317,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	s->applies++;
 	for (i = 0; i < npaths; i++)
 		collect(&w, s, paths[i]);
+	settle(&w.parse, 0);
+	settle(&w.removed, 1);
 
 	/* attachments that appear, vanish or change */
 	for (i = 0; i < w.nfiles; i++) {

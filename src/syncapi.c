@@ -743,6 +743,18 @@ static void do_put(struct syncapi *api, struct job *j, struct outcome *out)
 		goto out;
 	}
 	exists = current_file(api, dirfd, leaf, j->path, out, &st);
+	/*
+	 * An empty folder where the file goes is what a client leaves when it
+	 * deletes the last file of a folder that becomes a file: it holds
+	 * nothing, so the file takes its place (a folder with anything in it
+	 * stays a 409).
+	 */
+	if (exists < 0 && out->status == 409 && S_ISDIR(st.st_mode) &&
+	    unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0) {
+		out->status = 0;
+		out->error = NULL;
+		exists = 0;
+	}
 	if (exists < 0 || preconditions(j, exists, out) < 0)
 		goto out;
 	if (exists)

@@ -22,7 +22,7 @@
 
 static uint64_t rng_state;
 
-static uint64_t rnd(void)
+static inline uint64_t rnd(void)
 {
 	/* splitmix64: small, seeded, the same everywhere */
 	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
@@ -31,7 +31,7 @@ static uint64_t rnd(void)
 	return z ^ (z >> 31);
 }
 
-static size_t pick(size_t n)
+static inline size_t pick(size_t n)
 {
 	return n ? (size_t)(rnd() % n) : 0;
 }
@@ -43,7 +43,7 @@ struct files {
 	size_t n;
 };
 
-static void files_release(struct files *f)
+static inline void files_release(struct files *f)
 {
 	size_t i;
 	for (i = 0; i < f->n; i++)
@@ -56,7 +56,7 @@ static void files_release(struct files *f)
 static const char *walk_root;
 static struct files *walk_out;
 
-static int walk_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static inline int walk_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
@@ -70,12 +70,12 @@ static int walk_one(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static inline int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void list_files(const char *root, struct files *out)
+static inline void list_files(const char *root, struct files *out)
 {
 	files_release(out);
 	walk_root = root;
@@ -84,10 +84,10 @@ static void list_files(const char *root, struct files *out)
 	qsort(out->v, out->n, sizeof(char *), cmp_str);
 }
 
-static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw);
+static inline int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw);
 static const char *copy_from, *copy_to;
 
-static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static inline int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	struct buf dst = BUF_INIT, data = BUF_INIT;
 
@@ -103,14 +103,14 @@ static int copy_one(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
-static void copy_tree(const char *from, const char *to)
+static inline void copy_tree(const char *from, const char *to)
 {
 	copy_from = from;
 	copy_to = to;
 	nftw(from, copy_one, 16, FTW_PHYS);
 }
 
-static void read_rel(const char *root, const char *rel, struct buf *out)
+static inline void read_rel(const char *root, const char *rel, struct buf *out)
 {
 	struct buf p = BUF_INIT;
 	buf_addf(&p, "%s/%s", root, rel);
@@ -119,7 +119,7 @@ static void read_rel(const char *root, const char *rel, struct buf *out)
 	buf_release(&p);
 }
 
-static void unlink_rel(const char *root, const char *rel)
+static inline void unlink_rel(const char *root, const char *rel)
 {
 	struct buf p = BUF_INIT;
 	buf_addf(&p, "%s/%s", root, rel);
@@ -135,7 +135,7 @@ static const char *const words[] = {
 	"Привет", "東京",
 };
 
-static const char *note_name(const char *path, struct buf *out)
+static inline const char *note_name(const char *path, struct buf *out)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -144,13 +144,13 @@ static const char *note_name(const char *path, struct buf *out)
 	return out->ptr;
 }
 
-static int is_md(const char *p)
+static inline int is_md(const char *p)
 {
 	size_t n = strlen(p);
 	return n > 3 && strcmp(p + n - 3, ".md") == 0;
 }
 
-static const char *random_note(struct files *f)
+static inline const char *random_note(struct files *f)
 {
 	size_t tries;
 	for (tries = 0; tries < 100; tries++) {
@@ -162,7 +162,7 @@ static const char *random_note(struct files *f)
 }
 
 /* Inserts a frontmatter line (after the opening ---, adding a block if there is none). */
-static void set_front(struct buf *text, const char *line)
+static inline void set_front(struct buf *text, const char *line)
 {
 	struct buf out = BUF_INIT;
 
@@ -181,7 +181,7 @@ static void set_front(struct buf *text, const char *line)
 }
 
 /* Removes the first line containing needle (outside of nothing in particular). */
-static int drop_line(struct buf *text, const char *needle)
+static inline int drop_line(struct buf *text, const char *needle)
 {
 	char *hit = strstr(text->ptr, needle), *start, *end;
 	if (!hit)
@@ -202,21 +202,21 @@ struct step {
 	size_t npaths;
 };
 
-static void touched(struct step *st, const char *rel)
+static inline void touched(struct step *st, const char *rel)
 {
 	if (st->npaths < 4)
 		st->paths[st->npaths++] = xstrdup(rel);
 }
 
-static void edit(const char *root, struct files *f, struct step *st, unsigned counter)
+static inline void edit(const char *root, struct files *f, struct step *st, unsigned counter)
 {
 	struct buf text = BUF_INIT, name = BUF_INIT, rel = BUF_INIT;
 	const char *target = random_note(f), *other = random_note(f);
-	unsigned op = (unsigned)pick(17);
+	unsigned op = (unsigned)pick(20);
 
 	if (!target || !other)
 		op = 6;
-	if (op <= 9 || op == 15)
+	if (op <= 9 || op == 15 || op == 19)
 		read_rel(root, target, &text);
 	switch (op) {
 	case 0: /* body edit */
@@ -362,6 +362,49 @@ static void edit(const char *root, struct files *f, struct step *st, unsigned co
 		}
 		break;
 	}
+	case 17: { /* a note replaced by a folder of the same name, holding a note */
+		st->what = "note becomes folder";
+		buf_addf(&rel, "%s/inside %u.md", target, counter);
+		unlink_rel(root, target);
+		buf_reset(&text);
+		buf_addf(&text, "# Inside\n\nIn a folder named like a note: [[%s]], ![[%s]].\n",
+			 note_name(other, &name), note_name(other, &name));
+		tv_write(root, rel.ptr, text.ptr);
+		touched(st, target);
+		touched(st, rel.ptr);
+		goto out;
+	}
+	case 18: { /* such a folder becomes a note again */
+		size_t i;
+		const char *dir = NULL, *md = NULL;
+		st->what = "folder becomes note";
+		for (i = 0; i < f->n && !dir; i++)
+			if ((md = strstr(f->v[i], ".md/")))
+				dir = f->v[i];
+		if (!dir) {
+			touched(st, target);
+			goto out;
+		}
+		buf_add(&rel, dir, (size_t)(md + 3 - dir));
+		buf_reset(&name);
+		buf_addf(&name, "%s/%s", root, rel.ptr);
+		nftw(name.ptr, tv_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		tv_write(root, rel.ptr, "# Back\n\nA note again, linking [[Future note 1]].\n");
+		touched(st, rel.ptr);
+		goto out;
+	}
+	case 19: { /* deleted and written back before anyone looked; reported with its folder */
+		const char *slash = strrchr(target, '/');
+		st->what = "delete and restore";
+		unlink_rel(root, target);
+		buf_addf(&text, "\nRestored %u.\n", counter);
+		tv_write_len(root, target, text.ptr, text.len);
+		touched(st, target);
+		buf_add(&rel, target, slash ? (size_t)(slash - target) : 0);
+		touched(st, rel.ptr);
+		touched(st, target);
+		goto out;
+	}
 	default: /* an untouched file reported as changed: nothing must move */
 		st->what = "touch";
 		touched(st, target);
@@ -377,7 +420,7 @@ out:
 
 /* ---- comparing ------------------------------------------------------------ */
 
-static int same_page(const struct page *a, const struct page *b)
+static inline int same_page(const struct page *a, const struct page *b)
 {
 	if (a->kind != b->kind || strcmp(a->content_type, b->content_type) != 0)
 		return 0;
@@ -392,7 +435,7 @@ static int same_page(const struct page *a, const struct page *b)
 	return 1;
 }
 
-static void show_difference(const struct page *a, const struct page *b)
+static inline void show_difference(const struct page *a, const struct page *b)
 {
 	size_t i, n = a->body_len < b->body_len ? a->body_len : b->body_len;
 
@@ -422,7 +465,7 @@ static void show_difference(const struct page *a, const struct page *b)
 }
 
 /* The pages of two hosts (either may be NULL), named for messages. */
-static size_t compare_host(const char *name, const struct snapshot_host *a,
+static inline size_t compare_host(const char *name, const struct snapshot_host *a,
 			   const struct snapshot_host *b)
 {
 	const struct map empty = MAP_INIT;
@@ -460,7 +503,7 @@ static size_t compare_host(const char *name, const struct snapshot_host *a,
 }
 
 /* Every host's pre-rendered pages, both ways. */
-static size_t compare_hosts(const struct snapshot *inc, const struct snapshot *full)
+static inline size_t compare_hosts(const struct snapshot *inc, const struct snapshot *full)
 {
 	const struct map empty = MAP_INIT;
 	const struct map *hi = inc->hosts ? &inc->hosts->by_name : &empty;
@@ -493,7 +536,7 @@ static size_t compare_hosts(const struct snapshot *inc, const struct snapshot *f
 }
 
 /* Returns the number of differing pages (printing the first few). */
-static size_t compare(const struct snapshot *inc, const struct snapshot *full)
+static inline size_t compare(const struct snapshot *inc, const struct snapshot *full)
 {
 	size_t i = 0, diffs = 0;
 	const char *key;

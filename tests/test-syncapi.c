@@ -567,6 +567,19 @@ static void test_put(void)
 	CHECK(put("index.md/child.md", NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 409);
 	th_resp_free(&r);
+	/* an empty folder is no obstacle: the file takes its place */
+	{
+		char *d = disk_path("emptied.md");
+		CHECK(mkdir(d, 0755) == 0);
+		CHECK(put("emptied.md", NULL, "# Was a folder\n", 16, &r) == 0);
+		CHECK_INT(r.status, 201);
+		v = th_json_u64(r.body.ptr, "version");
+		th_resp_free(&r);
+		CHECK(read_back("emptied.md", &b) == 0 && strcmp(b.ptr, "# Was a folder\n") == 0);
+		CHECK_INT(wait_for(v), 200);
+		CHECK_INT(page("/emptied", &b), 200);
+		free(d);
+	}
 	buf_release(&b);
 	buf_release(&s);
 }

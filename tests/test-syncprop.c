@@ -110,6 +110,18 @@ static long long send_path(const char *rel)
 	return v;
 }
 
+static int file_exists(const char *rel)
+{
+	struct buf full = BUF_INIT;
+	struct stat st;
+	int yes;
+
+	buf_addf(&full, "%s/%s", mirror, rel);
+	yes = stat(full.ptr, &st) == 0 && S_ISREG(st.st_mode);
+	buf_release(&full);
+	return yes;
+}
+
 static long long send_step(const struct step *st, const struct files *before)
 {
 	long long v = 0, w;
@@ -144,7 +156,8 @@ static long long send_step(const struct step *st, const struct files *before)
 					v = w;
 			}
 		}
-		if (!folder && (w = send_path(p)) > v)
+		/* not a folder, or a folder that a file of the same name replaced */
+		if ((!folder || file_exists(p)) && (w = send_path(p)) > v)
 			v = w;
 	}
 	return v;
