@@ -7,6 +7,7 @@
 #include "yml.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -127,21 +128,6 @@ static void set_list(struct strlist *l, const struct yml_node *v, const char *ke
 	}
 }
 
-static void set_bool(int *dst, const struct yml_node *v, const char *key, const char *path,
-		     struct diag_list *diags)
-{
-	int b = yml_bool(v);
-
-	if (yml_is_null(v))
-		return;
-	if (b < 0) {
-		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, v->line, "frontmatter '%s' must be true or false",
-			 key);
-		return;
-	}
-	*dst = b;
-}
-
 static void set_date(char **dst, const struct yml_node *v, const char *key, const char *path,
 		     struct diag_list *diags)
 {
@@ -187,10 +173,6 @@ static void read_frontmatter(struct note *n, const struct yml_node *root, struct
 		set_date(&n->created, v, "created", path, diags);
 	if ((v = yml_get(root, "updated")))
 		set_date(&n->updated, v, "updated", path, diags);
-	if ((v = yml_get(root, "draft")))
-		set_bool(&n->draft, v, "draft", path, diags);
-	if ((v = yml_get(root, "publish")))
-		set_bool(&n->publish, v, "publish", path, diags);
 	if ((v = yml_get(root, "slug")))
 		set_string(&n->slug, v, "slug", path, diags);
 	if ((v = yml_get(root, "cssclasses")))
@@ -208,6 +190,143 @@ static void read_frontmatter(struct note *n, const struct yml_node *root, struct
 	if (n->slug && !n->slug[0]) {
 		free(n->slug);
 		n->slug = NULL;
+	}
+}
+
+/*
+ * The keys that hide a note: draft and publish. They fail closed. A note
+ * is hidden when one of them says so, and also when the author plainly
+ * meant to say something and quire cannot be sure what: a value that is
+ * not a plain YAML boolean ("true" in quotes, 1, y, a list, nothing), the
+ * key given twice (libyaml keeps both; which one wins is a guess), or a
+ * top-level line naming the key that YAML did not read as that key
+ * ("draft:true" is a plain string). Each is an error naming the line. Keys
+ * are matched without regard to case ("Draft" is draft, with a warning).
+ */
+struct hiding_key {
+	const char *name;
+	int hide_value;   /* the boolean value that hides the note */
+};
+
+static const struct hiding_key hiding_keys[] = { { "draft", 1 }, { "publish", 0 } };
+
+/* Top-level lines of yaml (first line numbered first_line) naming key before a ':'. */
+static int key_lines(const char *yaml, size_t len, int first_line, const char *key, int *line)
+{
+	const char *p = yaml, *end = yaml + len, *next;
+	size_t klen = strlen(key);
+	int n = 0, at = first_line;
+
+	for (; p < end; p = next, at++) {
+		size_t l = line_len(p, end, &next), i = 0;
+		if (l && (p[0] == '"' || p[0] == '\''))
+			i = 1;
+		if (i + klen > l || strncasecmp(p + i, key, klen) != 0)
+			continue;
+		i += klen;
+		if (i < l && (p[i] == '"' || p[i] == '\''))
+			i++;
+		while (i < l && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		if (i < l && p[i] == ':') {
+			if (!n++)
+				*line = at;
+		}
+	}
+	return n;
+}
+
+static int is_plain_bool(const struct yml_node *v, int *out)
+{
+	static const char *const spell[] = { "false", "False", "FALSE", "true", "True", "TRUE" };
+	size_t i;
+
+	if (v->type != YML_SCALAR || v->quoted)
+		return 0;
+	for (i = 0; i < 6; i++) {
+		if (strcmp(v->value, spell[i]) == 0) {
+			*out = i >= 3;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* How a value was written, for a message: "\"true\" (in quotes)", "a list"... */
+static void describe(const struct yml_node *v, char *out, size_t size)
+{
+	if (v->type == YML_SEQ)
+		snprintf(out, size, "a list");
+	else if (v->type == YML_MAP)
+		snprintf(out, size, "a map");
+	else if (!v->value[0] || yml_is_null(v))
+		snprintf(out, size, "empty");
+	else
+		snprintf(out, size, "%s%.40s%s", v->quoted ? "\"" : "'", v->value,
+			 v->quoted ? "\" (in quotes)" : "'");
+}
+
+/* Returns 1 when the note must be hidden because of key k (reported), else sets *dst. */
+static int read_hiding_key(struct note *n, const struct hiding_key *k, int *dst,
+			   const struct yml_node *root, const char *yaml, size_t len,
+			   int first_line, struct diag_list *diags)
+{
+	const struct yml_node *key = NULL, *val = NULL;
+	size_t i, found = 0;
+	int lines, line = 0, b;
+	char how[64];
+
+	for (i = 0; root && root->type == YML_MAP && i + 1 < root->nitems; i += 2) {
+		const struct yml_node *ki = root->items[i];
+		if (ki->type != YML_SCALAR || strcasecmp(ki->value, k->name) != 0)
+			continue;
+		if (found++ == 0) {
+			key = ki;
+			val = root->items[i + 1];
+		} else {
+			diag_addk(diags, DIAG_PARSE, DIAG_ERROR, n->path, ki->line,
+				  "frontmatter '%s' is given again (first on line %d); the note is "
+				  "kept private",
+				  k->name, key->line);
+			return 1;
+		}
+	}
+	lines = key_lines(yaml, len, first_line, k->name, &line);
+	if ((size_t)lines > found) {
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, n->path, line,
+			  "frontmatter '%s' could not be read (write it as '%s: true' or '%s: "
+			  "false'); the note is kept private",
+			  k->name, k->name, k->name);
+		return 1;
+	}
+	if (!key)
+		return 0;
+	if (strcmp(key->value, k->name) != 0)
+		diag_addk(diags, DIAG_PARSE, DIAG_WARNING, n->path, key->line,
+			  "frontmatter '%s' is read as '%s'", key->value, k->name);
+	if (!is_plain_bool(val, &b)) {
+		describe(val, how, sizeof(how));
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, n->path, val->line,
+			  "frontmatter '%s' must be true or false, not %s; the note is kept private",
+			  k->name, how);
+		return 1;
+	}
+	*dst = b;
+	return 0;
+}
+
+/* Sets draft and publish from the frontmatter (yaml: its text), failing closed. */
+static void read_visibility(struct note *n, const struct yml_node *root, const char *yaml,
+			    size_t len, int first_line, struct diag_list *diags)
+{
+	int hide = 0;
+
+	hide |= read_hiding_key(n, &hiding_keys[0], &n->draft, root, yaml, len, first_line, diags);
+	hide |= read_hiding_key(n, &hiding_keys[1], &n->publish, root, yaml, len, first_line,
+				diags);
+	if (hide) {
+		n->draft = hiding_keys[0].hide_value;
+		n->publish = hiding_keys[1].hide_value;
 	}
 }
 
@@ -231,7 +350,8 @@ static int contains(const char *hay, size_t len, const char *needle)
 
 static int is_publish_key(const char *p, size_t k)
 {
-	return (k == 7 && strncmp(p, "publish", 7) == 0) || (k == 5 && strncmp(p, "draft", 5) == 0);
+	return (k == 7 && strncasecmp(p, "publish", 7) == 0) ||
+	       (k == 5 && strncasecmp(p, "draft", 5) == 0);
 }
 
 static struct yml_node *recover(const char *path, const char *yaml, size_t len, const char *why,
@@ -240,7 +360,9 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 	struct buf kept = BUF_INIT, lost = BUF_INIT, err = BUF_INIT;
 	const char *end = yaml + len;
 	struct yml_node *root = NULL;
-	int drop[8], ndrop = 0, err_line = why_line, attempt, last_kept = 0;
+	int drop[8], ndrop = 0, err_line = why_line, attempt, last_kept = 0, key_line = 0;
+	const char *key_text = NULL;
+	size_t key_len = 0;
 
 	/* each failed attempt drops the line it failed on, up to eight lines */
 	for (attempt = 0; attempt < 8 && !root; attempt++) {
@@ -259,6 +381,7 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 		buf_reset(&kept);
 		buf_reset(&lost);
 		*keep_private = 0;
+		key_line = 0;
 		for (p = yaml; p < end; p = next, line++) {
 			size_t l = line_len(p, end, &next), k = 0;
 			int dropped = 0;
@@ -277,7 +400,12 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 				if (line <= err_line || !last_kept)
 					last_kept = line;
 			} else {
-				*keep_private |= is_publish_key(p, k);
+				if (is_publish_key(p, k) && !*keep_private) {
+					*keep_private = 1;
+					key_line = line;
+					key_text = p;
+					key_len = l;
+				}
 				if (lost.len)
 					buf_adds(&lost, ", ");
 				buf_addf(&lost, "'%.*s'", (int)k, p);
@@ -289,7 +417,12 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 	}
 	if (!root)
 		*keep_private |= contains(yaml, len, "publish") || contains(yaml, len, "draft");
-	if (*keep_private)
+	if (*keep_private && key_line)
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, key_line,
+			  "invalid frontmatter (%s, line %d): '%.*s' could not be read; the note is "
+			  "kept private",
+			  why, why_line, (int)(key_len > 60 ? 60 : key_len), key_text);
+	else if (*keep_private)
 		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, why_line,
 			 "invalid frontmatter: %s; 'publish' or 'draft' could not be read, so the "
 			 "note is kept private",
@@ -347,7 +480,9 @@ void note_parse(struct note *n, const char *path, const char *src, size_t len, t
 					root = recover(path, yaml, (size_t)(p - yaml), err.ptr, err_line,
 						       &keep_private, diags);
 				read_frontmatter(n, root, diags);
-				if (keep_private) {
+				if (!keep_private)
+					read_visibility(n, root, yaml, (size_t)(p - yaml), 2, diags);
+				else {
 					n->draft = 1;
 					n->publish = 0;
 				}

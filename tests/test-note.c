@@ -199,11 +199,90 @@ static void test_publish_rules(void)
 	CHECK(note_is_published(&n, 0));
 	CHECK(!note_is_published(&n, 1));
 	note_release(&n);
-	parse(&n, &d, "a.md", "---\npublish: yes\n---\n");
+	parse(&n, &d, "a.md", "---\npublish: True\ndraft: FALSE\n---\n");
 	CHECK(note_is_published(&n, 1));
 	note_release(&n);
 	parse(&n, &d, "a.md", "---\npublish: \"true\"\n---\n");
 	CHECK_INT(d.nerrors, 1); /* a quoted string is not a boolean */
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+/*
+ * draft and publish fail closed: whatever the author wrote that is not a
+ * plain true or false keeps the note private, with an error naming the
+ * file, the line and the value.
+ */
+static void test_hiding_keys_fail_closed(void)
+{
+	static const struct {
+		const char *src;
+		int line;           /* of the error; 0: a warning only, and the note is hidden */
+		const char *says;   /* in the message */
+	} hidden[] = {
+		{ "---\ndraft: \"true\"\n---\n", 2, "\"true\" (in quotes)" },
+		{ "---\ndraft: 'true'\n---\n", 2, "\"true\" (in quotes)" },
+		{ "---\ndraft: 1\n---\n", 2, "'1'" },
+		{ "---\ndraft: y\n---\n", 2, "'y'" },
+		{ "---\ndraft: yes\n---\n", 2, "'yes'" },
+		{ "---\ndraft: [true]\n---\n", 2, "a list" },
+		{ "---\ntitle: x\ndraft:\n---\n", 3, "empty" },
+		{ "---\npublish: \"false\"\n---\n", 2, "\"false\" (in quotes)" },
+		{ "---\npublish: 0\n---\n", 2, "'0'" },
+		{ "---\npublish: n\n---\n", 2, "'n'" },
+		{ "---\ntitle: t\npublish: true\npublish: false\n---\n", 4, "given again" },
+		{ "---\ndraft: false\nDraft: true\n---\n", 3, "given again" },
+		{ "---\ndraft:true\n---\n", 2, "could not be read" },
+		{ "---\ntitle: t\ndraft:true\n---\n", 3, "could not be read" },
+		{ "---\ntitle: t\nPUBLISH:false\ntags: [a]\n---\n", 3, "could not be read" },
+		{ "---\nDraft: true\n---\n", 0, "read as 'draft'" },
+		{ "---\nDRAFT: true\n---\n", 0, "read as 'draft'" },
+		{ "---\nPublish: false\n---\n", 0, "read as 'publish'" },
+	};
+	struct diag_list d;
+	struct note n;
+	size_t i, k;
+
+	for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		int found = 0;
+		diag_list_init(&d);
+		parse(&n, &d, "dir/private.md", hidden[i].src);
+		if (note_is_published(&n, 0) || note_is_published(&n, 1)) {
+			fprintf(stderr, "  published: %s", hidden[i].src);
+			CHECK(0);
+		}
+		if (hidden[i].line ? d.nerrors < 1 : d.nerrors != 0) {
+			fprintf(stderr, "  %zu errors for: %s", d.nerrors, hidden[i].src);
+			for (k = 0; k < d.n; k++)
+				fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
+			CHECK(0);
+		}
+		for (k = 0; k < d.n; k++) {
+			const struct diag *x = &d.items[k];
+			if (strstr(x->msg, hidden[i].says) && strcmp(x->path, "dir/private.md") == 0 &&
+			    (!hidden[i].line || (x->line == hidden[i].line && x->level == DIAG_ERROR)))
+				found = 1;
+		}
+		if (!found) {
+			fprintf(stderr, "  no diagnostic with \"%s\" for: %s", hidden[i].says,
+				hidden[i].src);
+			for (k = 0; k < d.n; k++)
+				fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
+			CHECK(0);
+		}
+		note_release(&n);
+		diag_list_release(&d);
+	}
+
+	/* what still publishes: plain booleans, and words that only look like the keys */
+	diag_list_init(&d);
+	parse(&n, &d, "a.md", "---\ndraft: false\npublish: true\ndrafts: [x]\npublished: 2024\n---\n");
+	CHECK(note_is_published(&n, 1));
+	CHECK_INT(d.n, 0);
+	note_release(&n);
+	parse(&n, &d, "a.md", "---\ntitle: 'draft: true'\nnotes: |\n  draft: true\n---\n");
+	CHECK(note_is_published(&n, 0));
+	CHECK_INT(d.n, 0);
 	note_release(&n);
 	diag_list_release(&d);
 }
@@ -289,6 +368,7 @@ int main(void)
 	RUN(test_malformed);
 	RUN(test_recovery);
 	RUN(test_publish_rules);
+	RUN(test_hiding_keys_fail_closed);
 	RUN(test_config);
 	return test_done();
 }
