@@ -193,6 +193,45 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 					 "feed_items must be a number from 1 to 10000");
 			else
 				cfg->feed_items = (int)n;
+		} else if (strcmp(key, "max_embeds") == 0) {
+			char *end = NULL;
+			long n = v->type == YML_SCALAR ? strtol(v->value, &end, 10) : -1;
+			if (!end || *end || n < 1 || n > 1000000)
+				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+					 "max_embeds must be a number from 1 to 1000000");
+			else
+				cfg->max_embeds = (int)n;
+		} else if (strcmp(key, "max_embed_size") == 0) {
+			size_t n = 0;
+			if (v->type != YML_SCALAR || config_parse_size(v->value, &n) < 0 ||
+			    n < 1024 || n > (1 << 30))
+				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+					 "max_embed_size must be a size from 1K to 1G (like 4M)");
+			else
+				cfg->max_embed_bytes = n;
+		} else if (strcmp(key, "csp") == 0) {
+			if ((s = scalar(v, key, diags))) {
+				if (strpbrk(s, "\r\n")) {
+					diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+						 "csp must be one line");
+					free(s);
+				} else {
+					free(cfg->csp);
+					cfg->csp = s;
+				}
+			}
+		} else if (strcmp(key, "frame_src") == 0) {
+			if ((s = scalar(v, key, diags))) {
+				if (strpbrk(s, "\r\n;,")) {
+					diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+						 "frame_src must be CSP sources on one line, like "
+						 "'https://www.youtube.com https://player.vimeo.com'");
+					free(s);
+				} else {
+					free(cfg->frame_src);
+					cfg->frame_src = s;
+				}
+			}
 		} else if (strcmp(key, "robots") == 0) {
 			if ((s = scalar(v, key, diags))) {
 				free(cfg->robots);
@@ -203,10 +242,34 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 		} else {
 			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
 				 "unknown setting '%s' (known: title, base_url, language, publish, "
-				 "ignore, feed_items, robots, hosts)",
+				 "ignore, feed_items, max_embeds, max_embed_size, csp, frame_src, "
+				 "robots, hosts)",
 				 key);
 		}
 	}
+}
+
+int config_parse_size(const char *s, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10), mult = 1;
+
+	if (end == s || s[0] == '-')
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		mult = 1024ULL;
+	else if (*end == 'm' || *end == 'M')
+		mult = 1024ULL * 1024;
+	else if (*end == 'g' || *end == 'G')
+		mult = 1024ULL * 1024 * 1024;
+	else if (*end)
+		return -1;
+	if (*end && end[1])
+		return -1;
+	if (v == 0 || v > (1ULL << 40) / mult)
+		return -1;
+	*out = (size_t)(v * mult);
+	return 0;
 }
 
 int config_load(struct config *cfg, const char *vault, struct diag_list *diags)
@@ -221,6 +284,9 @@ int config_load(struct config *cfg, const char *vault, struct diag_list *diags)
 	cfg->url_prefix = xstrdup("");
 	cfg->language = xstrdup("en");
 	cfg->feed_items = 50;
+	cfg->max_embeds = 1000;
+	cfg->max_embed_bytes = 4 << 20;
+	cfg->frame_src = xstrdup("https:");
 
 	buf_addf(&path, "%s/%s", vault, FILE_NAME);
 	if (read_file(path.ptr, &src) < 0) {
@@ -257,6 +323,8 @@ void config_release(struct config *cfg)
 		free(cfg->ignore[i]);
 	free(cfg->ignore);
 	free(cfg->robots);
+	free(cfg->csp);
+	free(cfg->frame_src);
 	for (i = 0; i < cfg->nhosts; i++) {
 		free(cfg->hosts[i].name);
 		free(cfg->hosts[i].title);

@@ -42,6 +42,10 @@ struct config {
 	size_t nignore;
 	int feed_items;    /* default 50 */
 	char *robots;      /* robots.txt body, or NULL for the default */
+	int max_embeds;    /* notes one page may embed, nested ones included (default 1000) */
+	size_t max_embed_bytes; /* of HTML embedded into one page (default 4 MiB) */
+	char *csp;         /* Content-Security-Policy to send instead of quire's, "" for none, or NULL */
+	char *frame_src;   /* CSP frame-src in quire's policy (default "https:") */
 	struct config_host *hosts;
 	size_t nhosts;
 };
@@ -56,6 +60,9 @@ int config_load(struct config *cfg, const char *vault, struct diag_list *diags);
 
 /* Sets base_url and url_prefix from an absolute URL; returns -1 if it is not http(s). */
 int config_set_base_url(struct config *cfg, const char *url);
+
+/* "1048576", "512K", "64M", "1G" -> bytes in *out: 0, or -1 when s is no such size. */
+int config_parse_size(const char *s, size_t *out);
 
 void config_release(struct config *cfg);
 

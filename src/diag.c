@@ -9,6 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The indices of one path's diagnostics in the list's items. */
+struct diag_path {
+	char *path;   /* the map's key */
+	size_t *at;
+	size_t n, alloc;
+};
+
 void diag_list_init(struct diag_list *l)
 {
 	memset(l, 0, sizeof(*l));
@@ -21,6 +28,20 @@ static void diag_release(struct diag *d)
 	free(d->msg);
 }
 
+static void paths_release(struct map *m)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(m, &i, NULL, NULL, &v)) {
+		struct diag_path *p = v;
+		free(p->path);
+		free(p->at);
+		free(p);
+	}
+	map_release(m);
+}
+
 void diag_list_release(struct diag_list *l)
 {
 	size_t i;
@@ -30,27 +51,78 @@ void diag_list_release(struct diag_list *l)
 	for (i = 0; i < l->n; i++)
 		diag_release(&l->items[i]);
 	free(l->items);
+	paths_release(&l->by_path);
 	pthread_mutex_destroy(&l->lock);
 	memset(l, 0, sizeof(*l));
 }
 
+/* Records that items[i] is about its path. */
+static void index_item(struct diag_list *l, size_t i)
+{
+	struct diag *d = &l->items[i];
+	struct diag_path *p = map_gets(&l->by_path, d->path);
+
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		p->path = xstrdup(d->path);
+		map_put(&l->by_path, p->path, strlen(p->path), p);
+	}
+	ALLOC_GROW(p->at, p->n + 1, p->alloc);
+	d->slot = p->n;
+	p->at[p->n++] = i;
+}
+
+/* Drops items[i]: the last item takes its place, and both indexes follow. */
+static void remove_item(struct diag_list *l, size_t i)
+{
+	struct diag *d = &l->items[i];
+	struct diag_path *p = map_gets(&l->by_path, d->path);
+	size_t last = l->n - 1;
+
+	if (d->level == DIAG_ERROR)
+		l->nerrors--;
+	else
+		l->nwarnings--;
+	p->at[d->slot] = p->at[p->n - 1];
+	l->items[p->at[d->slot]].slot = d->slot;
+	if (--p->n == 0) {
+		map_remove(&l->by_path, p->path, strlen(p->path));
+		free(p->path);
+		free(p->at);
+		free(p);
+	}
+	diag_release(d);
+	if (i != last) {
+		struct diag_path *q;
+		l->items[i] = l->items[last];
+		q = map_gets(&l->by_path, l->items[i].path);
+		q->at[l->items[i].slot] = i;
+	}
+	l->n--;
+}
+
 void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind)
 {
-	size_t i, j = 0;
+	size_t i;
 
 	pthread_mutex_lock(&l->lock);
-	for (i = 0; i < l->n; i++) {
-		if (l->items[i].kind == kind && (!path || strcmp(l->items[i].path, path) == 0)) {
-			if (l->items[i].level == DIAG_ERROR)
-				l->nerrors--;
-			else
-				l->nwarnings--;
-			diag_release(&l->items[i]);
-		} else {
-			l->items[j++] = l->items[i];
+	if (path) {
+		struct diag_path *p = map_gets(&l->by_path, path);
+		/* from the last slot down: a removal moves the last slot, already seen */
+		for (i = p ? p->n : 0; i-- > 0;) {
+			size_t at = p->at[i];
+			int emptied = p->n == 1;
+			if (l->items[at].kind != kind)
+				continue;
+			remove_item(l, at);
+			if (emptied)
+				break; /* p is freed */
 		}
+	} else {
+		for (i = l->n; i-- > 0;)
+			if (l->items[i].kind == kind)
+				remove_item(l, i);
 	}
-	l->n = j;
 	pthread_mutex_unlock(&l->lock);
 }
 
@@ -72,6 +144,7 @@ static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level,
 	d->path = xstrdup(path);
 	d->line = line;
 	d->msg = buf_detach(&msg, NULL);
+	index_item(l, l->n - 1);
 	if (level == DIAG_ERROR)
 		l->nerrors++;
 	else
@@ -113,6 +186,14 @@ static int cmp(const void *a, const void *b)
 
 void diag_sort(struct diag_list *l)
 {
-	if (l->n)
-		qsort(l->items, l->n, sizeof(*l->items), cmp);
+	size_t i = 0;
+	void *v;
+
+	if (!l->n)
+		return;
+	qsort(l->items, l->n, sizeof(*l->items), cmp);
+	while (map_next(&l->by_path, &i, NULL, NULL, &v))
+		((struct diag_path *)v)->n = 0;
+	for (i = 0; i < l->n; i++)
+		index_item(l, i);
 }

@@ -12,6 +12,8 @@
 #include <pthread.h>
 #include <stddef.h>
 
+#include "map.h"
+
 enum diag_level { DIAG_WARNING, DIAG_ERROR };
 
 /* What produced a diagnostic, so that redoing that step can drop its old ones. */
@@ -30,13 +32,21 @@ struct diag {
 	char *path;   /* vault-relative path, or "quire.yml" */
 	int line;     /* 1-based, 0 when unknown */
 	char *msg;
+	size_t slot;  /* where its index is in its path's list (see diag_list.by_path) */
 };
 
+/*
+ * The diagnostics in one array, in no particular order (diag_sort() sorts
+ * them), and an index by path, so that forgetting one note's costs in
+ * proportion to that note's diagnostics, not to the vault's: a vault
+ * with 40,000 broken links would otherwise make every edit pay for all.
+ */
 struct diag_list {
 	pthread_mutex_t lock; /* loader threads add concurrently */
 	struct diag *items;
 	size_t n, alloc;
 	size_t nerrors, nwarnings;
+	struct map by_path;   /* path -> its items' indices */
 };
 
 void diag_list_init(struct diag_list *l);

@@ -89,6 +89,7 @@ void render_note_release(struct site_note *n)
 	md_result_release(&n->md);
 	free(n->refs);
 	n->refs = NULL;
+	map_release(&n->ref_kinds);
 	page_unref(f->page);
 	free(f->pieces);
 	free(f->next);
@@ -226,15 +227,52 @@ static void add_piece(struct buf *out, const struct site_note *n, size_t pos, si
 }
 
 /*
+ * What one page may still take in by embedding: a page's size must not
+ * be the product of its notes' embeds (four notes of 200 embeds each
+ * would make a page of gigabytes from 8 KB of Markdown). An embed that
+ * would go past either bound is left out with a marker where it stood;
+ * the first one is reported against the page's note.
+ */
+struct budget {
+	int embeds;       /* embeds left */
+	size_t bytes;     /* embedded bytes left */
+	int refused;      /* embeds left out so far */
+};
+
+static int over_budget(struct site *s, struct budget *b, const struct site_note *top,
+		       const struct site_note *t, size_t bytes, int depth, int line,
+		       struct buf *out)
+{
+	if (b->embeds > 0 && bytes <= b->bytes) {
+		b->embeds--;
+		b->bytes -= bytes;
+		return 0;
+	}
+	/* a marker for each of the page's own embeds, one for all the nested ones */
+	if (depth == 0 || !b->refused) {
+		buf_adds(out, "<p class=\"embed-limit\">Not embedded: ");
+		buf_adds_html(out, t->note.title);
+		buf_adds(out, " (this page already embeds as much as one page may).</p>");
+	}
+	if (!b->refused)
+		diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, top->note.path, line,
+			  "this page embeds more than max_embeds (%d) notes or max_embed_size "
+			  "(%zu bytes) of them; %s and the embeds after it are left out",
+			  s->cfg.max_embeds, s->cfg.max_embed_bytes, t->note.path);
+	b->refused++;
+	return 1;
+}
+
+/*
  * Appends n's HTML from start to end with its embeds spliced in (depth
  * levels already followed, chain the notes above it, line the line of the
- * first note's embed that led here). An embed cycle is reported when the
- * chain returns to its first note. At depth 0, pieces gets where each run
- * of n's own fragment went in out.
+ * first note's embed that led here), within budget. An embed cycle is
+ * reported when the chain returns to its first note. At depth 0, pieces
+ * gets where each run of n's own fragment went in out.
  */
 static void compose(struct site *s, const struct site_note *n, size_t start, size_t end,
 		    struct buf *out, const struct site_note **chain, int depth, int line,
-		    struct pieces *pieces)
+		    struct pieces *pieces, struct budget *budget)
 {
 	const struct md_result *md = &n->md;
 	size_t pos = start, k;
@@ -283,7 +321,10 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 					  t->note.path);
 			continue;
 		}
-		compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line, NULL);
+		if (over_budget(s, budget, chain[0], t, te - ts, depth, depth ? line : ref->line,
+				out))
+			continue;
+		compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line, NULL, budget);
 	}
 	add_piece(out, n, pos, end, pieces);
 }
@@ -301,8 +342,10 @@ void render_note_page(struct site *s, struct site_note *n)
 	struct page *p;
 	char *bytes;
 
+	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0 };
+
 	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
-	compose(s, n, 0, n->frag.len, &body, chain, 0, 0, &pieces);
+	compose(s, n, 0, n->frag.len, &body, chain, 0, 0, &pieces, &budget);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
 	for (k = 0; k < n->md.nheadings; k++) {

@@ -74,33 +74,6 @@ static int parse_int(const char *s, const char *flag, int min, int max, int *out
 	return 0;
 }
 
-/* "1048576", "512K", "64M", "1G" -> bytes. */
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10), mult = 1;
-
-	if (end == s || s[0] == '-')
-		goto bad;
-	if (*end == 'k' || *end == 'K')
-		mult = 1024ULL;
-	else if (*end == 'm' || *end == 'M')
-		mult = 1024ULL * 1024;
-	else if (*end == 'g' || *end == 'G')
-		mult = 1024ULL * 1024 * 1024;
-	else if (*end)
-		goto bad;
-	if (*end && end[1])
-		goto bad;
-	if (v == 0 || v > (1ULL << 40) / mult)
-		goto bad;
-	*out = (size_t)(v * mult);
-	return 0;
-bad:
-	fprintf(stderr, "quire serve: --max-upload takes a size such as 1048576, 512K or 64M, got '%s'\n",
-		s);
-	return -1;
-}
 
 /*
  * The token: the first line of file (trailing whitespace dropped), else
@@ -204,8 +177,11 @@ int serve_main(int argc, char **argv)
 				return 2;
 			break;
 		case 'u':
-			if (parse_size(optarg, &max_upload) < 0)
+			if (config_parse_size(optarg, &max_upload) < 0) {
+				fprintf(stderr, "quire serve: --max-upload takes a size such as "
+						"1048576, 512K or 64M, got '%s'\n", optarg);
 				return 2;
+			}
 			break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default: fputs(serve_usage, stderr); return 2;

@@ -391,39 +391,51 @@ static void withdraw(struct site *s, struct work *w, struct site_note *n)
 	render_note_release(n);
 }
 
+/*
+ * A note with more references than this keeps a map from target to the
+ * kinds of its references (ref_kinds), so that finding the notes that
+ * reference a target costs one lookup per mentioning note, not a pass
+ * over all its references: otherwise a note linking to every note of the
+ * vault makes a load quadratic.
+ */
+#define REF_SCAN_MAX 32
+
 /* Gives what a freshly rendered note points at to the others. */
 static void contribute(struct site *s, struct work *w, struct site_note *n)
 {
-	size_t k, j;
+	struct map named = MAP_INIT;  /* the names mentioned so far */
+	struct map linked = MAP_INIT; /* the notes given a backlink so far */
+	size_t k, amentions = n->nmentions;
 
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct md_ref *ref = &n->md.refs[k];
 		const struct site_ref *r = &n->refs[k];
 		char *key;
-		int dup = 0;
 
 		if (ref->target[0]) {
 			key = resolve_name_key(ref->target);
-			for (j = 0; j < n->nmentions && !dup; j++)
-				dup = strcmp(n->mentions[j], key) == 0;
-			if (dup) {
+			if (map_gets(&named, key)) {
 				free(key);
 			} else {
 				mention_add(s, key, n);
-				n->mentions = xrealloc(n->mentions,
-						       (n->nmentions + 1) * sizeof(*n->mentions));
+				ALLOC_GROW(n->mentions, n->nmentions + 1, amentions);
 				n->mentions[n->nmentions++] = key;
+				map_put(&named, key, strlen(key), key);
 			}
 		}
-		if (r->kind == MD_TARGET_NOTE && ref->kind == MD_REF_LINK && r->target != n) {
+		/*
+		 * n is in no backlink list yet (withdraw() took it out of all),
+		 * so only its own earlier links to t can have put it there: a
+		 * lookup among those, not a pass over t's backlinks, which a
+		 * note linked from every other note would make quadratic.
+		 */
+		if (r->kind == MD_TARGET_NOTE && ref->kind == MD_REF_LINK && r->target != n &&
+		    !map_get(&linked, (const char *)&r->target, sizeof(r->target))) {
 			struct site_note *t = r->target;
-			for (j = 0; j < t->nbacklinks && t->backlinks[j] != n; j++)
-				;
-			if (j == t->nbacklinks) {
-				ALLOC_GROW(t->backlinks, t->nbacklinks + 1, t->abacklinks);
-				t->backlinks[t->nbacklinks++] = n;
-				mark_recompose(w, t);
-			}
+			map_put(&linked, (const char *)&r->target, sizeof(r->target), t);
+			ALLOC_GROW(t->backlinks, t->nbacklinks + 1, t->abacklinks);
+			t->backlinks[t->nbacklinks++] = n;
+			mark_recompose(w, t);
 		} else if (r->kind == MD_TARGET_ATTACHMENT) {
 			struct site_file *f = r->target;
 			if (f->refs++ == 0) {
@@ -434,6 +446,22 @@ static void contribute(struct site *s, struct work *w, struct site_note *n)
 			}
 		}
 	}
+	map_release(&named);
+	map_release(&linked);
+	/* what referrers() asks of a note with many references, without a pass over them */
+	if (n->md.nrefs > REF_SCAN_MAX) {
+		for (k = 0; k < n->md.nrefs; k++) {
+			const void *t = n->refs[k].target;
+			uintptr_t kinds;
+			if (!t)
+				continue;
+			kinds = (uintptr_t)map_get(&n->ref_kinds, (const char *)&n->refs[k].target,
+						   sizeof(t));
+			kinds |= (uintptr_t)1 << n->md.refs[k].kind;
+			map_put(&n->ref_kinds, (const char *)&n->refs[k].target, sizeof(t),
+				(void *)kinds);
+		}
+	}
 }
 
 /* The notes whose references name key and resolve to t (kind: MD_REF_LINK, _EMBED, or -1 for both). */
@@ -441,10 +469,18 @@ static void referrers(const struct site *s, const struct site_note *t, int kind,
 		      struct notevec *out)
 {
 	const struct notevec *v = map_get(&s->mentions, t->name_key, strlen(t->name_key));
+	uintptr_t want = kind < 0 ? ~(uintptr_t)0 : (uintptr_t)1 << kind;
 	size_t i, k;
 
 	for (i = 1; v && i < v->n; i++) {
 		struct site_note *x = v->v[i];
+		if (x->md.nrefs > REF_SCAN_MAX) {
+			uintptr_t kinds = (uintptr_t)map_get(&x->ref_kinds, (const char *)&t,
+							     sizeof(t));
+			if (kinds & want)
+				vec_push(out, x);
+			continue;
+		}
 		for (k = 0; k < x->md.nrefs; k++) {
 			if (x->refs[k].target == t && (kind < 0 || (int)x->md.refs[k].kind == kind)) {
 				vec_push(out, x);

@@ -89,6 +89,7 @@ struct site_note {
 	int published;
 	struct md_result md;  /* the rendered fragment (published notes); html only until composed */
 	struct site_ref *refs;/* parallel to md.refs */
+	struct map ref_kinds; /* many refs: target -> (1 << MD_REF_LINK) | (1 << MD_REF_EMBED) */
 	struct site_fragment frag; /* where the fragment's bytes are */
 	struct site_note **backlinks; /* published notes linking here, by title then path */
 	size_t nbacklinks, abacklinks;

@@ -14,6 +14,7 @@
 #include "test.h"
 
 #include <dirent.h>
+#include <time.h>
 
 static struct site *load(const char *dir, int threads)
 {
@@ -441,6 +442,143 @@ static void test_deterministic_across_threads(void)
 	buf_release(&dir);
 }
 
+/*
+ * Embeds multiply: four notes whose lines are 200 x ![[next]] made one
+ * page of 4.39 GB. A page embeds at most max_embeds notes and
+ * max_embed_size bytes of them; the rest are markers, and check warns.
+ */
+static void test_embed_amplification(void)
+{
+	char *root = tv_new();
+	struct buf text = BUF_INIT;
+	const struct page *p;
+	struct snapshot *snap;
+	struct site *s;
+	int i, k;
+
+	for (i = 0; i < 4; i++) {
+		buf_reset(&text);
+		buf_addf(&text, "# Level %d\n\n", i);
+		for (k = 0; k < 200; k++)
+			buf_addf(&text, "![[L%d]]\n", i + 1);
+		buf_addf(&text, "\nText of level %d, padded to be longer than one line. ", i);
+		{
+			char name[16];
+			snprintf(name, sizeof(name), "L%d.md", i);
+			tv_write(root, name, text.ptr);
+		}
+	}
+	tv_write(root, "L4.md", "The bottom.\n");
+	s = load(root, 2);
+	CHECK(s != NULL);
+	snap = site_snapshot(s, NULL);
+	p = snapshot_get(snap, "/l0", 3);
+	CHECK(p != NULL);
+	if (p) {
+		/* the default bound: 1,000 embeds, 4 MiB of them */
+		CHECK(p->body_len < (4u << 20) + 200000);
+		CHECK(memmem(p->body, p->body_len, "class=\"embed-limit\"", 19) != NULL);
+		CHECK(memmem(p->body, p->body_len, "The bottom.", 11) != NULL);
+	}
+	CHECK(has_diag(s, "L0.md", "max_embeds (1000)"));
+	snapshot_unref(snap);
+	site_free(s);
+
+	/* configurable: three embeds per page */
+	tv_write(root, "quire.yml", "max_embeds: 3\nmax_embed_size: 64K\n");
+	tv_write(root, "L0.md", "![[L4]] ![[L4]]\n\n![[L4]]\n\n![[L4]]\n\n![[L4]]\n");
+	s = load(root, 1);
+	snap = site_snapshot(s, NULL);
+	p = snapshot_get(snap, "/l0", 3);
+	CHECK(p != NULL);
+	if (p) {
+		size_t shown = 0, markers = 0;
+		const char *at = p->body, *end = p->body + p->body_len;
+		while ((at = memmem(at, (size_t)(end - at), "The bottom.", 11)) && ++shown)
+			at++;
+		at = p->body;
+		while ((at = memmem(at, (size_t)(end - at), "embed-limit", 11)) && ++markers)
+			at++;
+		CHECK_INT(shown, 3);
+		CHECK_INT(markers, 2);
+	}
+	CHECK(has_diag(s, "L0.md", "max_embeds (3)"));
+	CHECK(!has_diag(s, "L4.md", "max_embeds"));
+	snapshot_unref(snap);
+	site_free(s);
+
+	/* a bad setting is an error naming it, and the default stays */
+	tv_write(root, "quire.yml", "max_embeds: lots\nmax_embed_size: 12Q\n");
+	s = load(root, 1);
+	CHECK(has_diag(s, "quire.yml", "max_embeds must be"));
+	CHECK(has_diag(s, "quire.yml", "max_embed_size must be"));
+	CHECK_INT(s->cfg.max_embeds, 1000);
+	site_free(s);
+	buf_release(&text);
+	tv_remove(root);
+}
+
+/* CPU seconds of loading root, the least of three tries. */
+static double load_cpu(const char *root)
+{
+	double best = 1e9;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		struct timespec a, b;
+		struct site *s;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
+		s = load(root, 1);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
+		site_free(s);
+		if (b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9 < best)
+			best = b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9;
+	}
+	return best;
+}
+
+/*
+ * Per-link work is linear: one note with n distinct broken links, and a
+ * hub linked from n notes that it links and embeds back, at n and 10 n.
+ * Quadratic work shows as a ratio near 100; linear near 10. The bound is
+ * 30, far from both, so a slow or busy machine does not decide it.
+ */
+static void vault_of_links(const char *root, size_t n)
+{
+	struct buf text = BUF_INIT;
+	char name[32];
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		buf_addf(&text, "[[missing%zu]] ", i);
+	tv_write(root, "broken.md", text.ptr);
+	buf_reset(&text);
+	for (i = 0; i < n / 10; i++)
+		buf_addf(&text, "[[n%zu]] ", i);
+	tv_write(root, "hub.md", text.ptr);
+	for (i = 0; i < n / 10; i++) {
+		snprintf(name, sizeof(name), "n%zu.md", i);
+		tv_write(root, name, "Back to [[hub]].\n");
+	}
+	buf_release(&text);
+}
+
+static void test_links_linear(void)
+{
+	char *small = tv_new(), *big = tv_new();
+	double a, b;
+
+	vault_of_links(small, 4000);
+	vault_of_links(big, 40000);
+	a = load_cpu(small);
+	b = load_cpu(big);
+	fprintf(stderr, "  4,000 links: %.3f s, 40,000 links: %.3f s of CPU (ratio %.1f)\n", a, b,
+		b / a);
+	CHECK(b < 30 * a);
+	tv_remove(small);
+	tv_remove(big);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -452,5 +590,7 @@ int main(void)
 	RUN(test_urls_and_aliases);
 	RUN(test_moves);
 	RUN(test_deterministic_across_threads);
+	RUN(test_embed_amplification);
+	RUN(test_links_linear);
 	return test_done();
 }
