@@ -111,6 +111,8 @@ int host_route_parse(const char *spec, char **host, char **path, const char **wh
 			goto fail;
 		}
 	}
+	if ((*why = vault_url_reserved(b.ptr)))
+		goto fail;
 	*host = buf_detach(&h, NULL);
 	*path = buf_detach(&b, NULL);
 	return 0;
@@ -665,8 +667,8 @@ static size_t parse_routes(struct site *s, const struct site_note *n, struct sit
 		int dup = 0;
 		if (host_route_parse(n->note.routes.v[i], &host, &path, &why) < 0) {
 			if (report)
-				diag_addk(&s->diags, DIAG_ROUTE, DIAG_WARNING, n->note.path,
-					  n->note.routes_line, "route '%s' ignored: %s",
+				diag_addk(&s->diags, DIAG_ROUTE, DIAG_ERROR, n->note.path,
+					  n->note.routes_line, "route '%s' refused: %s",
 					  n->note.routes.v[i], why);
 			continue;
 		}

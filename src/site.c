@@ -781,11 +781,38 @@ static void before_parse(struct site_note *n)
 	n->was_published = n->published;
 }
 
+/*
+ * The URL a published note asks for, before collisions: from its slug or
+ * its path. A slug may not claim one of quire's own URLs (an error; the
+ * note keeps its path's URL); a path that leads to one is served beside it
+ * (a warning naming where).
+ */
+static char *base_url_of(struct site *s, const struct site_note *n)
+{
+	char *url = vault_note_url(n->note.path, n->note.slug), *other;
+	const char *why;
+
+	if (n->note.slug && (why = vault_url_reserved(url))) {
+		diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, n->note.path, 0,
+			  "slug '%s' refused: %s is reserved (%s)", n->note.slug, url, why);
+		free(url);
+		url = vault_note_url(n->note.path, NULL);
+	}
+	if ((why = vault_url_reserved(url))) {
+		other = vault_url_unreserved(url);
+		diag_addk(&s->diags, DIAG_PARSE, DIAG_WARNING, n->note.path, 0,
+			  "URL %s is reserved (%s); this note is served at %s", url, why, other);
+		free(url);
+		url = other;
+	}
+	return url;
+}
+
 /* What a parsed note's new metadata changes for others. */
 static void after_parse(struct site *s, struct work *w, struct site_note *n)
 {
 	int published = note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT);
-	char *base = published ? vault_note_url(n->note.path, n->note.slug) : NULL;
+	char *base = published ? base_url_of(s, n) : NULL;
 
 	if (!n->indexed) {
 		resolver_add(s->resolver, n->note.path, RESOLVE_NOTE, n);
@@ -1043,9 +1070,10 @@ static void find_moves(struct site *s, struct work *w)
 }
 
 /* Alias URLs of a note: each alias as a note name in the note's folder, and its former URLs. */
-static void alias_urls(const struct site *s, const struct site_note *n, char ***out, size_t *nout)
+static void alias_urls(struct site *s, const struct site_note *n, int report, char ***out,
+		       size_t *nout)
 {
-	const char *slash = strrchr(n->note.path, '/');
+	const char *slash = strrchr(n->note.path, '/'), *why;
 	const struct moved *m = map_gets(&s->moved, n->note.path);
 	size_t k;
 
@@ -1066,6 +1094,14 @@ static void alias_urls(const struct site *s, const struct site_note *n, char ***
 		buf_adds(&from, ".md");
 		url = vault_note_url(from.ptr, NULL);
 		buf_release(&from);
+		if ((why = vault_url_reserved(url))) {
+			if (report)
+				diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, n->note.path, 0,
+					  "alias '%s' refused: %s is reserved (%s)",
+					  n->note.aliases.v[k], url, why);
+			free(url);
+			continue;
+		}
 		if (strcmp(url, n->url) == 0) {
 			free(url);
 			continue;
@@ -1120,7 +1156,7 @@ static void update_claims(struct site *s, struct work *w, struct site_note *n)
 	n->aliases = NULL;
 	n->naliases = 0;
 	if (n->published && !n->removed)
-		alias_urls(s, n, &now, &nnow);
+		alias_urls(s, n, 1, &now, &nnow);
 	for (k = 0; k < nnow; k++) {
 		claim(s, now[k], n, 1);
 		key_add(&w->stale_keys, now[k]);

@@ -367,6 +367,63 @@ char *vault_note_url(const char *path, const char *slug)
 	return buf_detach(&url, NULL);
 }
 
+static int seg_is(const char *seg, size_t len, const char *word)
+{
+	return strlen(word) == len && memcmp(seg, word, len) == 0;
+}
+
+const char *vault_url_reserved(const char *url)
+{
+	const char *seg = url[0] == '/' ? url + 1 : url, *end = strchr(seg, '/');
+	size_t len = end ? (size_t)(end - seg) : strlen(seg);
+	const char *last = strrchr(url, '/');
+
+	last = last ? last + 1 : url;
+	for (const char *p = url; p; p = strchr(p + 1, '/'))
+		if (p[0] == '/' && p[1] == '.')
+			return "a segment starting with '.' is never published";
+	if (seg_is(seg, len, "_quire"))
+		return "/_quire/ holds the theme and the explorer";
+	if (seg_is(seg, len, "api"))
+		return "/api/ is quire's API";
+	if (seg_is(seg, len, "healthz") || seg_is(seg, len, "metrics"))
+		return "it is quire's health or metrics endpoint";
+	if (!end && (seg_is(seg, len, "search") || seg_is(seg, len, "robots.txt")))
+		return "it is quire's search page or robots.txt";
+	if (!end && len > 11 && strncmp(seg, "sitemap", 7) == 0 &&
+	    strcmp(seg + len - 4, ".xml") == 0)
+		return "it is a sitemap";
+	if (!end && seg_is(seg, len, "sitemap.xml"))
+		return "it is the sitemap";
+	if (strcmp(last, "rss.xml") == 0 || strcmp(last, "atom.xml") == 0)
+		return "it is a feed";
+	return NULL;
+}
+
+char *vault_url_unreserved(const char *url)
+{
+	struct buf b = BUF_INIT;
+	const char *seg = url[0] == '/' ? url + 1 : url, *end = strchr(seg, '/');
+	size_t len = end ? (size_t)(end - seg) : strlen(seg);
+
+	while (len && seg[0] == '.')
+		seg++, len--; /* ".hidden" -> "hidden-2" */
+	buf_addc(&b, '/');
+	buf_add(&b, seg, len);
+	buf_adds(&b, "-2");
+	if (end)
+		buf_adds(&b, end);
+	if (vault_url_reserved(b.ptr)) {
+		/* a reserved name further down ("/x/rss.xml", "/x/.y"): the note's place is kept */
+		buf_reset(&b);
+		for (const char *p = url; *p; p++)
+			buf_addc(&b, *p == '.' && (p == url || p[-1] == '/') ? '-' : *p);
+		if (vault_url_reserved(b.ptr))
+			buf_adds(&b, "-2");
+	}
+	return buf_detach(&b, NULL);
+}
+
 char *vault_file_url(const char *path)
 {
 	struct buf url = BUF_INIT;

@@ -90,6 +90,21 @@ int append_line_durable(const char *path, const char *line);
  */
 char *vault_note_url(const char *path, const char *slug);
 
+/*
+ * Why the decoded URL path url is quire's own and no note may claim it (as
+ * its URL, a slug, an alias or a route), or NULL when it is free: feeds,
+ * sitemaps, robots.txt, /_quire/, /api/, /healthz, /metrics, /search, and
+ * any segment that starts with '.'. The reason is a static string.
+ */
+const char *vault_url_reserved(const char *url);
+
+/*
+ * A URL for a note whose own URL is reserved: its first segment with "-2"
+ * appended ("/search" -> "/search-2", "/api/x" -> "/api-2/x"), which is
+ * never reserved. The caller frees it.
+ */
+char *vault_url_unreserved(const char *url);
+
 /* One path segment as a URL segment: lowercase, runs of other characters to '-'. */
 void vault_slugify(struct buf *out, const char *seg, size_t len);
 

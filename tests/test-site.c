@@ -579,6 +579,78 @@ static void test_links_linear(void)
 	tv_remove(big);
 }
 
+/*
+ * A slug, alias, route or file name cannot take over what quire serves
+ * itself (robots.txt, feeds, sitemaps, /_quire/, /api/, dot-segments):
+ * slugs, aliases and routes are refused with an error, a path that leads
+ * there is served beside it.
+ */
+static void test_reserved_urls(void)
+{
+	char *v = tv_new(), *out = tv_new();
+	const struct page *p;
+	struct snapshot *snap;
+	struct site *s;
+
+	tv_write(v, "quire.yml", "base_url: https://example.org\n");
+	tv_write(v, "a.md", "---\nslug: /robots.txt\n---\nTAKEOVER robots\n");
+	tv_write(v, "b.md", "---\nslug: /rss.xml\n---\nTAKEOVER rss\n");
+	tv_write(v, "c.md", "---\nslug: /sitemap.xml\n---\nTAKEOVER sitemap\n");
+	tv_write(v, "d.md", "---\nslug: /.quire/x\n---\nTAKEOVER dot\n");
+	tv_write(v, "e.md", "---\naliases: [robots.txt, sitemap-0.xml, fine alias]\n---\nE\n");
+	tv_write(v, "f.md", "---\nroutes: [/api/v1/files/x, /_quire/theme.css, /ok/route]\n---\nF\n");
+	tv_write(v, "search.md", "A note named Search.\n");
+	tv_write(v, "api/guide.md", "API guide.\n");
+	tv_write(v, "tags/x/rss.xml.md", "A note named like a feed.\n");
+	s = load(v, 2);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, NULL);
+	p = snapshot_get(snap, "/robots.txt", 11);
+	CHECK(p && !memmem(p->body, p->body_len, "TAKEOVER", 8) &&
+	      strstr(p->content_type, "text/plain"));
+	p = snapshot_get(snap, "/rss.xml", 8);
+	/* (the feed lists the notes, TAKEOVER included: it must be the feed) */
+	CHECK(p && strncmp(p->body, "<?xml", 5) == 0 && strstr(p->content_type, "rss+xml"));
+	p = snapshot_get(snap, "/sitemap.xml", 12);
+	CHECK(p && strncmp(p->body, "<?xml", 5) == 0 && !memmem(p->body, p->body_len, "<html", 5));
+	CHECK(snapshot_get(snap, "/.quire/x", 9) == NULL);
+	/* refused slugs: each note keeps the URL of its path */
+	CHECK(snapshot_get(snap, "/a", 2) && snapshot_get(snap, "/d", 2));
+	CHECK(has_diag(s, "a.md", "slug '/robots.txt' refused"));
+	CHECK(has_diag(s, "b.md", "slug '/rss.xml' refused"));
+	CHECK(has_diag(s, "d.md", "slug '/.quire/x' refused"));
+	CHECK(has_diag(s, "e.md", "alias 'robots.txt' refused"));
+	CHECK(has_diag(s, "e.md", "alias 'sitemap-0.xml' refused"));
+	CHECK(snapshot_get(snap, "/fine-alias", 11) != NULL);
+	CHECK(has_diag(s, "f.md", "route '/api/v1/files/x' refused"));
+	CHECK(has_diag(s, "f.md", "route '/_quire/theme.css' refused"));
+	CHECK(!has_diag(s, "f.md", "'/ok/route'"));
+	/* paths that lead to reserved URLs are served beside them, with a warning */
+	CHECK(snapshot_get(snap, "/search", 7) == NULL);
+	CHECK(snapshot_get(snap, "/search-2", 9) != NULL);
+	CHECK(snapshot_get(snap, "/api-2/guide", 12) != NULL);
+	CHECK(has_diag(s, "api/guide.md", "served at /api-2/guide"));
+	CHECK(snapshot_get(snap, "/tags/x/rss.xml-2", 17) != NULL);
+	CHECK(s->diags.nerrors >= 7);
+	/* the export writes none of it where quire's own files go */
+	CHECK_INT(export_snapshot(snap, out, NULL), 0);
+	CHECK(!exists(out, ".quire/x.html") && !exists(out, ".quire"));
+	{
+		struct buf robots = BUF_INIT, path = BUF_INIT;
+		buf_addf(&path, "%s/robots.txt", out);
+		CHECK(read_file(path.ptr, &robots) == 0 && !strstr(robots.ptr, "TAKEOVER"));
+		buf_release(&robots);
+		buf_release(&path);
+	}
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+	tv_remove(out);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -592,5 +664,6 @@ int main(void)
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);
+	RUN(test_reserved_urls);
 	return test_done();
 }
