@@ -502,6 +502,21 @@ static void add_origin_href(struct buf *b, const char *origin, const char *href)
 	buf_adds_html(b, href);
 }
 
+/*
+ * Plain text where RSS wants HTML (<description>): readers render it, so
+ * the text is escaped as HTML and that HTML escaped again as XML; once
+ * would let a "<script>" in a summary reach the reader as markup.
+ */
+static void add_text_as_html(struct buf *b, const char *text)
+{
+	struct buf html = BUF_INIT;
+
+	buf_adds_html(&html, text);
+	if (html.len)
+		buf_add_html(b, html.ptr, html.len);
+	buf_release(&html);
+}
+
 void derived_rss(const struct site *s, const struct feed_target *t, struct feed_entry *v,
 		 size_t n, struct buf *b)
 {
@@ -516,8 +531,8 @@ void derived_rss(const struct site *s, const struct feed_target *t, struct feed_
 	buf_adds(b, "</title>\n<link>");
 	add_origin_href(b, t->origin, t->home);
 	buf_adds(b, "</link>\n<description>");
-	buf_adds_html(b, "Recent notes: ");
-	buf_adds_html(b, t->title);
+	add_text_as_html(b, "Recent notes: ");
+	add_text_as_html(b, t->title);
 	buf_adds(b, "</description>\n<language>");
 	buf_adds_html(b, s->cfg.language);
 	buf_adds(b, "</language>\n<atom:link rel=\"self\" type=\"application/rss+xml\" href=\"");
@@ -538,7 +553,7 @@ void derived_rss(const struct site *s, const struct feed_target *t, struct feed_
 		buf_adds(b, "</pubDate>\n");
 		if (sum && *sum) {
 			buf_adds(b, "<description>");
-			buf_adds_html(b, sum);
+			add_text_as_html(b, sum);
 			buf_adds(b, "</description>\n");
 		}
 		buf_adds(b, "</item>\n");

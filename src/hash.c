@@ -23,6 +23,17 @@ void hash_etag(const void *data, size_t len, char out[ETAG_SIZE])
 	snprintf(out, ETAG_SIZE, "\"%016llx\"", (unsigned long long)XXH3_64bits(data, len));
 }
 
+void hash_sha256_base64(const void *data, size_t len, char out[SHA256_B64_SIZE])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	if (!EVP_Digest(data, len, md, &n, EVP_sha256(), NULL) || n != 32)
+		abort(); /* only fails when libcrypto cannot allocate */
+	if (EVP_EncodeBlock((unsigned char *)out, md, 32) != 44)
+		abort();
+}
+
 void hash_sha256_hex(const void *data, size_t len, char out[SHA256_HEX_SIZE])
 {
 	static const char hex[] = "0123456789abcdef";

@@ -26,4 +26,8 @@ void hash_hex16(const void *data, size_t len, char out[17]);
 #define SHA256_HEX_SIZE 65
 void hash_sha256_hex(const void *data, size_t len, char out[SHA256_HEX_SIZE]);
 
+/* SHA-256 in base64 (44 characters + NUL), as a Content-Security-Policy hash source wants it. */
+#define SHA256_B64_SIZE 45
+void hash_sha256_base64(const void *data, size_t len, char out[SHA256_B64_SIZE]);
+
 #endif

@@ -248,6 +248,7 @@ struct http_request {
 	enum kind kind;
 	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
 	int replied;              /* answered or deferred */
+	int sandbox;              /* an attachment a browser would run: CSP sandbox */
 	const char *target;       /* http_request_target(), computed on first use */
 };
 
@@ -910,6 +911,20 @@ static const char *reason(int status)
  * The request (and the connection) may be freed when this returns, so r's
  * libevent pointers are cleared.
  */
+/*
+ * Security headers (docs/security.md). A response from a snapshot carries
+ * the snapshot's (quire's Content-Security-Policy, or quire.yml's); an
+ * attachment a browser would run as a document (HTML, SVG, XML) is
+ * sandboxed, so that its scripts have no origin; the rest (plain-text
+ * errors, API answers given later) may run nothing at all.
+ */
+#define NOSNIFF "X-Content-Type-Options: nosniff\r\n" \
+		"Referrer-Policy: strict-origin-when-cross-origin\r\n"
+#define SANDBOX_HEADERS "Content-Security-Policy: sandbox; default-src 'none'; " \
+			"img-src 'self' data:; style-src 'unsafe-inline'\r\n" NOSNIFF
+#define BARE_HEADERS "Content-Security-Policy: default-src 'none'; " \
+		     "frame-ancestors 'none'\r\n" NOSNIFF
+
 static void respond(struct http_request *r, int status)
 {
 	struct worker *w = r->w;
@@ -950,6 +965,12 @@ static void respond(struct http_request *r, int status)
 		buf_add(h, "Connection: keep-alive\r\n", 24);
 	}
 	buf_add(h, w->hdr.ptr, w->hdr.len);
+	if (r->sandbox)
+		buf_add(h, SANDBOX_HEADERS, sizeof(SANDBOX_HEADERS) - 1);
+	else if (r->snap && r->snap->headers)
+		buf_adds(h, r->snap->headers);
+	else
+		buf_add(h, BARE_HEADERS, sizeof(BARE_HEADERS) - 1);
 	buf_add(h, "\r\n", 2);
 
 	if (cls < 0)
@@ -1098,6 +1119,19 @@ static void redirect_to(struct http_request *r, const char *path, size_t len)
  * last component, and sent only when it is still the regular file of the
  * size the snapshot recorded. The body goes out with sendfile.
  */
+/* A type a browser opens as a document that may run script: it gets CSP sandbox. */
+static int runs_as_document(const char *type)
+{
+	static const char *const kinds[] = { "text/html", "application/xhtml", "image/svg",
+					     "text/xml", "application/xml", "text/xsl" };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strncasecmp(type, kinds[i], strlen(kinds[i])) == 0)
+			return 1;
+	return 0;
+}
+
 static void serve_file(struct http_request *r, struct page *p)
 {
 	struct evhttp_request *ev = r->ev;
@@ -1109,6 +1143,7 @@ static void serve_file(struct http_request *r, struct page *p)
 	int fd, status = 200, rc;
 
 	r->kind = K_FILE;
+	r->sandbox = runs_as_document(p->content_type);
 	fd = open(p->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		log_warn("http: %s: %s: %s", p->path, p->file, strerror(errno));

@@ -29,8 +29,30 @@
  *    script may format for the reader's locale.
  */
 #include "layout.h"
+#include "hash.h"
 
 #include <string.h>
+
+/* Before the first paint: no flash of the other colour scheme. Hashed for the CSP. */
+static const char theme_script[] =
+	"(function(d){d.classList.add(\"js\");try{var t=localStorage."
+	"getItem(\"quire-theme\");if(t===\"dark\"||t===\"light\")d.dataset.theme=t}"
+	"catch(e){}})(document.documentElement)";
+
+char *layout_csp(const char *frame_src)
+{
+	struct buf b = BUF_INIT;
+	char hash[SHA256_B64_SIZE];
+
+	hash_sha256_base64(theme_script, sizeof(theme_script) - 1, hash);
+	buf_addf(&b,
+		 "default-src 'self'; script-src 'self' 'sha256-%s'; "
+		 "style-src 'self' 'unsafe-inline'; img-src 'self' data: http: https:; "
+		 "media-src 'self' http: https:; frame-src %s; object-src 'none'; "
+		 "base-uri 'none'; form-action 'self'; frame-ancestors 'self'",
+		 hash, frame_src && frame_src[0] ? frame_src : "'none'");
+	return buf_detach(&b, NULL);
+}
 
 /* Headings deeper than this stay out of the toc: the aside stays short. */
 #define TOC_MAX_LEVEL 4
@@ -149,11 +171,9 @@ static void head(struct buf *out, const struct layout_site *site, enum page_kind
 		buf_adds_html(out, site->feed_url);
 		buf_adds(out, "\">\n");
 	}
-	/* Before the first paint: no flash of the other colour scheme. */
-	buf_adds(out, "<script>(function(d){d.classList.add(\"js\");try{var t=localStorage."
-		      "getItem(\"quire-theme\");if(t===\"dark\"||t===\"light\")d.dataset.theme=t}"
-		      "catch(e){}})(document.documentElement)</script>\n"
-		      "<script src=\"");
+	buf_adds(out, "<script>");
+	buf_adds(out, theme_script);
+	buf_adds(out, "</script>\n<script src=\"");
 	add_html(out, site->js_url);
 	buf_adds(out, "\" defer></script>\n</head>\n");
 }

@@ -84,6 +84,16 @@ void layout_listing_page(const struct layout_site *site, const char *title,
 			 const char *intro_html, const struct layout_item *items, size_t nitems,
 			 struct buf *out);
 
+/*
+ * The Content-Security-Policy that quire's pages need and satisfy: scripts
+ * from the site and the page's one inline script (by its hash), styles
+ * from the site and in style attributes, images and media from anywhere
+ * over http(s) and data: images, frames from frame_src only ("https:" by
+ * default; NULL or "" for none), no plugins, no <base>, forms to the site.
+ * The caller frees it.
+ */
+char *layout_csp(const char *frame_src);
+
 /* Appends the themed 404 page. */
 void layout_not_found_page(const struct layout_site *site, struct buf *out);
 

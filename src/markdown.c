@@ -24,7 +24,8 @@
  *     CommonMark comes out byte for byte as cmark-gfm renders it, walks the
  *     tree with cmark_iter, resolves each reference through the caller as it
  *     meets it (so refs are in document order), and records heading, block
- *     and splice offsets into the HTML it is writing.
+ *     and splice offsets into the HTML it is writing. Raw HTML, and the URLs
+ *     of Markdown links and images, go out through sanitize.c.
  *
  * Rejected: rendering with cmark_render_html() and patching its output
  * (heading ids, splices and section offsets would mean re-parsing HTML);
@@ -39,6 +40,7 @@
  * and cmark-gfm's own footnote markup needs both.
  */
 #include "markdown.h"
+#include "sanitize.h"
 #include "unicode.h"
 #include "xalloc.h"
 
@@ -1792,60 +1794,29 @@ static void add_href(struct buf *b, const char *s, size_t len)
 	}
 }
 
-/* GFM's tagfilter: does the raw HTML at s open or close a disallowed tag? */
-static int filtered_tag(const char *s, size_t len)
-{
-	static const char *const names[] = { "title",  "textarea", "style",  "xmp",      "iframe",
-					      "noembed", "noframes", "script", "plaintext" };
-	size_t t, i;
-
-	if (len < 3 || s[0] != '<')
-		return 0;
-	for (t = 0; t < sizeof(names) / sizeof(names[0]); t++) {
-		const char *name = names[t];
-
-		i = s[1] == '/' ? 2 : 1;
-		for (; i < len && *name; i++, name++)
-			if (lower(s[i]) != *name)
-				break;
-		if (*name || i == len)
-			continue;
-		if (is_space(s[i]) || s[i] == '>' || (s[i] == '/' && i + 1 < len && s[i + 1] == '>'))
-			return 1;
-	}
-	return 0;
-}
-
-/* Raw HTML, placeholders back to their source, filtered as cmark-gfm does. */
+/*
+ * Raw HTML, placeholders back to their source, through the sanitizer
+ * (sanitize.h), which makes GFM's tagfilter needless. A block that keeps
+ * nothing but white space (a comment, a <script>) leaves no blank line.
+ */
 static void add_raw_html(struct ctx *c, const char *s, size_t len, int block)
 {
 	struct buf *o = c->out;
-	size_t i, run = 0;
+	size_t start = o->len, i;
 
 	if (has_placeholder(c, s, len)) {
-		c->tmp.len = 0;
 		buf_reset(&c->tmp);
 		add_expanded(c, &c->tmp, s, len, PH_RAW);
 		s = c->tmp.ptr;
 		len = c->tmp.len;
 	}
-	if (!block) {
-		if (filtered_tag(s, len)) {
-			buf_adds(o, "&lt;");
-			buf_add(o, s + 1, len - 1);
-		} else {
-			buf_add(o, s, len);
-		}
+	sanitize_html(o, s, len);
+	if (!block)
 		return;
-	}
-	for (i = 0; i < len; i++) {
-		if (s[i] != '<' || !filtered_tag(s + i, len - i))
-			continue;
-		buf_add(o, s + run, i - run);
-		buf_adds(o, "&lt;");
-		run = i + 1;
-	}
-	buf_add(o, s + run, len - run);
+	for (i = start; i < o->len && is_space(o->ptr[i]); i++)
+		;
+	if (i == o->len)
+		buf_setlen(o, start);
 }
 
 /* Escaped text with placeholders turned back (code, titles, alt text). */
@@ -1861,6 +1832,21 @@ static void add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len
 		return;
 	}
 	buf_add_html(b, s, len);
+}
+
+/*
+ * May the URL of a Markdown link or image be written (sanitize_url())? It
+ * is judged with its placeholders turned back, as add_href_raw() writes it.
+ */
+static int url_ok(struct ctx *c, const char *s, enum sanitize_url_kind kind)
+{
+	size_t len = strlen(s);
+
+	if (!has_placeholder(c, s, len))
+		return sanitize_url(s, len, kind);
+	buf_reset(&c->tmp);
+	add_expanded(c, &c->tmp, s, len, PH_URL);
+	return sanitize_url(c->tmp.ptr, c->tmp.len, kind);
 }
 
 static void add_href_raw(struct ctx *c, const char *s, size_t len)
@@ -2984,18 +2970,31 @@ static void render_node(struct ctx *c, cmark_iter *it, cmark_node *n, int enteri
 			buf_adds(o, "\">");
 			break;
 		}
-		buf_adds(o, "<a href=\"");
-		add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
+		/* an unsafe URL (javascript:...) leaves the text in an <a> without href */
+		if (!s || url_ok(c, s, SANITIZE_URL_LINK)) {
+			buf_adds(o, "<a href=\"");
+			add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
+			buf_addc(o, '"');
+		} else {
+			buf_adds(o, "<a");
+		}
 		s = cmark_node_get_title(n);
 		if (s && *s) {
-			buf_adds(o, "\" title=\"");
+			buf_adds(o, " title=\"");
 			add_html_exp(c, o, s, strlen(s), PH_URL);
+			buf_addc(o, '"');
 		}
-		buf_adds(o, "\">");
+		buf_addc(o, '>');
 		break;
 	case CMARK_NODE_IMAGE:
 		if (entering) {
 			s = cmark_node_get_url(n);
+			if (s && !local_url(s) && !url_ok(c, s, SANITIZE_URL_IMAGE)) {
+				/* an unsafe URL: the image keeps its alt text, not its src */
+				buf_adds(o, "<img alt=\"");
+				c->plain = n;
+				break;
+			}
 			buf_adds(o, "<img src=\"");
 			if (s && local_url(s)) {
 				struct link *l = local_link(c, s, 1);
@@ -3158,8 +3157,8 @@ static void ctx_release(struct ctx *c)
 int md_render(const char *src, size_t len, const struct md_options *opt, struct md_result *res)
 {
 	static const struct md_options defaults = { NULL, NULL, "", 1 };
-	static const char *const extensions[] = { "table", "strikethrough", "autolink", "tasklist",
-						  "tagfilter" };
+	/* no "tagfilter": raw HTML goes through sanitize_html() instead */
+	static const char *const extensions[] = { "table", "strikethrough", "autolink", "tasklist" };
 	const int options = CMARK_OPT_FOOTNOTES | CMARK_OPT_UNSAFE | CMARK_OPT_SOURCEPOS;
 	struct ctx c;
 	cmark_parser *parser;

@@ -144,10 +144,48 @@ static void set_date(char **dst, const struct yml_node *v, const char *key, cons
 	*dst = d;
 }
 
+/*
+ * What Obsidian accepts as a tag: letters (any script), digits, '_', '-'
+ * and '/', not only digits. Anything else (spaces, quotes, '<') would not
+ * be a tag in Obsidian, and would reach URLs and feeds: such a tag is
+ * dropped with a warning.
+ */
+static int valid_tag(const char *t)
+{
+	const unsigned char *p;
+	int letters = 0;
+
+	for (p = (const unsigned char *)t; *p; p++) {
+		if (*p >= 0x80 || isalpha(*p) || *p == '_' || *p == '-' || *p == '/')
+			letters = 1;
+		else if (!isdigit(*p))
+			return 0;
+	}
+	return letters;
+}
+
+static void keep_valid_tags(struct note *n, int line, struct diag_list *diags)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < n->tags.n; i++) {
+		if (valid_tag(n->tags.v[i])) {
+			n->tags.v[kept++] = n->tags.v[i];
+			continue;
+		}
+		diag_addk(diags, DIAG_PARSE, DIAG_WARNING, n->path, line,
+			  "tag '%.60s' ignored: a tag holds letters, digits, '_', '-' and '/'",
+			  n->tags.v[i]);
+		free(n->tags.v[i]);
+	}
+	n->tags.n = kept;
+}
+
 static void read_frontmatter(struct note *n, const struct yml_node *root, struct diag_list *diags)
 {
 	const struct yml_node *v;
 	const char *path = n->path;
+	int tags_line = 0;
 
 	if (!root)
 		return;
@@ -163,10 +201,16 @@ static void read_frontmatter(struct note *n, const struct yml_node *root, struct
 		set_list(&n->aliases, v, "aliases", 0, 0, path, diags);
 	if ((v = yml_get(root, "alias")))
 		set_list(&n->aliases, v, "alias", 0, 0, path, diags);
-	if ((v = yml_get(root, "tags")))
+	if ((v = yml_get(root, "tags"))) {
 		set_list(&n->tags, v, "tags", 1, 1, path, diags);
-	if ((v = yml_get(root, "tag")))
+		tags_line = v->line;
+	}
+	if ((v = yml_get(root, "tag"))) {
 		set_list(&n->tags, v, "tag", 1, 1, path, diags);
+		tags_line = v->line;
+	}
+	if (n->tags.n)
+		keep_valid_tags(n, tags_line, diags);
 	if ((v = yml_get(root, "date")))
 		set_date(&n->created, v, "date", path, diags);
 	if ((v = yml_get(root, "created")))

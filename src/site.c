@@ -1742,6 +1742,24 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 	return p;
 }
 
+/*
+ * The headers every response carries: quire's Content-Security-Policy
+ * (or quire.yml's csp, or none when that is ""), no MIME sniffing, and no
+ * full URLs leaking to other sites.
+ */
+static char *security_headers(const struct config *cfg)
+{
+	struct buf b = BUF_INIT;
+	char *csp = cfg->csp ? NULL : layout_csp(cfg->frame_src);
+
+	if (csp || cfg->csp[0])
+		buf_addf(&b, "Content-Security-Policy: %s\r\n", csp ? csp : cfg->csp);
+	buf_adds(&b, "X-Content-Type-Options: nosniff\r\n"
+		     "Referrer-Policy: strict-origin-when-cross-origin\r\n");
+	free(csp);
+	return buf_detach(&b, NULL);
+}
+
 struct site *site_new(const char *path, const struct site_options *opt)
 {
 	struct site *s = xcalloc(1, sizeof(*s));
@@ -1806,6 +1824,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	page_unref(p);
 	layout_not_found_page(&s->layout, &b);
 	s->not_found = text_page(PAGE_NOT_FOUND, "/404.html", "text/html; charset=utf-8", &b);
+	s->headers = security_headers(&s->cfg);
 	return s;
 fail:
 	buf_release(&b);
@@ -1855,6 +1874,7 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 	}
 	keys_release(&s->dirty);
 	hosts_snapshot(s, snap);
+	snapshot_set_headers(snap, s->headers);
 	snap->nnotes = s->npublished;
 	snap->nattachments = s->nserved_files;
 	snap->load_ms = s->load_ms;
@@ -1947,5 +1967,6 @@ void site_free(struct site *s)
 	config_release(&s->cfg);
 	diag_list_release(&s->diags);
 	free(s->vault);
+	free(s->headers);
 	free(s);
 }

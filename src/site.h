@@ -161,6 +161,7 @@ struct site {
 	struct map pages;         /* URL path -> struct page *: what the next snapshot holds */
 	struct map dirty;         /* URL paths changed since the last snapshot */
 	struct page *not_found;
+	char *headers;            /* security headers for every response (see snapshot.h) */
 	struct layout_site layout;
 	char *asset_urls[8];      /* owned strings behind layout's URLs */
 	int threads;

@@ -79,6 +79,7 @@ struct snapshot *snapshot_clone(const struct snapshot *prev)
 	s->not_found = page_ref(prev->not_found);
 	s->nnotes = prev->nnotes;
 	s->nattachments = prev->nattachments;
+	snapshot_set_headers(s, prev->headers);
 	return s;
 }
 
@@ -95,6 +96,12 @@ void snapshot_remove(struct snapshot *s, const char *path, size_t len)
 struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len)
 {
 	return map_get(&s->pages, path, len);
+}
+
+void snapshot_set_headers(struct snapshot *s, const char *headers)
+{
+	free(s->headers);
+	s->headers = headers ? xstrdup(headers) : NULL;
 }
 
 void snapshot_set_not_found(struct snapshot *s, struct page *p)
@@ -115,6 +122,7 @@ void snapshot_unref(struct snapshot *s)
 	map_release(&s->pages);
 	page_unref(s->not_found);
 	snapshot_hosts_free(s->hosts);
+	free(s->headers);
 	free(s);
 }
 

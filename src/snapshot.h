@@ -133,6 +133,7 @@ struct snapshot {
 	size_t nattachments;      /* published attachments */
 	double load_ms;           /* how long building this snapshot took */
 	struct snapshot_hosts *hosts; /* custom domains and extra routes, or NULL when none */
+	char *headers;            /* "Name: value\r\n" lines every response carries, or NULL */
 };
 
 /* An empty snapshot, refs = 1. */
@@ -151,6 +152,9 @@ void snapshot_remove(struct snapshot *s, const char *path, size_t len);
 struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len);
 /* Frees hosts and every page it holds. Accepts NULL. */
 void snapshot_hosts_free(struct snapshot_hosts *hosts);
+
+/* Sets the headers every response from s carries (copied; NULL for none). */
+void snapshot_set_headers(struct snapshot *s, const char *headers);
 
 /* Replaces the 404 page, taking over the caller's reference. */
 void snapshot_set_not_found(struct snapshot *s, struct page *p);

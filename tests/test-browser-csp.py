@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""test-browser-csp: the theme works under quire's Content-Security-Policy.
+
+Starts the real `$QUIRE_BIN serve` on a copy of vault-sample and opens
+pages in headless Chromium (Debian's package, installed by scripts/setup).
+Chromium reports every Content-Security-Policy violation on its console,
+which --enable-logging writes to stderr. For each page: no violation, the
+inline script ran (<html class="js">), and the theme's script ran and
+built what it builds from /_quire/tree.json (the explorer's rows) or
+/api/search (the results list). A policy that forbids the inline script
+is also served once, to show that a violation is seen when there is one.
+
+Prints "N passed, N failed" like the C tests.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+QUIRE = os.environ.get("QUIRE_BIN", "build/quire")
+ROOT = os.environ.get("QUIRE_SOURCE_ROOT", ".")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("  FAILED: " + what, file=sys.stderr)
+
+
+def serve(vault):
+    proc = subprocess.Popen(
+        [QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = None
+    for line in proc.stdout:
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if m:
+            port = int(m.group(1))
+            break
+    if port is None:
+        proc.kill()
+        raise SystemExit("quire serve did not say where it listens")
+    # the search index fills after the first snapshot
+    for _ in range(100):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/search?q=quire") as r:
+                if b'"url"' in r.read():
+                    break
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return proc, port
+
+
+def open_page(url):
+    """The DOM after scripts ran, and the console's CSP reports."""
+    profile = tempfile.mkdtemp(prefix="quire-chromium-")
+    try:
+        run = subprocess.run(
+            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--user-data-dir=" + profile,
+             "--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000",
+             "--dump-dom", url],
+            capture_output=True, text=True, timeout=90)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    reports = [l for l in run.stderr.splitlines() if "Content Security Policy" in l]
+    return run.stdout, reports
+
+
+def main():
+    if not CHROMIUM:
+        print("chromium is not installed (scripts/setup installs it)", file=sys.stderr)
+        print("0 passed, 1 failed")
+        return 1
+    work = tempfile.mkdtemp(prefix="quire-csp-")
+    vault = os.path.join(work, "vault")
+    shutil.copytree(os.path.join(ROOT, "vault-sample"), vault)
+    proc, port = serve(vault)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(base + "/") as r:
+            csp = r.headers.get("Content-Security-Policy", "")
+        check("script-src 'self' 'sha256-" in csp, "quire's policy is sent: " + csp)
+        pages = {
+            "/": "tree-row",
+            "/getting-started/": "tree-row",
+            "/tags/": "tree-row",
+            "/search?q=wikilinks": "search-result",
+            "/no-such-page": "tree-row",
+        }
+        for path, built in pages.items():
+            dom, reports = open_page(base + path)
+            check(not reports, f"{path}: no CSP violation ({'; '.join(reports)[:300]})")
+            check(re.search(r'<html[^>]*class="[^"]*\bjs\b', dom) is not None,
+                  f"{path}: the inline script ran")
+            check(built in dom, f"{path}: the theme's script built .{built}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+    # the same check sees a violation when the policy forbids the inline script
+    with open(os.path.join(vault, "quire.yml"), "a") as f:
+        f.write("\ncsp: \"script-src 'self'\"\n")
+    proc, port = serve(vault)
+    try:
+        dom, reports = open_page(f"http://127.0.0.1:{port}/")
+        check(reports, "a forbidden inline script is reported on the console")
+        check(re.search(r'<html[^>]*class="[^"]*\bjs\b', dom) is None,
+              "a forbidden inline script does not run")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
