@@ -15,14 +15,17 @@
  * on it; crossing a threshold reshuffles every shard, which is rare.
  *
  * Feeds list the newest notes by date (updated, else created, else the
- * file's). The site's feed is recomputed by one pass over the notes when
- * any listed note changed; folder and tag feeds when their members did.
+ * file's). The site, each tag and each folder (with the folders below it)
+ * keep their notes in that order as they come and go (an ordered set,
+ * oset.h), so a feed is rewritten from its first feed_items notes without
+ * a pass over its members: a change costs O((tags + depth) log n).
  * Feeds and sitemaps need absolute URLs, so they exist only with base_url.
  */
 #include "derived.h"
 #include "hash.h"
 #include "layout.h"
 #include "log.h"
+#include "oset.h"
 #include "site.h"
 #include "unicode.h"
 #include "xalloc.h"
@@ -41,6 +44,7 @@ struct notelist {
 struct derived_tag {
 	char *key;             /* lowercased, as tag links write it */
 	struct notelist notes;
+	struct oset by_date;   /* the same notes, newest first: its feed */
 	int dirty;
 };
 
@@ -50,6 +54,7 @@ struct derived_folder {
 	struct derived_folder *parent;
 	struct notelist notes; /* listed notes directly inside */
 	size_t subtree;        /* listed notes inside, at any depth */
+	struct oset by_date;   /* those, newest first: its feed */
 	struct derived_folder **kids;
 	size_t nkids, akids;
 	int dirty;
@@ -67,6 +72,7 @@ struct derived {
 	size_t nshards;
 	size_t nlisted;
 	int tag_index_dirty, site_feed_dirty, sitemap_index_dirty;
+	struct oset by_date;   /* every listed note, newest first: the site's feed */
 };
 
 static void nl_add(struct notelist *l, struct site_note *n)
@@ -86,9 +92,23 @@ static void nl_del(struct notelist *l, const struct site_note *n)
 	}
 }
 
+/*
+ * Newest first: by the date a note is listed under, then by path. The
+ * same order as cmp_notes_date(), from the date kept at registration, so
+ * that it cannot change while the note is in a set.
+ */
+static int cmp_listed_date(const void *a, const void *b)
+{
+	const struct site_note *x = a, *y = b;
+	int c = strcmp(y->ddate, x->ddate);
+	return c ? c : strcmp(x->note.path, y->note.path);
+}
+
 struct derived *derived_new(void)
 {
-	return xcalloc(1, sizeof(struct derived));
+	struct derived *d = xcalloc(1, sizeof(struct derived));
+	d->by_date.cmp = cmp_listed_date;
+	return d;
 }
 
 void derived_free(struct derived *d)
@@ -101,6 +121,7 @@ void derived_free(struct derived *d)
 	while (map_next(&d->tags, &i, NULL, NULL, &v)) {
 		struct derived_tag *t = v;
 		free(t->notes.v);
+		oset_release(&t->by_date);
 		free(t->key);
 		free(t);
 	}
@@ -109,6 +130,7 @@ void derived_free(struct derived *d)
 	while (map_next(&d->folders, &i, NULL, NULL, &v)) {
 		struct derived_folder *f = v;
 		free(f->notes.v);
+		oset_release(&f->by_date);
 		free(f->kids);
 		free(f->path);
 		free(f->name);
@@ -121,6 +143,7 @@ void derived_free(struct derived *d)
 	free(d->shard_dirty);
 	free(d->dirty_tags);
 	free(d->dirty_folders);
+	oset_release(&d->by_date);
 	free(d);
 }
 
@@ -153,6 +176,7 @@ static struct derived_tag *get_tag(struct derived *d, const char *key)
 	if (!t) {
 		t = xcalloc(1, sizeof(*t));
 		t->key = xstrdup(key);
+		t->by_date.cmp = cmp_listed_date;
 		map_put(&d->tags, t->key, strlen(t->key), t);
 	}
 	return t;
@@ -168,6 +192,7 @@ static struct derived_folder *get_folder(struct derived *d, const char *path, si
 		return f;
 	f = xcalloc(1, sizeof(*f));
 	f->path = xstrndup(path, len);
+	f->by_date.cmp = cmp_listed_date;
 	map_put(&d->folders, f->path, len, f);
 	for (slash = path + len; slash > path && slash[-1] != '/'; slash--)
 		;
@@ -292,6 +317,46 @@ static void shard_dirty(struct derived *d, int i)
 		d->shard_dirty[i] = 1;
 }
 
+/*
+ * Takes a listed note out of, or puts it into, every feed's order: the
+ * site's, its tags', its folder's and every folder's above (as registered
+ * in dtags, dfolder and ddate). O((tags + depth) log n): no feed is sorted
+ * again when one note changes.
+ */
+static void date_sets(struct derived *d, struct site_note *n, int add)
+{
+	struct derived_folder *f;
+	size_t k;
+
+	if (add)
+		oset_add(&d->by_date, n);
+	else
+		oset_del(&d->by_date, n);
+	for (k = 0; k < n->ndtags; k++) {
+		struct derived_tag *t = get_tag(d, n->dtags[k]);
+		if (add)
+			oset_add(&t->by_date, n);
+		else
+			oset_del(&t->by_date, n);
+	}
+	for (f = n->dfolder; f; f = f->parent) {
+		if (add)
+			oset_add(&f->by_date, n);
+		else
+			oset_del(&f->by_date, n);
+	}
+}
+
+/* The first k notes of a feed's order. */
+static void newest(const struct oset *o, size_t k, struct notelist *out)
+{
+	struct oset_iter it = OSET_ITER_INIT;
+	struct site_note *n;
+
+	while (out->n < k && (n = oset_next(o, &it)))
+		nl_add(out, n);
+}
+
 /* Registers a note as it is now; marks whatever lists it, before or now. */
 static void update_note(struct site *s, struct site_note *n)
 {
@@ -303,6 +368,8 @@ static void update_note(struct site *s, struct site_note *n)
 	struct derived_folder *folder = NULL;
 	int changed = sig != n->dsig;
 
+	if (n->dsig)
+		date_sets(d, n, 0);
 	if (listed) {
 		const char *slash = strrchr(n->note.path, '/');
 		tag_keys(n, &keys, &nkeys);
@@ -399,6 +466,10 @@ static void update_note(struct site *s, struct site_note *n)
 	if (changed)
 		d->site_feed_dirty = 1;
 	n->dsig = sig;
+	if (listed) {
+		site_note_date(n, n->ddate);
+		date_sets(d, n, 1);
+	}
 }
 
 void derived_forget(struct site *s, struct site_note *n)
@@ -710,8 +781,11 @@ static void render_tag(struct site *s, struct derived_tag *t)
 		struct buf link = BUF_INIT;
 		buf_adds(&link, s->cfg.url_prefix);
 		buf_add_urlpath(&link, key.ptr, key.len);
+		struct notelist top = { 0 };
 		buf_adds(&key, "/rss.xml");
-		write_feeds(s, key.ptr, title.ptr, link.ptr, t->notes.v, t->notes.n, 0);
+		newest(&t->by_date, (size_t)s->cfg.feed_items, &top);
+		write_feeds(s, key.ptr, title.ptr, link.ptr, top.v, top.n, 0);
+		free(top.v);
 		buf_release(&link);
 	}
 	free(items);
@@ -785,16 +859,6 @@ static char *folder_url(const struct derived_folder *f)
 }
 
 /* The notes of a folder and every folder below it (for its feed). */
-static void subtree_notes(const struct derived_folder *f, struct notelist *out)
-{
-	size_t i;
-	for (i = 0; i < f->notes.n; i++)
-		nl_add(out, f->notes.v[i]);
-	for (i = 0; i < f->nkids; i++)
-		if (f->kids[i]->subtree)
-			subtree_notes(f->kids[i], out);
-}
-
 static void render_folder(struct site *s, struct derived_folder *f)
 {
 	char *url = folder_url(f);
@@ -836,12 +900,12 @@ static void render_folder(struct site *s, struct derived_folder *f)
 	put_text(s, PAGE_GENERATED, url, "text/html; charset=utf-8", &html);
 	/* the root folder's feed is the site's: /rss.xml */
 	if (s->cfg.base_url[0] && f->path[0]) {
-		struct notelist all = { 0 };
-		subtree_notes(f, &all);
+		struct notelist top = { 0 };
+		newest(&f->by_date, (size_t)s->cfg.feed_items, &top);
 		buf_adds(&href, s->cfg.url_prefix);
 		buf_add_urlpath(&href, url, strlen(url));
-		write_feeds(s, feed.ptr, f->name, href.ptr, all.v, all.n, 0);
-		free(all.v);
+		write_feeds(s, feed.ptr, f->name, href.ptr, top.v, top.n, 0);
+		free(top.v);
 	}
 	for (i = 0; i < nk; i++)
 		free(kid_urls[i]);
@@ -979,15 +1043,13 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		if (d->sitemap_index_dirty)
 			render_sitemap_index(s);
 		if (d->site_feed_dirty) {
-			struct notelist all = { 0 };
+			struct notelist top = { 0 };
 			struct buf home = BUF_INIT;
-			for (i = 0; i < s->nnotes; i++)
-				if (s->notes[i]->dsig)
-					nl_add(&all, s->notes[i]);
+			newest(&d->by_date, (size_t)s->cfg.feed_items, &top);
 			buf_addf(&home, "%s/", s->cfg.url_prefix);
-			write_feeds(s, "/rss.xml", s->cfg.title, home.ptr, all.v, all.n, 1);
+			write_feeds(s, "/rss.xml", s->cfg.title, home.ptr, top.v, top.n, 1);
 			buf_release(&home);
-			free(all.v);
+			free(top.v);
 		}
 	}
 	d->sitemap_index_dirty = 0;

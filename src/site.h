@@ -114,6 +114,7 @@ struct site_note {
 	int dshard;           /* sitemap shard, or -1 */
 	char *durl;           /* the URL it was listed under */
 	uint64_t dsig;        /* hash of what listings show of it (0: not listed) */
+	char ddate[11];       /* the date its feeds order it by, while listed */
 	int was_published;
 };
 
