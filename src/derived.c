@@ -55,6 +55,8 @@ struct derived_folder {
 	struct notelist notes; /* listed notes directly inside */
 	size_t subtree;        /* listed notes inside, at any depth */
 	struct oset by_date;   /* those, newest first: its feed */
+	struct site_note *index; /* its listed index.md, whose URL the explorer links */
+	int tree_dirty;        /* its explorer document must be written again */
 	struct derived_folder **kids;
 	size_t nkids, akids;
 	int dirty;
@@ -67,6 +69,9 @@ struct derived {
 	size_t ndirty_tags, adirty_tags;
 	struct derived_folder **dirty_folders;
 	size_t ndirty_folders, adirty_folders;
+	struct derived_folder **dirty_trees;
+	size_t ndirty_trees, adirty_trees;
+	int tree_started;      /* the root's document was written once */
 	struct notelist *shards;
 	int *shard_dirty;
 	size_t nshards;
@@ -143,6 +148,7 @@ void derived_free(struct derived *d)
 	free(d->shard_dirty);
 	free(d->dirty_tags);
 	free(d->dirty_folders);
+	free(d->dirty_trees);
 	oset_release(&d->by_date);
 	free(d);
 }
@@ -167,6 +173,35 @@ static void folder_dirty(struct derived *d, struct derived_folder *f)
 		ALLOC_GROW(d->dirty_folders, d->ndirty_folders + 1, d->adirty_folders);
 		d->dirty_folders[d->ndirty_folders++] = f;
 	}
+}
+
+/* The folder's explorer document (its folders and notes, one level) must be written again. */
+static void tree_dirty(struct derived *d, struct derived_folder *f)
+{
+	if (f && !f->tree_dirty) {
+		f->tree_dirty = 1;
+		ALLOC_GROW(d->dirty_trees, d->ndirty_trees + 1, d->adirty_trees);
+		d->dirty_trees[d->ndirty_trees++] = f;
+	}
+}
+
+/* A folder's listed notes, at any depth, went from none to some or back: its parent lists it or not. */
+static void count_change(struct derived *d, struct derived_folder *f, int delta)
+{
+	for (; f; f = f->parent) {
+		size_t before = f->subtree;
+		f->subtree += (size_t)delta;
+		if (!before != !f->subtree) {
+			tree_dirty(d, f);
+			tree_dirty(d, f->parent);
+		}
+	}
+}
+
+static int is_index(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	return strcasecmp(base ? base + 1 : path, "index.md") == 0;
 }
 
 static struct derived_tag *get_tag(struct derived *d, const char *key)
@@ -399,25 +434,41 @@ static void update_note(struct site *s, struct site_note *n)
 	free(n->dtags);
 	n->dtags = keys;
 	n->ndtags = nkeys;
-	/* folders */
+	/* folders; a folder's index note is its link in the explorer's document above it */
+	if (n->dfolder && n->dfolder->index == n && (n->dfolder != folder || changed)) {
+		/* "index.md" and "Index.md" both: the first in path order is the one */
+		struct derived_folder *f = n->dfolder;
+		size_t i;
+		f->index = NULL;
+		for (i = 0; i < f->notes.n; i++)
+			if (f->notes.v[i] != n && is_index(f->notes.v[i]->note.path) &&
+			    (!f->index || strcmp(f->notes.v[i]->note.path, f->index->note.path) < 0))
+				f->index = f->notes.v[i];
+		tree_dirty(d, f->parent);
+	}
 	if (n->dfolder != folder) {
-		struct derived_folder *f;
 		if (n->dfolder) {
 			nl_del(&n->dfolder->notes, n);
-			for (f = n->dfolder; f; f = f->parent)
-				f->subtree--;
+			count_change(d, n->dfolder, -1);
 			folder_dirty(d, n->dfolder);
+			tree_dirty(d, n->dfolder);
 		}
 		if (folder) {
 			nl_add(&folder->notes, n);
-			for (f = folder; f; f = f->parent)
-				f->subtree++;
+			count_change(d, folder, 1);
 			folder_dirty(d, folder);
+			tree_dirty(d, folder);
 		}
 		n->dfolder = folder;
 		d->nlisted += (listed ? 1 : 0) - (n->dsig ? 1 : 0);
 	} else if (changed && folder) {
 		folder_dirty(d, folder);
+		tree_dirty(d, folder);
+	}
+	if (folder && is_index(n->note.path) && folder->index != n &&
+	    (!folder->index || strcmp(n->note.path, folder->index->note.path) < 0)) {
+		folder->index = n;
+		tree_dirty(d, folder->parent);
 	}
 	/* sitemap shard */
 	if (n->dshard >= 0 && (!listed || changed)) {
@@ -920,6 +971,92 @@ out:
 	buf_release(&href);
 }
 
+/* ---- the explorer: one document per folder --------------------------------------- */
+
+static int cmp_tree_folders(const void *a, const void *b)
+{
+	const struct derived_folder *x = *(struct derived_folder *const *)a;
+	const struct derived_folder *y = *(struct derived_folder *const *)b;
+	int c = strcasecmp(x->name, y->name);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void tree_key(const struct derived_folder *f, struct buf *key)
+{
+	buf_reset(key);
+	if (f->path[0])
+		buf_addf(key, "/_quire/tree/%s.json", f->path);
+	else
+		buf_adds(key, "/_quire/tree.json");
+}
+
+/*
+ * A folder's explorer document: its folders (those with listed notes
+ * somewhere below), each with its index note's URL or null, then its
+ * notes, each sorted by name. The root's also names the site. The theme
+ * loads a folder's document when the folder is opened (and those on the
+ * way to the page shown, from <body data-folder>), so a change rewrites
+ * the documents of the folders it touched, not the whole tree.
+ */
+static void render_tree(struct site *s, struct derived_folder *f)
+{
+	struct derived_folder **kids;
+	struct site_note **notes;
+	struct buf key = BUF_INIT, b = BUF_INIT;
+	size_t i, nk = 0;
+
+	tree_key(f, &key);
+	if (!f->subtree && f->path[0]) {
+		del_generated(s, key.ptr);
+		buf_release(&key);
+		return;
+	}
+	kids = xcalloc(f->nkids + 1, sizeof(*kids));
+	for (i = 0; i < f->nkids; i++)
+		if (f->kids[i]->subtree)
+			kids[nk++] = f->kids[i];
+	sort(kids, nk, sizeof(*kids), cmp_tree_folders);
+	notes = xcalloc(f->notes.n + 1, sizeof(*notes));
+	if (f->notes.n)
+		memcpy(notes, f->notes.v, f->notes.n * sizeof(*notes));
+	sort(notes, f->notes.n, sizeof(*notes), cmp_notes_title);
+	buf_addc(&b, '{');
+	if (!f->path[0]) {
+		buf_adds(&b, "\"title\":\"");
+		buf_adds_json(&b, s->cfg.title);
+		buf_adds(&b, "\",\"url\":\"");
+		buf_adds_json(&b, s->cfg.url_prefix);
+		buf_adds(&b, "/\",");
+	}
+	buf_adds(&b, "\"children\":[");
+	for (i = 0; i < nk; i++) {
+		buf_adds(&b, i ? ",{\"name\":\"" : "{\"name\":\"");
+		buf_adds_json(&b, kids[i]->name);
+		buf_adds(&b, "\",\"url\":");
+		if (kids[i]->index) {
+			buf_addc(&b, '"');
+			buf_adds_json(&b, kids[i]->index->href);
+			buf_addc(&b, '"');
+		} else {
+			buf_adds(&b, "null");
+		}
+		buf_addc(&b, '}');
+	}
+	for (i = 0; i < f->notes.n; i++) {
+		buf_adds(&b, i + nk ? ",{\"title\":\"" : "{\"title\":\"");
+		buf_adds_json(&b, notes[i]->note.title);
+		buf_adds(&b, "\",\"url\":\"");
+		buf_adds_json(&b, notes[i]->href);
+		buf_adds(&b, "\"}");
+	}
+	buf_adds(&b, "]}\n");
+	put_text(s, PAGE_GENERATED, key.ptr, "application/json", &b);
+	free(kids);
+	free(notes);
+	buf_release(&key);
+	buf_release(&b);
+}
+
 static int cmp_notes_url(const void *a, const void *b)
 {
 	return strcmp((*(struct site_note *const *)a)->url, (*(struct site_note *const *)b)->url);
@@ -1034,6 +1171,15 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		render_folder(s, d->dirty_folders[i]);
 	}
 	d->ndirty_folders = 0;
+	if (!d->tree_started) {
+		tree_dirty(d, get_folder(d, "", 0)); /* the root's document, even with no notes */
+		d->tree_started = 1;
+	}
+	for (i = 0; i < d->ndirty_trees; i++) {
+		d->dirty_trees[i]->tree_dirty = 0;
+		render_tree(s, d->dirty_trees[i]);
+	}
+	d->ndirty_trees = 0;
 	if (feeds) {
 		for (i = 0; i < d->nshards; i++) {
 			if (d->shard_dirty[i])

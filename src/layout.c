@@ -190,7 +190,8 @@ static void search_form(struct buf *out, const struct layout_site *site, const c
 }
 
 /* <body> up to the opening of the grid that holds explorer, main and toc. */
-static void body_open(struct buf *out, const struct layout_site *site, int has_toc)
+static void body_open(struct buf *out, const struct layout_site *site, int has_toc,
+		      const char *folder)
 {
 	buf_adds(out, "<body data-prefix=\"");
 	add_html(out, site->url_prefix);
@@ -199,6 +200,11 @@ static void body_open(struct buf *out, const struct layout_site *site, int has_t
 		buf_adds(out, " data-tree=\"");
 		buf_adds_html(out, site->tree_url);
 		buf_addc(out, '"');
+		if (folder && folder[0]) {
+			buf_adds(out, " data-folder=\"");
+			buf_adds_html(out, folder);
+			buf_addc(out, '"');
+		}
 	}
 	buf_adds(out, ">\n<a class=\"skip-link\" href=\"#quire-main\">Skip to content</a>\n"
 		      "<header class=\"site-header\"><div class=\"site-header-inner\">\n"
@@ -346,7 +352,7 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 
 	buf_grow(out, note->body_len + 4096);
 	head(out, site, PAGE_NOTE, note->title, note->description, note->url);
-	body_open(out, site, top != 0);
+	body_open(out, site, top != 0, note->folder);
 	buf_adds(out, "<article class=\"note");
 	for (i = 0; i < note->ncssclasses; i++) {
 		if (!note->cssclasses[i] || !note->cssclasses[i][0])
@@ -376,7 +382,7 @@ void layout_listing_page(const struct layout_site *site, const char *title, cons
 	size_t i;
 
 	head(out, site, PAGE_LISTING, title, NULL, NULL);
-	body_open(out, site, 0);
+	body_open(out, site, 0, NULL);
 	buf_adds(out, "<article class=\"listing\">\n<header class=\"note-header\">\n"
 		      "<h1 class=\"note-title\">");
 	add_html(out, title);
@@ -420,7 +426,7 @@ void layout_listing_page(const struct layout_site *site, const char *title, cons
 void layout_not_found_page(const struct layout_site *site, struct buf *out)
 {
 	head(out, site, PAGE_NOT_FOUND, "Page not found", NULL, NULL);
-	body_open(out, site, 0);
+	body_open(out, site, 0, NULL);
 	buf_adds(out, "<article class=\"not-found\">\n<header class=\"note-header\">\n"
 		      "<p class=\"not-found-code\">404</p>\n"
 		      "<h1 class=\"note-title\">Page not found</h1>\n</header>\n"

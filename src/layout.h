@@ -59,6 +59,8 @@ struct layout_note {
 	size_t ntoc;
 	const struct layout_link *backlinks; /* sorted by the caller */
 	size_t nbacklinks;
+	const char *folder;        /* the note's vault folder ("a/b", "" at the root), for the
+				      explorer to open its way there; NULL: none */
 };
 
 /* An item in a generated listing page (tag page, folder page, search results). */

@@ -340,8 +340,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	struct pieces pieces = { 0 };
 	size_t k, ntoc = 0, ntags = 0, len, at;
 	struct page *p;
-	char *bytes;
-
+	char *bytes, *folder = NULL;
 	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0 };
 
 	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
@@ -390,6 +389,11 @@ void render_note_page(struct site *s, struct site_note *n)
 	ln.ntoc = ntoc;
 	ln.backlinks = back;
 	ln.nbacklinks = n->nbacklinks;
+	{
+		const char *slash = strrchr(n->note.path, '/');
+		folder = xstrndup(n->note.path, slash ? (size_t)(slash - n->note.path) : 0);
+		ln.folder = folder;
+	}
 	at = layout_note_page(&s->layout, &ln, &html);
 	for (k = 0; k < pieces.n; k++)
 		pieces.v[k].at += at;
@@ -410,5 +414,6 @@ void render_note_page(struct site *s, struct site_note *n)
 	free(toc);
 	free(back);
 	free(tags);
+	free(folder);
 	buf_release(&body);
 }

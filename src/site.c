@@ -75,7 +75,6 @@ struct work {
 	size_t nfiles, afiles;
 	struct map names;         /* name keys whose resolution may have changed -> owned key */
 	struct map stale_keys;    /* alias keys and old URLs to look at again -> owned key */
-	int tree;                 /* the explorer tree must be rebuilt */
 	int urls;                 /* a note's URL may have changed: assign them again */
 };
 
@@ -511,7 +510,6 @@ static void touch_note(struct work *w, struct site *s, const char *path, const c
 
 	if (!n) {
 		n = note_add(s, path, disk);
-		w->tree = 1;
 	} else if (strcmp(n->disk, disk) != 0) {
 		free(n->disk);
 		n->disk = xstrdup(disk);
@@ -824,7 +822,6 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 	}
 	if (published != n->published) {
 		key_add(&w->names, n->name_key);
-		w->tree = 1;
 		w->urls = 1;
 		s->npublished += published ? 1 : (size_t)-1;
 	} else if (published && (!n->base_url || strcmp(n->base_url, base) != 0)) {
@@ -852,8 +849,6 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 			n->rerender = 1;
 			vec_push(&w->rerender, n);
 		}
-		if (n->old_title && strcmp(n->old_title, n->note.title) != 0)
-			w->tree = 1; /* the composed step below sees the title through old_title */
 	}
 	free(n->base_url);
 	n->base_url = base;
@@ -870,7 +865,6 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 		withdraw(s, w, n);
 		if (n->url)
 			table_del(s, n->url), key_add(&w->stale_keys, n->url);
-		w->tree = 1;
 	}
 	key_add(&w->names, n->name_key);
 	if (n->indexed)
@@ -936,7 +930,6 @@ static void assign_urls(struct site *s, struct work *w)
 			n->href = make_href(s, n->url);
 			mark_recompose(w, n);
 			vec_push(&w->moved, n);
-			w->tree = 1;
 			/* its alias redirects point at the old URL */
 			for (k = 0; k < n->naliases; k++)
 				key_add(&w->stale_keys, n->aliases[k]);
@@ -1189,153 +1182,6 @@ static void refresh_key(struct site *s, const char *key)
 	page_unref(p);
 }
 
-/* ---- the explorer tree --------------------------------------------------- */
-
-struct tree_node {
-	char *name;                /* folder name, or NULL for a note */
-	const struct site_note *note;
-	struct tree_node **kids;
-	size_t nkids, akids;
-};
-
-static struct tree_node *tree_child(struct tree_node *dir, const char *name, size_t len)
-{
-	struct tree_node *k;
-
-	/* notes arrive in path order, so a folder's latest child is the one to reuse */
-	if (dir->nkids) {
-		k = dir->kids[dir->nkids - 1];
-		if (k->name && strlen(k->name) == len && strncmp(k->name, name, len) == 0)
-			return k;
-	}
-	k = xcalloc(1, sizeof(*k));
-	k->name = xstrndup(name, len);
-	ALLOC_GROW(dir->kids, dir->nkids + 1, dir->akids);
-	dir->kids[dir->nkids++] = k;
-	return k;
-}
-
-static const char *tree_label(const struct tree_node *t)
-{
-	return t->name ? t->name : t->note->note.title;
-}
-
-static int cmp_tree(const void *a, const void *b)
-{
-	const struct tree_node *x = *(struct tree_node *const *)a, *y = *(struct tree_node *const *)b;
-	int c;
-
-	if (!x->name != !y->name)
-		return x->name ? -1 : 1; /* folders first */
-	c = strcasecmp(tree_label(x), tree_label(y));
-	if (c)
-		return c;
-	c = strcmp(tree_label(x), tree_label(y));
-	if (c || x->name)
-		return c;
-	return strcmp(x->note->note.path, y->note->note.path);
-}
-
-static void tree_free(struct tree_node *t)
-{
-	size_t i;
-	for (i = 0; i < t->nkids; i++)
-		tree_free(t->kids[i]);
-	free(t->kids);
-	free(t->name);
-	free(t);
-}
-
-/* Folder nesting is bounded by the scan's depth limit, so recursion is too. */
-static void tree_emit(struct tree_node *dir, struct buf *out)
-{
-	size_t i, j;
-
-	qsort(dir->kids, dir->nkids, sizeof(*dir->kids), cmp_tree);
-	buf_addc(out, '[');
-	for (i = 0; i < dir->nkids; i++) {
-		struct tree_node *k = dir->kids[i];
-		if (i)
-			buf_addc(out, ',');
-		if (k->name) {
-			const char *url = NULL;
-			/* the folder's URL is its index note's, when it has one */
-			for (j = 0; j < k->nkids; j++) {
-				const struct tree_node *c = k->kids[j];
-				const char *base;
-				if (c->name)
-					continue;
-				base = strrchr(c->note->note.path, '/');
-				base = base ? base + 1 : c->note->note.path;
-				if (strcasecmp(base, "index.md") == 0)
-					url = c->note->href;
-			}
-			buf_adds(out, "{\"name\":\"");
-			buf_adds_json(out, k->name);
-			buf_adds(out, "\",\"url\":");
-			if (url) {
-				buf_addc(out, '"');
-				buf_adds_json(out, url);
-				buf_addc(out, '"');
-			} else {
-				buf_adds(out, "null");
-			}
-			buf_adds(out, ",\"children\":");
-			tree_emit(k, out);
-			buf_addc(out, '}');
-		} else {
-			buf_adds(out, "{\"title\":\"");
-			buf_adds_json(out, k->note->note.title);
-			buf_adds(out, "\",\"url\":\"");
-			buf_adds_json(out, k->note->href);
-			buf_adds(out, "\"}");
-		}
-	}
-	buf_addc(out, ']');
-}
-
-/* /_quire/tree.json: the folder tree of published notes, for the explorer. */
-static void tree_page(struct site *s)
-{
-	struct tree_node *root = xcalloc(1, sizeof(*root));
-	struct buf out = BUF_INIT;
-	struct page *p;
-	size_t i, len;
-	char *bytes;
-
-	for (i = 0; i < s->nnotes; i++) {
-		const char *path = s->notes[i]->note.path, *slash;
-		struct tree_node *dir = root, *leaf;
-
-		if (!s->notes[i]->published)
-			continue;
-		while ((slash = strchr(path, '/'))) {
-			dir = tree_child(dir, path, (size_t)(slash - path));
-			path = slash + 1;
-		}
-		leaf = xcalloc(1, sizeof(*leaf));
-		leaf->note = s->notes[i];
-		ALLOC_GROW(dir->kids, dir->nkids + 1, dir->akids);
-		dir->kids[dir->nkids++] = leaf;
-	}
-	buf_adds(&out, "{\"title\":\"");
-	buf_adds_json(&out, s->cfg.title);
-	buf_adds(&out, "\",\"url\":\"");
-	buf_adds_json(&out, s->cfg.url_prefix);
-	buf_adds(&out, "/\",\"children\":");
-	tree_emit(root, &out);
-	buf_adds(&out, "}\n");
-	tree_free(root);
-
-	p = page_new(PAGE_GENERATED, "/_quire/tree.json", strlen("/_quire/tree.json"));
-	p->content_type = "application/json";
-	buf_fit(&out);
-	bytes = buf_detach(&out, &len);
-	page_set_body(p, bytes, len, 1);
-	table_put(s, p);
-	page_unref(p);
-}
-
 /*
  * Whether n's plain text is still wanted: the search index is being
  * filled (or will be) and the fill has not put n's row yet.
@@ -1520,8 +1366,6 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		while (map_next(&w.stale_keys, &it, NULL, NULL, &v))
 			refresh_key(s, v);
 	}
-	if (w.tree)
-		tree_page(s);
 	{
 		/* tag pages, folder listings, sitemaps and feeds that list what changed */
 		struct notevec changed = { 0 };

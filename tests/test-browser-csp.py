@@ -7,7 +7,8 @@ Chromium reports every Content-Security-Policy violation on its console,
 which --enable-logging writes to stderr. For each page: no violation, the
 inline script ran (<html class="js">), and the theme's script ran and
 built what it builds from /_quire/tree.json (the explorer's rows) or
-/api/search (the results list). A policy that forbids the inline script
+/api/search (the results list); a page in a folder opens with its
+folder's explorer document loaded and the page marked. A policy that forbids the inline script
 is also served once, to show that a violation is seen when there is one.
 
 Prints "N passed, N failed" like the C tests.
@@ -100,6 +101,11 @@ def main():
             "/search?q=wikilinks": "search-result",
             "/no-such-page": "tree-row",
         }
+        # a page in a folder opens with its folder's document loaded and itself marked
+        dom, reports = open_page(base + "/getting-started/your-own-vault")
+        check(not reports, "folder page: no CSP violation")
+        check(re.search(r'<a href="/getting-started/your-own-vault" aria-current="page"', dom)
+              is not None, "the explorer opened the page's folder and marked the page")
         for path, built in pages.items():
             dom, reports = open_page(base + path)
             check(not reports, f"{path}: no CSP violation ({'; '.join(reports)[:300]})")

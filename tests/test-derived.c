@@ -36,6 +36,14 @@ static int xmllint(const struct page *p, const char *schema)
 
 static char *vault;
 
+static void unlink_rel(const char *root, const char *rel)
+{
+	struct buf p = BUF_INIT;
+	buf_addf(&p, "%s/%s", root, rel);
+	unlink(p.ptr);
+	buf_release(&p);
+}
+
 static void make_vault(void)
 {
 	vault = tv_new();
@@ -173,6 +181,57 @@ static void test_edits(void)
 	site_free(s);
 }
 
+/*
+ * The explorer is one document per folder: a folder lists its folders
+ * (with their index note's URL) and its notes, one level; an edit writes
+ * again only the documents of the folders it touched.
+ */
+static void test_tree_documents(void)
+{
+	char *v = tv_new();
+	const struct page *root, *a, *ab;
+	struct site *s;
+	const char *path = "a/b/Leaf.md";
+
+	tv_write(v, "index.md", "# Home\n");
+	tv_write(v, "a/index.md", "---\ntitle: Folder A\n---\nA.\n");
+	tv_write(v, "a/Zeta.md", "Z.\n");
+	tv_write(v, "a/b/Leaf.md", "Leaf.\n");
+	tv_write(v, "a/b/Other.md", "---\ntitle: Another\n---\nO.\n");
+	tv_write(v, "empty/Draft.md", "---\ndraft: true\n---\nhidden\n");
+	s = load(v);
+	root = page(s, "/_quire/tree.json");
+	a = page(s, "/_quire/tree/a.json");
+	ab = page(s, "/_quire/tree/a/b.json");
+	CHECK(root && a && ab);
+	CHECK(has(s, "/_quire/tree.json", "{\"name\":\"a\",\"url\":\"/a/\"}"));
+	CHECK(!has(s, "/_quire/tree.json", "\"empty\"")); /* only a draft inside */
+	CHECK(page(s, "/_quire/tree/empty.json") == NULL);
+	CHECK(has(s, "/_quire/tree/a.json", "{\"children\":[{\"name\":\"b\",\"url\":null},"
+		  "{\"title\":\"Folder A\",\"url\":\"/a/\"},{\"title\":\"Zeta\""));
+	CHECK(has(s, "/_quire/tree/a/b.json", "[{\"title\":\"Another\""));
+	CHECK(!has(s, "/_quire/tree/a/b.json", "Zeta"));
+
+	/* a retitle in a/b: only a/b's document is written again */
+	tv_write(v, "a/b/Leaf.md", "---\ntitle: Renamed leaf\n---\nLeaf.\n");
+	site_apply(s, &path, 1);
+	CHECK(page(s, "/_quire/tree.json") == root);
+	CHECK(page(s, "/_quire/tree/a.json") == a);
+	CHECK(page(s, "/_quire/tree/a/b.json") != ab);
+	CHECK(has(s, "/_quire/tree/a/b.json", "Renamed leaf"));
+
+	/* the last note of a folder goes: its document goes, and its parent's entry */
+	unlink_rel(v, "a/b/Leaf.md");
+	unlink_rel(v, "a/b/Other.md");
+	path = "a/b";
+	site_apply(s, &path, 1);
+	CHECK(page(s, "/_quire/tree/a/b.json") == NULL);
+	CHECK(!has(s, "/_quire/tree/a.json", "\"name\":\"b\""));
+	CHECK(page(s, "/_quire/tree.json") == root);
+	site_free(s);
+	tv_remove(v);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -182,6 +241,7 @@ int main(void)
 	RUN(test_feeds);
 	RUN(test_edits);
 	RUN(test_sitemaps);
+	RUN(test_tree_documents);
 	tv_remove(vault);
 	return test_done();
 }

@@ -105,29 +105,39 @@
     });
   }
 
-  function renderTree(data) {
-    let open;
-    try {
-      open = new Set(JSON.parse(load(OPEN_KEY, true) || '[]'));
-    } catch (e) {
-      open = new Set();
+  /*
+   * The explorer: one JSON document per folder (/_quire/tree.json for the
+   * root, /_quire/tree/<folder path>.json below it), so that an edit
+   * rewrites the documents of the folders it touched, never the whole
+   * tree. A folder's document is fetched when the folder is first opened;
+   * the folders on the way to this page (<body data-folder>) and those the
+   * reader left open are fetched at once, in parallel, before the tree is
+   * drawn, so the page opens with its folder expanded.
+   */
+  const treeRoot = body.dataset.tree || '';
+  const treeBase = treeRoot.replace(/\.json$/, '');
+  const docs = new Map();
+  const docUrl = (path) => (path ? treeBase + '/' + path.split('/').map(encodeURIComponent).join('/') + '.json' : treeRoot);
+  function treeDoc(path) {
+    if (!docs.has(path)) {
+      docs.set(path, fetch(docUrl(path))
+        .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+        .then((d) => (d && Array.isArray(d.children) ? d : { children: [] }))
+        .catch(() => ({ children: [] })));
     }
+    return docs.get(path);
+  }
+
+  function renderTree(data, ready, open) {
     const trail = new Set(); /* folders on the way to the current page */
     let current = null;
-    const key = (parent, node) => parent + '/' + (node.name || node.title || '');
-    const isFolder = (node) => Array.isArray(node.children);
+    const isFolder = (node) => typeof node.name === 'string';
     const same = (url) => typeof url === 'string' && norm(url) === here;
-
-    (function find(node, k) {
-      for (const c of node.children || []) {
-        const ck = key(k, c);
-        if (isFolder(c) ? same(c.url) || find(c, ck) : same(c.url)) {
-          if (isFolder(c)) trail.add(ck);
-          return true;
-        }
-      }
-      return false;
-    })(data, '');
+    const folder = body.dataset.folder || '';
+    if (folder) {
+      const parts = folder.split('/');
+      for (let i = 1; i <= parts.length; i++) trail.add(parts.slice(0, i).join('/'));
+    }
 
     function link(url, text) {
       const a = h('a', { href: url, text: text || '' });
@@ -139,10 +149,9 @@
     }
 
     /* Folders build their children when first opened: a big vault stays cheap. */
-    function build(node, k) {
+    function build(node, path) {
       const ul = h('ul', { class: 'tree' });
       for (const c of node.children || []) {
-        const ck = key(k, c);
         const li = h('li');
         if (!isFolder(c)) {
           if (typeof c.url !== 'string') continue;
@@ -151,30 +160,36 @@
           ul.append(li);
           continue;
         }
+        const cp = path ? path + '/' + c.name : c.name;
         li.className = 'tree-folder';
         const toggle = h('button', { class: 'tree-toggle', type: 'button', 'aria-expanded': 'false' });
         const row = h('div', { class: 'tree-row' }, [toggle]);
         if (typeof c.url === 'string') {
-          toggle.setAttribute('aria-label', 'Toggle ' + (c.name || ''));
+          toggle.setAttribute('aria-label', 'Toggle ' + c.name);
           row.append(link(c.url, c.name));
         } else {
           toggle.classList.add('tree-label');
-          toggle.append(c.name || '');
+          toggle.append(c.name);
         }
         li.append(row);
         let sub = null;
         const set = (on, remember) => {
-          if (on && !sub) li.append(sub = build(c, ck));
+          if (on && !sub) {
+            sub = h('ul', { class: 'tree' });
+            li.append(sub);
+            if (ready.has(cp)) sub.replaceWith(sub = build(ready.get(cp), cp));
+            else treeDoc(cp).then((d) => { const b = build(d, cp); b.hidden = sub.hidden; sub.replaceWith(b); sub = b; });
+          }
           if (sub) sub.hidden = !on;
           toggle.setAttribute('aria-expanded', String(on));
           if (remember) {
-            if (on) open.add(ck);
-            else open.delete(ck);
+            if (on) open.add('/' + cp);
+            else open.delete('/' + cp);
             save(OPEN_KEY, JSON.stringify([...open]), true);
           }
         };
         toggle.addEventListener('click', () => set(toggle.getAttribute('aria-expanded') !== 'true', true));
-        if (open.has(ck) || trail.has(ck)) set(true, false);
+        if (open.has('/' + cp) || trail.has(cp)) set(true, false);
         ul.append(li);
       }
       return ul;
@@ -187,12 +202,31 @@
     }
   }
 
-  if (nav && body.dataset.tree) {
-    fetch(body.dataset.tree)
+  if (nav && treeRoot) {
+    let open;
+    try {
+      open = new Set(JSON.parse(load(OPEN_KEY, true) || '[]'));
+    } catch (e) {
+      open = new Set();
+    }
+    /* the root, the folders on the way here and the ones left open, all at once */
+    const want = new Set();
+    const folder = body.dataset.folder || '';
+    if (folder) {
+      const parts = folder.split('/');
+      for (let i = 1; i <= parts.length; i++) want.add(parts.slice(0, i).join('/'));
+    }
+    for (const k of open) if (typeof k === 'string' && k.startsWith('/')) want.add(k.slice(1));
+    fetch(treeRoot)
       .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
       .then((data) => {
         if (!data || !Array.isArray(data.children) || !data.children.length) throw 0;
-        renderTree(data);
+        const paths = [...want];
+        return Promise.all(paths.map(treeDoc)).then((list) => {
+          const ready = new Map();
+          paths.forEach((p, i) => ready.set(p, list[i]));
+          renderTree(data, ready, open);
+        });
       })
       .catch(() => body.classList.add('no-nav'));
   } else {
