@@ -188,8 +188,9 @@ int export_snapshot(const struct snapshot *snap, const char *dir, struct export_
 	struct export_stats st = { 0, 0 };
 	struct buf root = BUF_INIT;
 	struct job j;
-	size_t i = 0, n = 0;
-	void *v;
+	struct ptable_iter it = PTABLE_ITER_INIT;
+	const struct page *p;
+	size_t i, n = 0;
 
 	buf_addf(&root, "%s/", dir);
 	if (mkdirs(root.ptr) < 0) {
@@ -200,8 +201,7 @@ int export_snapshot(const struct snapshot *snap, const char *dir, struct export_
 	j.st = xcalloc(snap->pages.len + 1, sizeof(*j.st));
 	j.dir = dir;
 	atomic_init(&j.failed, 0);
-	while (map_next(&snap->pages, &i, NULL, NULL, &v)) {
-		const struct page *p = v;
+	while ((p = ptable_next(&snap->pages, &it))) {
 		if (!safe_key(p->path)) {
 			log_warn("not exporting %s: it would leave the export folder", p->path);
 			continue;

@@ -132,9 +132,10 @@ struct rules {
 	const char *origin;       /* the host's */
 	const char *title;
 	int open;
-	const struct map *main;   /* the main site's pages */
 	const struct map *own;    /* the host's paths */
 	const struct map *routed; /* main path -> path on the host */
+	const struct map *main;   /* the main site's pages: the loader's table, */
+	const struct ptable *main_table; /* or, on request, the snapshot's */
 };
 
 /*
@@ -168,7 +169,7 @@ static const char *host_path(const struct rules *r, const char *key, size_t len)
 		return to;
 	if (map_get(r->own, key, len) || r->open || host_resource(key))
 		return key;
-	p = map_get(r->main, key, len);
+	p = r->main ? map_get(r->main, key, len) : ptable_get(r->main_table, key, len);
 	if (p && (p->kind == PAGE_ASSET || p->kind == PAGE_FILE))
 		return key;
 	return NULL;
@@ -778,6 +779,7 @@ static void rules_of(const struct site *s, const struct site_host *h, struct rul
 	r->title = h->title;
 	r->open = h->open;
 	r->main = &s->pages;
+	r->main_table = NULL;
 	r->own = &h->claims;
 	r->routed = &h->routed;
 }
@@ -1169,7 +1171,7 @@ static struct rules snapshot_rules(const struct snapshot *snap, const struct sna
 {
 	const struct snapshot_hosts *sh = snap->hosts;
 	struct rules r = { sh->main_origin, sh->prefix, sh->main_title, h->origin, h->title,
-			   h->open, &snap->pages, &h->pages, &h->routed };
+			   h->open, &h->pages, &h->routed, NULL, &snap->pages };
 	return r;
 }
 

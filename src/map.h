@@ -4,12 +4,9 @@
  * Open addressing with linear probing and a stored 64-bit hash per slot,
  * so a miss rarely touches a key. Keys are borrowed: the caller keeps each
  * key alive as long as its entry (snapshot pages use their own path as the
- * key). Copying a map copies its slot array and nothing else, which is how
- * a new snapshot shares every unchanged page with the previous one.
- *
- * Rejected: a persistent HAMT. Copying 10,000 slots of 32 bytes takes
- * about 0.1 ms, far below the cost of rendering one page, and the flat
- * array keeps lookups to one or two cache misses.
+ * key). Copying a map copies its slot array and nothing else: a snapshot's
+ * table is 256 such maps that snapshots share, and copy one at a time
+ * when a page in it changes (snapshot.h, "Sharing").
  */
 #ifndef QUIRE_MAP_H
 #define QUIRE_MAP_H

@@ -4,6 +4,7 @@
 #include "snapshot.h"
 #include "buf.h"
 #include "gzip.h"
+#include "hash.h"
 #include "xalloc.h"
 
 #include <stdlib.h>
@@ -57,6 +58,95 @@ void page_unref(struct page *p)
 	free(p);
 }
 
+/* ---- the persistent table ---------------------------------------------------- */
+
+struct ptable_shard {
+	atomic_long refs;         /* tables sharing it */
+	struct map map;           /* path -> struct page * (one reference each) */
+};
+
+static size_t shard_index(const char *path, size_t len)
+{
+	return (size_t)(hash64(path, len) >> 56) & (PTABLE_SHARDS - 1);
+}
+
+static void shard_unref(struct ptable_shard *sh)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!sh || atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	while (map_next(&sh->map, &i, NULL, NULL, &v))
+		page_unref(v);
+	map_release(&sh->map);
+	free(sh);
+}
+
+/* The shard for path, which t alone holds (copied first when shared), created when missing. */
+static struct ptable_shard *own_shard(struct ptable *t, size_t k)
+{
+	struct ptable_shard *sh = t->shards[k], *copy;
+	size_t i = 0;
+	void *v;
+
+	if (!sh) {
+		sh = t->shards[k] = xcalloc(1, sizeof(*sh));
+		atomic_init(&sh->refs, 1);
+		return sh;
+	}
+	if (atomic_load_explicit(&sh->refs, memory_order_acquire) == 1)
+		return sh;
+	copy = xcalloc(1, sizeof(*copy));
+	atomic_init(&copy->refs, 1);
+	map_copy(&copy->map, &sh->map);
+	while (map_next(&copy->map, &i, NULL, NULL, &v))
+		page_ref(v);
+	shard_unref(sh);
+	return t->shards[k] = copy;
+}
+
+static void ptable_share(struct ptable *dst, const struct ptable *src)
+{
+	size_t k;
+
+	for (k = 0; k < PTABLE_SHARDS; k++) {
+		dst->shards[k] = src->shards[k];
+		if (dst->shards[k])
+			atomic_fetch_add_explicit(&dst->shards[k]->refs, 1, memory_order_relaxed);
+	}
+	dst->len = src->len;
+}
+
+static void ptable_release(struct ptable *t)
+{
+	size_t k;
+
+	for (k = 0; k < PTABLE_SHARDS; k++)
+		shard_unref(t->shards[k]);
+	memset(t, 0, sizeof(*t));
+}
+
+struct page *ptable_get(const struct ptable *t, const char *path, size_t len)
+{
+	const struct ptable_shard *sh = t->shards[shard_index(path, len)];
+	return sh ? map_get(&sh->map, path, len) : NULL;
+}
+
+struct page *ptable_next(const struct ptable *t, struct ptable_iter *it)
+{
+	void *v;
+
+	for (; it->shard < PTABLE_SHARDS; it->shard++, it->slot = 0) {
+		const struct ptable_shard *sh = t->shards[it->shard];
+		if (sh && map_next(&sh->map, &it->slot, NULL, NULL, &v))
+			return v;
+	}
+	return NULL;
+}
+
+/* ---- snapshots ----------------------------------------------------------------- */
+
 struct snapshot *snapshot_new(uint64_t version)
 {
 	struct snapshot *s = xcalloc(1, sizeof(*s));
@@ -70,12 +160,8 @@ struct snapshot *snapshot_new(uint64_t version)
 struct snapshot *snapshot_clone(const struct snapshot *prev)
 {
 	struct snapshot *s = snapshot_new(prev->version + 1);
-	size_t i = 0;
-	void *v;
 
-	map_copy(&s->pages, &prev->pages);
-	while (map_next(&s->pages, &i, NULL, NULL, &v))
-		page_ref(v);
+	ptable_share(&s->pages, &prev->pages);
 	s->not_found = page_ref(prev->not_found);
 	s->nnotes = prev->nnotes;
 	s->nattachments = prev->nattachments;
@@ -85,17 +171,31 @@ struct snapshot *snapshot_clone(const struct snapshot *prev)
 
 void snapshot_put(struct snapshot *s, struct page *p)
 {
-	page_unref(map_put(&s->pages, p->path, p->path_len, p));
+	size_t k = shard_index(p->path, p->path_len);
+	struct ptable_shard *sh = own_shard(&s->pages, k);
+	struct page *old = map_put(&sh->map, p->path, p->path_len, p);
+
+	if (!old)
+		s->pages.len++;
+	page_unref(old);
 }
 
 void snapshot_remove(struct snapshot *s, const char *path, size_t len)
 {
-	page_unref(map_remove(&s->pages, path, len));
+	size_t k = shard_index(path, len);
+	struct page *old;
+
+	if (!s->pages.shards[k] || !map_get(&s->pages.shards[k]->map, path, len))
+		return;
+	old = map_remove(&own_shard(&s->pages, k)->map, path, len);
+	if (old)
+		s->pages.len--;
+	page_unref(old);
 }
 
 struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len)
 {
-	return map_get(&s->pages, path, len);
+	return ptable_get(&s->pages, path, len);
 }
 
 void snapshot_set_headers(struct snapshot *s, const char *headers)
@@ -112,14 +212,9 @@ void snapshot_set_not_found(struct snapshot *s, struct page *p)
 
 void snapshot_unref(struct snapshot *s)
 {
-	size_t i = 0;
-	void *v;
-
 	if (!s || atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	while (map_next(&s->pages, &i, NULL, NULL, &v))
-		page_unref(v);
-	map_release(&s->pages);
+	ptable_release(&s->pages);
 	page_unref(s->not_found);
 	snapshot_hosts_free(s->hosts);
 	free(s->headers);

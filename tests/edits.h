@@ -538,27 +538,28 @@ static inline size_t compare_hosts(const struct snapshot *inc, const struct snap
 /* Returns the number of differing pages (printing the first few). */
 static inline size_t compare(const struct snapshot *inc, const struct snapshot *full)
 {
-	size_t i = 0, diffs = 0;
-	const char *key;
-	size_t keylen;
-	void *v;
+	struct ptable_iter it = PTABLE_ITER_INIT;
+	const struct page *v;
+	size_t diffs = 0;
 
-	while (map_next(&full->pages, &i, &key, &keylen, &v)) {
-		const struct page *a = snapshot_get(inc, key, keylen);
+	while ((v = ptable_next(&full->pages, &it))) {
+		const struct page *a = snapshot_get(inc, v->path, v->path_len);
 		if (!a || !same_page(a, v)) {
 			if (diffs++ < 3) {
-				fprintf(stderr, "  page %.*s: %s\n", (int)keylen, key,
+				fprintf(stderr, "  page %s: %s\n", v->path,
 					a ? "differs" : "missing from the incremental snapshot");
 				if (a)
 					show_difference(a, v);
 			}
 		}
 	}
-	i = 0;
-	while (map_next(&inc->pages, &i, &key, &keylen, &v)) {
-		if (!snapshot_get(full, key, keylen) && diffs++ < 6)
-			fprintf(stderr, "  page %.*s: only in the incremental snapshot\n", (int)keylen, key);
+	it = (struct ptable_iter)PTABLE_ITER_INIT;
+	while ((v = ptable_next(&inc->pages, &it))) {
+		if (!snapshot_get(full, v->path, v->path_len) && diffs++ < 6)
+			fprintf(stderr, "  page %s: only in the incremental snapshot\n", v->path);
 	}
+	if (inc->pages.len != full->pages.len && diffs++ < 6)
+		fprintf(stderr, "  %zu pages, %zu in a fresh load\n", inc->pages.len, full->pages.len);
 	diffs += compare_hosts(inc, full);
 	if (inc->nnotes != full->nnotes || inc->nattachments != full->nattachments) {
 		fprintf(stderr, "  counts: %zu/%zu notes, %zu/%zu attachments\n", inc->nnotes,

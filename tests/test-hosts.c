@@ -229,12 +229,14 @@ static void test_strict_host(void)
 			CHECK(p->kind == PAGE_GENERATED);
 	}
 	CHECK(docs && docs->lazy.len == 0 && !docs->open);
-	i = 0;
-	while (map_next(&snap->pages, &i, &key, NULL, &v)) {
-		struct page *p = v;
-		if (p->kind == PAGE_ASSET && strstr(key, ".css")) {
-			CHECK_INT(status("docs.example.com", key, NULL), 200);
-			CHECK_INT(status("open.example.org", key, NULL), 200);
+	{
+		struct ptable_iter it = PTABLE_ITER_INIT;
+		const struct page *p;
+		while ((p = ptable_next(&snap->pages, &it))) {
+			if (p->kind == PAGE_ASSET && strstr(p->path, ".css")) {
+				CHECK_INT(status("docs.example.com", p->path, NULL), 200);
+				CHECK_INT(status("open.example.org", p->path, NULL), 200);
+			}
 		}
 	}
 	snapshot_unref(snap);

@@ -119,11 +119,11 @@ static void teardown(void)
 static void test_served_equals_exported(void)
 {
 	struct snapshot *snap = snapshot_acquire(&slot);
-	size_t i = 0, checked = 0, gz = 0;
-	void *v;
+	struct ptable_iter it = PTABLE_ITER_INIT;
+	size_t checked = 0, gz = 0;
+	const struct page *p;
 
-	while (map_next(&snap->pages, &i, NULL, NULL, &v)) {
-		const struct page *p = v;
+	while ((p = ptable_next(&snap->pages, &it))) {
 		struct buf path = BUF_INIT, file = BUF_INIT, url = BUF_INIT;
 		char *rel;
 		struct resp r;

@@ -17,6 +17,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 /* A snapshot with one page at path, whose reference the caller also gets in *page. */
 static struct snapshot *with_page(uint64_t version, const char *path, struct page **page)
@@ -177,8 +179,67 @@ static void test_readers_during_publishes(void)
 		page_unref(pages[i]);
 }
 
+/*
+ * The persistent table: a clone shares every shard, a change in the clone
+ * copies only its own shard, and neither snapshot sees the other's
+ * changes; each page's count follows the shards that hold it.
+ */
+static void test_clone_shares_shards(void)
+{
+	enum { N = 5000 };
+	struct snapshot *a = snapshot_new(1), *b;
+	struct page **pages = xcalloc(N, sizeof(*pages)), *fresh;
+	struct ptable_iter it = PTABLE_ITER_INIT;
+	char path[32];
+	size_t k, shared = 0, seen = 0;
+
+	for (k = 0; k < N; k++) {
+		snprintf(path, sizeof(path), "/note-%zu", k);
+		pages[k] = page_new(PAGE_NOTE, path, strlen(path));
+		snapshot_put(a, page_ref(pages[k]));
+	}
+	CHECK_INT(a->pages.len, N);
+	CHECK_INT(refs(pages[7]), 2);
+	b = snapshot_clone(a);
+	CHECK_INT(refs(pages[7]), 2); /* shared, not referenced again */
+	for (k = 0; k < PTABLE_SHARDS; k++)
+		shared += a->pages.shards[k] && a->pages.shards[k] == b->pages.shards[k];
+	CHECK(shared > PTABLE_SHARDS - 2);
+	/* one page replaced, one removed, one added, in b only */
+	fresh = page_new(PAGE_NOTE, "/note-7", 7);
+	snapshot_put(b, page_ref(fresh));
+	snapshot_remove(b, "/note-8", 7);
+	snapshot_remove(b, "/absent", 7);
+	snapshot_put(b, page_new(PAGE_NOTE, "/added", 6));
+	CHECK(snapshot_get(a, "/note-7", 7) == pages[7]);
+	CHECK(snapshot_get(b, "/note-7", 7) == fresh);
+	CHECK(snapshot_get(a, "/note-8", 7) == pages[8]);
+	CHECK(snapshot_get(b, "/note-8", 7) == NULL);
+	CHECK(snapshot_get(a, "/added", 6) == NULL && snapshot_get(b, "/added", 6) != NULL);
+	CHECK_INT(a->pages.len, N);
+	CHECK_INT(b->pages.len, N);
+	shared = 0;
+	for (k = 0; k < PTABLE_SHARDS; k++)
+		shared += a->pages.shards[k] && a->pages.shards[k] == b->pages.shards[k];
+	CHECK(shared >= PTABLE_SHARDS - 5); /* at most the three shards touched were copied */
+	while (ptable_next(&b->pages, &it))
+		seen++;
+	CHECK_INT(seen, N);
+	snapshot_unref(a);
+	CHECK(refs(pages[8]) == 1); /* only the test's own: b dropped it, a is gone */
+	CHECK(refs(pages[9]) == 2); /* still in b */
+	snapshot_unref(b);
+	CHECK_INT(refs(pages[9]), 1);
+	CHECK_INT(refs(fresh), 1);
+	for (k = 0; k < N; k++)
+		page_unref(pages[k]);
+	page_unref(fresh);
+	free(pages);
+}
+
 int main(void)
 {
+	RUN(test_clone_shares_shards);
 	RUN(test_unheld_freed_at_publish);
 	RUN(test_reader_keeps_retired);
 	RUN(test_next_publish_reaps);
