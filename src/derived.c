@@ -45,7 +45,9 @@ struct derived_tag {
 	char *key;             /* lowercased, as tag links write it */
 	struct notelist notes;
 	struct oset by_date;   /* the same notes, newest first: its feed */
-	int dirty;
+	int dirty;             /* its page must be written again */
+	int feed_dirty;        /* its feed must be written again */
+	int queued;            /* in dirty_tags */
 };
 
 struct derived_folder {
@@ -56,7 +58,10 @@ struct derived_folder {
 	size_t subtree;        /* listed notes inside, at any depth */
 	struct oset by_date;   /* those, newest first: its feed */
 	struct site_note *index; /* its listed index.md, whose URL the explorer links */
+	char *url;             /* where its listing is (its index note's URL) */
 	int tree_dirty;        /* its explorer document must be written again */
+	int feed_dirty;        /* its feed must be written again */
+	int queued;            /* in dirty_folders */
 	struct derived_folder **kids;
 	size_t nkids, akids;
 	int dirty;
@@ -77,6 +82,7 @@ struct derived {
 	size_t nshards;
 	size_t nlisted;
 	int tag_index_dirty, site_feed_dirty, sitemap_index_dirty;
+	struct map folder_by_url; /* listing URL -> struct derived_folder * */
 	struct oset by_date;   /* every listed note, newest first: the site's feed */
 };
 
@@ -136,12 +142,14 @@ void derived_free(struct derived *d)
 		struct derived_folder *f = v;
 		free(f->notes.v);
 		oset_release(&f->by_date);
+		free(f->url);
 		free(f->kids);
 		free(f->path);
 		free(f->name);
 		free(f);
 	}
 	map_release(&d->folders);
+	map_release(&d->folder_by_url);
 	for (i = 0; i < d->nshards; i++)
 		free(d->shards[i].v);
 	free(d->shards);
@@ -155,23 +163,41 @@ void derived_free(struct derived *d)
 
 /* ---- marks ------------------------------------------------------------------- */
 
-static void tag_dirty(struct derived *d, struct derived_tag *t)
+/*
+ * A tag's or a folder's page (its listing) and its feed are marked apart:
+ * the listing shows its own members, the feed only the newest feed_items
+ * of them (and, for a folder, of the folders below). A change to a note
+ * deep in the vault or far down a feed leaves both alone.
+ */
+static void queue_tag(struct derived *d, struct derived_tag *t)
 {
-	if (!t->dirty) {
-		t->dirty = 1;
+	if (!t->queued) {
+		t->queued = 1;
 		ALLOC_GROW(d->dirty_tags, d->ndirty_tags + 1, d->adirty_tags);
 		d->dirty_tags[d->ndirty_tags++] = t;
 	}
 }
 
-static void folder_dirty(struct derived *d, struct derived_folder *f)
+static void tag_dirty(struct derived *d, struct derived_tag *t)
 {
-	for (; f; f = f->parent) {
-		if (f->dirty)
-			continue;
-		f->dirty = 1;
+	t->dirty = 1;
+	queue_tag(d, t);
+}
+
+static void queue_folder(struct derived *d, struct derived_folder *f)
+{
+	if (f && !f->queued) {
+		f->queued = 1;
 		ALLOC_GROW(d->dirty_folders, d->ndirty_folders + 1, d->adirty_folders);
 		d->dirty_folders[d->ndirty_folders++] = f;
+	}
+}
+
+static void folder_dirty(struct derived *d, struct derived_folder *f)
+{
+	if (f) {
+		f->dirty = 1;
+		queue_folder(d, f);
 	}
 }
 
@@ -194,6 +220,8 @@ static void count_change(struct derived *d, struct derived_folder *f, int delta)
 		if (!before != !f->subtree) {
 			tree_dirty(d, f);
 			tree_dirty(d, f->parent);
+			folder_dirty(d, f);
+			folder_dirty(d, f->parent);
 		}
 	}
 }
@@ -217,6 +245,17 @@ static struct derived_tag *get_tag(struct derived *d, const char *key)
 	return t;
 }
 
+static char *folder_url(const struct derived_folder *f)
+{
+	struct buf idx = BUF_INIT;
+	char *u;
+
+	buf_addf(&idx, "%s%sindex.md", f->path, f->path[0] ? "/" : "");
+	u = vault_note_url(idx.ptr, NULL);
+	buf_release(&idx);
+	return u;
+}
+
 static struct derived_folder *get_folder(struct derived *d, const char *path, size_t len)
 {
 	struct derived_folder *f = map_get(&d->folders, path, len);
@@ -228,6 +267,8 @@ static struct derived_folder *get_folder(struct derived *d, const char *path, si
 	f = xcalloc(1, sizeof(*f));
 	f->path = xstrndup(path, len);
 	f->by_date.cmp = cmp_listed_date;
+	f->url = folder_url(f);
+	map_put(&d->folder_by_url, f->url, strlen(f->url), f);
 	map_put(&d->folders, f->path, len, f);
 	for (slash = path + len; slash > path && slash[-1] != '/'; slash--)
 		;
@@ -358,27 +399,51 @@ static void shard_dirty(struct derived *d, int i)
  * in dtags, dfolder and ddate). O((tags + depth) log n): no feed is sorted
  * again when one note changes.
  */
-static void date_sets(struct derived *d, struct site_note *n, int add)
+/* Whether n is among the first k of o: a walk of k steps at most. */
+static int in_top(const struct oset *o, const struct site_note *n, size_t k)
+{
+	struct oset_iter it = OSET_ITER_INIT;
+	const struct site_note *x;
+
+	while (k-- > 0 && (x = oset_next(o, &it)))
+		if (x == n)
+			return 1;
+	return 0;
+}
+
+/* Takes n out of, or puts it into, o; 1 when that changes o's first k (its feed). */
+static int move_in(struct oset *o, struct site_note *n, int add, size_t k)
+{
+	int top;
+
+	if (add) {
+		oset_add(o, n);
+		return in_top(o, n, k);
+	}
+	top = in_top(o, n, k);
+	oset_del(o, n);
+	return top;
+}
+
+static void date_sets(struct derived *d, struct site_note *n, int add, size_t top)
 {
 	struct derived_folder *f;
 	size_t k;
 
-	if (add)
-		oset_add(&d->by_date, n);
-	else
-		oset_del(&d->by_date, n);
+	if (move_in(&d->by_date, n, add, top))
+		d->site_feed_dirty = 1;
 	for (k = 0; k < n->ndtags; k++) {
 		struct derived_tag *t = get_tag(d, n->dtags[k]);
-		if (add)
-			oset_add(&t->by_date, n);
-		else
-			oset_del(&t->by_date, n);
+		if (move_in(&t->by_date, n, add, top)) {
+			t->feed_dirty = 1;
+			queue_tag(d, t);
+		}
 	}
 	for (f = n->dfolder; f; f = f->parent) {
-		if (add)
-			oset_add(&f->by_date, n);
-		else
-			oset_del(&f->by_date, n);
+		if (move_in(&f->by_date, n, add, top)) {
+			f->feed_dirty = 1;
+			queue_folder(d, f);
+		}
 	}
 }
 
@@ -401,15 +466,20 @@ static void update_note(struct site *s, struct site_note *n)
 	char **keys = NULL;
 	size_t nkeys = 0, k;
 	struct derived_folder *folder = NULL;
-	int changed = sig != n->dsig;
+	int changed = sig != n->dsig, resort;
+	size_t top = (size_t)s->cfg.feed_items;
 
-	if (n->dsig)
-		date_sets(d, n, 0);
 	if (listed) {
 		const char *slash = strrchr(n->note.path, '/');
 		tag_keys(n, &keys, &nkeys);
 		folder = get_folder(d, n->note.path, slash ? (size_t)(slash - n->note.path) : 0);
 	}
+	/* what a feed shows of it, or which feeds it is in, changed */
+	resort = changed || folder != n->dfolder || nkeys != n->ndtags;
+	for (k = 0; !resort && k < nkeys; k++)
+		resort = strcmp(keys[k], n->dtags[k]) != 0;
+	if (n->dsig && resort)
+		date_sets(d, n, 0, top);
 	/* tags */
 	for (k = 0; k < n->ndtags; k++) {
 		if (!has_key(keys, nkeys, n->dtags[k])) {
@@ -489,37 +559,16 @@ static void update_note(struct site *s, struct site_note *n)
 			tag_dirty(d, t);
 		if (!strcmp(n->durl, "/tags/"))
 			d->tag_index_dirty = 1;
-		for (f = n->dfolder; f; f = f->parent)
+		/* a folder's listing lives at its index note's URL */
+		if ((f = map_gets(&d->folder_by_url, n->durl)))
 			folder_dirty(d, f);
-		{
-			/* a folder listing lives at its index note's URL */
-			size_t i = 0;
-			void *v;
-			while (map_next(&d->folders, &i, NULL, NULL, &v)) {
-				f = v;
-				if (f->dirty)
-					continue;
-				{
-					struct buf idx = BUF_INIT;
-					char *u;
-					buf_addf(&idx, "%s%sindex.md", f->path, f->path[0] ? "/" : "");
-					u = vault_note_url(idx.ptr, NULL);
-					if (strcmp(u, n->durl) == 0)
-						folder_dirty(d, f);
-					free(u);
-					buf_release(&idx);
-				}
-			}
-		}
 	}
 	free(n->durl);
 	n->durl = listed ? xstrdup(n->url) : NULL;
-	if (changed)
-		d->site_feed_dirty = 1;
 	n->dsig = sig;
-	if (listed) {
+	if (listed && resort) {
 		site_note_date(n, n->ddate);
-		date_sets(d, n, 1);
+		date_sets(d, n, 1, top);
 	}
 }
 
@@ -807,11 +856,12 @@ static void note_items(const struct site_note *const *v, size_t n, struct layout
 	}
 }
 
-static void render_tag(struct site *s, struct derived_tag *t)
+/* A tag's page (listing set) and feed (feed set). */
+static void render_tag(struct site *s, struct derived_tag *t, int listing, int with_feed)
 {
 	struct buf key = BUF_INIT, html = BUF_INIT, title = BUF_INIT;
-	struct layout_item *items;
-	char (*dates)[11];
+	struct layout_item *items = NULL;
+	char (*dates)[11] = NULL;
 
 	buf_addf(&key, "/tags/%s", t->key);
 	if (!t->notes.n) {
@@ -821,14 +871,16 @@ static void render_tag(struct site *s, struct derived_tag *t)
 		buf_release(&key);
 		return;
 	}
-	sort(t->notes.v, t->notes.n, sizeof(*t->notes.v), cmp_notes_title);
-	items = xcalloc(t->notes.n, sizeof(*items));
-	dates = xcalloc(t->notes.n, sizeof(*dates));
-	note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
 	buf_addf(&title, "#%s", t->key);
-	layout_listing_page(&s->layout, title.ptr, NULL, items, t->notes.n, &html);
-	put_text(s, PAGE_GENERATED, key.ptr, "text/html; charset=utf-8", &html);
-	if (s->cfg.base_url[0]) {
+	if (listing) {
+		sort(t->notes.v, t->notes.n, sizeof(*t->notes.v), cmp_notes_title);
+		items = xcalloc(t->notes.n, sizeof(*items));
+		dates = xcalloc(t->notes.n, sizeof(*dates));
+		note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
+		layout_listing_page(&s->layout, title.ptr, NULL, items, t->notes.n, &html);
+		put_text(s, PAGE_GENERATED, key.ptr, "text/html; charset=utf-8", &html);
+	}
+	if (with_feed && s->cfg.base_url[0]) {
 		struct buf link = BUF_INIT;
 		buf_adds(&link, s->cfg.url_prefix);
 		buf_add_urlpath(&link, key.ptr, key.len);
@@ -898,21 +950,12 @@ static int cmp_folder_name(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
-static char *folder_url(const struct derived_folder *f)
-{
-	struct buf idx = BUF_INIT;
-	char *u;
-
-	buf_addf(&idx, "%s%sindex.md", f->path, f->path[0] ? "/" : "");
-	u = vault_note_url(idx.ptr, NULL);
-	buf_release(&idx);
-	return u;
-}
 
 /* The notes of a folder and every folder below it (for its feed). */
-static void render_folder(struct site *s, struct derived_folder *f)
+/* A folder's listing (listing set) and feed of it and the folders below (feed set). */
+static void render_folder(struct site *s, struct derived_folder *f, int listing, int with_feed)
 {
-	char *url = folder_url(f);
+	const char *url = f->url;
 	struct buf feed = BUF_INIT, html = BUF_INIT, href = BUF_INIT;
 	struct derived_folder **kids = NULL;
 	struct layout_item *items;
@@ -926,6 +969,8 @@ static void render_folder(struct site *s, struct derived_folder *f)
 		del_generated(s, feed.ptr);
 		goto out;
 	}
+	if (!listing)
+		goto feed;
 	kids = xcalloc(f->nkids + 1, sizeof(*kids));
 	for (i = 0; i < f->nkids; i++)
 		if (f->kids[i]->subtree)
@@ -949,8 +994,14 @@ static void render_folder(struct site *s, struct derived_folder *f)
 	note_items((const struct site_note *const *)f->notes.v, f->notes.n, items + nk, dates);
 	layout_listing_page(&s->layout, f->path[0] ? f->name : s->cfg.title, NULL, items, n, &html);
 	put_text(s, PAGE_GENERATED, url, "text/html; charset=utf-8", &html);
+	for (i = 0; i < nk; i++)
+		free(kid_urls[i]);
+	free(kid_urls);
+	free(items);
+	free(dates);
+feed:
 	/* the root folder's feed is the site's: /rss.xml */
-	if (s->cfg.base_url[0] && f->path[0]) {
+	if (with_feed && s->cfg.base_url[0] && f->path[0]) {
 		struct notelist top = { 0 };
 		newest(&f->by_date, (size_t)s->cfg.feed_items, &top);
 		buf_adds(&href, s->cfg.url_prefix);
@@ -958,14 +1009,8 @@ static void render_folder(struct site *s, struct derived_folder *f)
 		write_feeds(s, feed.ptr, f->name, href.ptr, top.v, top.n, 0);
 		free(top.v);
 	}
-	for (i = 0; i < nk; i++)
-		free(kid_urls[i]);
-	free(kid_urls);
-	free(items);
-	free(dates);
 out:
 	free(kids);
-	free(url);
 	buf_release(&feed);
 	buf_release(&html);
 	buf_release(&href);
@@ -1153,8 +1198,8 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 
 	for (i = 0; i < d->ndirty_tags; i++) {
 		struct derived_tag *t = d->dirty_tags[i];
-		t->dirty = 0;
-		render_tag(s, t);
+		render_tag(s, t, t->dirty, t->feed_dirty);
+		t->dirty = t->feed_dirty = t->queued = 0;
 		if (!t->notes.n) {
 			map_remove(&d->tags, t->key, strlen(t->key));
 			free(t->notes.v);
@@ -1167,8 +1212,9 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		render_tag_index(s);
 	d->tag_index_dirty = 0;
 	for (i = 0; i < d->ndirty_folders; i++) {
-		d->dirty_folders[i]->dirty = 0;
-		render_folder(s, d->dirty_folders[i]);
+		struct derived_folder *f = d->dirty_folders[i];
+		render_folder(s, f, f->dirty, f->feed_dirty);
+		f->dirty = f->feed_dirty = f->queued = 0;
 	}
 	d->ndirty_folders = 0;
 	if (!d->tree_started) {
