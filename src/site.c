@@ -75,7 +75,7 @@ struct work {
 	size_t nfiles, afiles;
 	struct map names;         /* name keys whose resolution may have changed -> owned key */
 	struct map stale_keys;    /* alias keys and old URLs to look at again -> owned key */
-	int urls;                 /* a note's URL may have changed: assign them again */
+	struct map url_groups;    /* bases whose groups must be assigned again -> owned key */
 };
 
 /*
@@ -237,6 +237,7 @@ static void note_free(struct site_note *n)
 	free(n->disk);
 	free(n->name_key);
 	free(n->base_url);
+	free(n->gbase);
 	free(n->url);
 	free(n->href);
 	render_note_release(n);
@@ -780,6 +781,181 @@ static void before_parse(struct site_note *n)
 }
 
 /*
+ * URLs. Published notes that ask for the same URL (their base URL, from
+ * the path or the slug) form a group, kept in path order: the first gets
+ * the URL, the others "-2", "-3"... skipping any suffixed URL that is some
+ * note's base URL (a note asking for "/a-2" by name wins it over the
+ * second note asking for "/a"). A suffix of one base can never be a suffix
+ * of another ("/a-2-2" splits only as "/a-2" and 2), so groups do not
+ * interfere but through base URLs, and a change reassigns only the groups
+ * it touched: the group a note leaves, the one it joins, and the group
+ * whose suffixes a base URL that appears or vanishes could be. A load
+ * assigns every group once; an edit, a handful, whatever the vault's size.
+ */
+struct url_group {
+	char *base;                /* the map's key */
+	struct site_note **v;      /* in path order */
+	size_t n, alloc;
+};
+
+/* "/a-3" -> "/a" (and "/a-3/" -> "/a/"): the base whose suffix url could be, or 0. */
+static int suffix_base(const char *url, struct buf *out)
+{
+	size_t len = strlen(url), end = len, d;
+	int slash = len > 1 && url[len - 1] == '/';
+
+	end -= (size_t)slash;
+	for (d = end; d > 0 && url[d - 1] >= '0' && url[d - 1] <= '9'; d--)
+		;
+	if (d == end || d < 2 || url[d - 1] != '-' || url[d] == '0' ||
+	    (end - d == 1 && url[d] == '1'))
+		return 0;
+	buf_reset(out);
+	buf_add(out, url, d - 1);
+	if (slash)
+		buf_addc(out, '/');
+	return 1;
+}
+
+static size_t group_index(const struct url_group *g, const char *path)
+{
+	size_t lo = 0, hi = g->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(g->v[mid]->note.path, path) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The groups to assign again in this apply: base, and the base whose suffix it could be. */
+static void group_touched(struct site *s, struct work *w, const char *base, int came_or_went)
+{
+	struct buf b = BUF_INIT;
+
+	key_add(&w->url_groups, base);
+	if (came_or_went && suffix_base(base, &b) && map_get(&s->url_groups, b.ptr, b.len))
+		key_add(&w->url_groups, b.ptr);
+	buf_release(&b);
+}
+
+/* Moves n from the group of its registered base (n->gbase) to the group of base (NULL: none). */
+static void group_move(struct site *s, struct work *w, struct site_note *n, const char *base)
+{
+	struct url_group *g;
+	size_t at;
+
+	if (n->gbase && base && strcmp(n->gbase, base) == 0)
+		return;
+	if (n->gbase && (g = map_gets(&s->url_groups, n->gbase))) {
+		at = group_index(g, n->note.path);
+		if (at < g->n && g->v[at] == n) {
+			memmove(&g->v[at], &g->v[at + 1], (g->n - at - 1) * sizeof(*g->v));
+			g->n--;
+		}
+		group_touched(s, w, g->base, g->n == 0);
+		if (!g->n) {
+			map_remove(&s->url_groups, g->base, strlen(g->base));
+			free(g->base);
+			free(g->v);
+			free(g);
+		}
+	}
+	free(n->gbase);
+	n->gbase = NULL;
+	if (!base)
+		return;
+	if (!(g = map_gets(&s->url_groups, base))) {
+		g = xcalloc(1, sizeof(*g));
+		g->base = xstrdup(base);
+		map_put(&s->url_groups, g->base, strlen(g->base), g);
+	}
+	at = group_index(g, n->note.path);
+	ALLOC_GROW(g->v, g->n + 1, g->alloc);
+	memmove(&g->v[at + 1], &g->v[at], (g->n - at) * sizeof(*g->v));
+	g->v[at] = n;
+	g->n++;
+	n->gbase = xstrdup(base);
+	group_touched(s, w, g->base, g->n == 1);
+}
+
+/* Gives n the URL url; what showed its old one is rendered or composed again. */
+static void set_url(struct site *s, struct work *w, struct site_note *n, const char *url)
+{
+	struct notevec refs = { 0 };
+	size_t k;
+
+	if (n->url && strcmp(n->url, url) == 0)
+		return;
+	if (n->url) {
+		table_del(s, n->url);
+		key_add(&w->stale_keys, n->url);
+		/* notes linking here carry the old URL in their fragments, and
+		 * so does the note itself in its [[#Heading]] links */
+		need_render(w, n);
+		referrers(s, n, -1, &refs);
+		for (k = 0; k < refs.n; k++)
+			need_render(w, refs.v[k]);
+		/* and notes it links to list it, with its URL, as a backlink */
+		for (k = 0; k < n->md.nrefs; k++)
+			if (n->refs[k].kind == MD_TARGET_NOTE)
+				mark_recompose(w, n->refs[k].target);
+		free(refs.v);
+	}
+	free(n->url);
+	free(n->href);
+	n->url = xstrdup(url);
+	n->href = make_href(s, n->url);
+	mark_recompose(w, n);
+	vec_push(&w->moved, n);
+	/* its alias redirects point at the old URL */
+	for (k = 0; k < n->naliases; k++)
+		key_add(&w->stale_keys, n->aliases[k]);
+}
+
+static void assign_group(struct site *s, struct work *w, const struct url_group *g)
+{
+	size_t len = strlen(g->base), i, k = 1;
+	int slash = len > 1 && g->base[len - 1] == '/';
+	struct buf alt = BUF_INIT;
+
+	for (i = 0; i < g->n; i++) {
+		struct site_note *n = g->v[i];
+		diag_forget(&s->diags, n->note.path, DIAG_URL);
+		if (i == 0) {
+			set_url(s, w, n, g->base);
+			continue;
+		}
+		do {
+			buf_reset(&alt);
+			buf_add(&alt, g->base, len - (size_t)slash);
+			buf_addf(&alt, "-%zu%s", ++k, slash ? "/" : "");
+		} while (map_get(&s->url_groups, alt.ptr, alt.len));
+		diag_addk(&s->diags, DIAG_URL, DIAG_WARNING, n->note.path, 0,
+			  "URL %s is already taken by %s; this note is served at %s", g->base,
+			  g->v[0]->note.path, alt.ptr);
+		set_url(s, w, n, alt.ptr);
+	}
+	buf_release(&alt);
+}
+
+/* Assigns the groups this apply touched. */
+static void assign_urls(struct site *s, struct work *w)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(&w->url_groups, &i, NULL, NULL, &v)) {
+		const struct url_group *g = map_gets(&s->url_groups, v);
+		if (g)
+			assign_group(s, w, g);
+	}
+	keys_release(&w->url_groups);
+}
+
+/*
  * The URL a published note asks for, before collisions: from its slug or
  * its path. A slug may not claim one of quire's own URLs (an error; the
  * note keeps its path's URL); a path that leads to one is served beside it
@@ -822,11 +998,9 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 	}
 	if (published != n->published) {
 		key_add(&w->names, n->name_key);
-		w->urls = 1;
 		s->npublished += published ? 1 : (size_t)-1;
-	} else if (published && (!n->base_url || strcmp(n->base_url, base) != 0)) {
-		w->urls = 1; /* a new slug */
 	}
+	group_move(s, w, n, base);
 	if (n->md.nrefs || n->nmentions)
 		withdraw(s, w, n);
 	if (n->published && !published) {
@@ -861,7 +1035,7 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 	if (n->published) {
 		/* notes linking here re-resolve through the name event below */
 		s->npublished--;
-		w->urls = 1;
+		group_move(s, w, n, NULL);
 		withdraw(s, w, n);
 		if (n->url)
 			table_del(s, n->url), key_add(&w->stale_keys, n->url);
@@ -872,72 +1046,6 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 	for (k = 0; k < DIAG_OTHER; k++)
 		diag_forget(&s->diags, n->note.path, (enum diag_kind)k);
 	note_unlink(s, n);
-}
-
-/* Gives each published note its URL; one taken earlier in path order gets "-2", "-3"... */
-static void assign_urls(struct site *s, struct work *w)
-{
-	struct map taken = MAP_INIT;
-	struct buf alt = BUF_INIT;
-	size_t i;
-
-	diag_forget(&s->diags, NULL, DIAG_URL);
-	for (i = 0; i < s->nnotes; i++) {
-		struct site_note *n = s->notes[i];
-		const char *url;
-		struct site_note *other;
-
-		if (!n->published)
-			continue;
-		url = n->base_url;
-		other = map_get(&taken, url, strlen(url));
-		if (other) {
-			size_t len = strlen(url), k;
-			int slash = len > 1 && url[len - 1] == '/';
-			for (k = 2;; k++) {
-				buf_reset(&alt);
-				buf_add(&alt, url, len - (size_t)slash);
-				buf_addf(&alt, "-%zu%s", k, slash ? "/" : "");
-				if (!map_get(&taken, alt.ptr, alt.len))
-					break;
-			}
-			diag_addk(&s->diags, DIAG_URL, DIAG_WARNING, n->note.path, 0,
-				  "URL %s is already taken by %s; this note is served at %s", url,
-				  other->note.path, alt.ptr);
-			url = alt.ptr;
-		}
-		if (!n->url || strcmp(n->url, url) != 0) {
-			struct notevec refs = { 0 };
-			size_t k;
-			if (n->url) {
-				table_del(s, n->url);
-				key_add(&w->stale_keys, n->url);
-				/* notes linking here carry the old URL in their fragments, and
-				 * so does the note itself in its [[#Heading]] links */
-				need_render(w, n);
-				referrers(s, n, -1, &refs);
-				for (k = 0; k < refs.n; k++)
-					need_render(w, refs.v[k]);
-				/* and notes it links to list it, with its URL, as a backlink */
-				for (k = 0; k < n->md.nrefs; k++)
-					if (n->refs[k].kind == MD_TARGET_NOTE)
-						mark_recompose(w, n->refs[k].target);
-				free(refs.v);
-			}
-			free(n->url);
-			free(n->href);
-			n->url = xstrdup(url);
-			n->href = make_href(s, n->url);
-			mark_recompose(w, n);
-			vec_push(&w->moved, n);
-			/* its alias redirects point at the old URL */
-			for (k = 0; k < n->naliases; k++)
-				key_add(&w->stale_keys, n->aliases[k]);
-		}
-		map_put(&taken, n->url, strlen(n->url), n);
-	}
-	map_release(&taken);
-	buf_release(&alt);
 }
 
 /* Re-resolves the notes mentioning a changed name; those whose links now differ render again. */
@@ -1279,9 +1387,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 			after_parse(s, &w, round.v[i]);
 		free(round.v);
 		/* URLs depend on path order, publish state and slugs only */
-		if (w.urls)
+		if (w.url_groups.len)
 			assign_urls(s, &w);
-		w.urls = 0;
 		resolve_names(s, &w);
 	}
 
@@ -1430,6 +1537,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	free(w.files);
 	keys_release(&w.names);
 	keys_release(&w.stale_keys);
+	keys_release(&w.url_groups);
 	s->load_ms = now_ms() - t0;
 	return 0;
 }
@@ -1771,8 +1879,8 @@ static void free_vecmap(struct map *m)
 
 void site_free(struct site *s)
 {
-	size_t i = 0;
-	void *v;
+	size_t i = 0, gi = 0;
+	void *v, *gv;
 
 	if (!s)
 		return;
@@ -1812,5 +1920,12 @@ void site_free(struct site *s)
 	diag_list_release(&s->diags);
 	free(s->vault);
 	free(s->headers);
+	while (map_next(&s->url_groups, &gi, NULL, NULL, &gv)) {
+		struct url_group *g = gv;
+		free(g->base);
+		free(g->v);
+		free(g);
+	}
+	map_release(&s->url_groups);
 	free(s);
 }

@@ -84,6 +84,7 @@ struct site_note {
 	char *disk;           /* path as on disk, vault-relative */
 	char *name_key;       /* resolve_name_key(path): what links call it by */
 	char *base_url;       /* its URL before collision suffixes (published notes) */
+	char *gbase;          /* the base URL whose group it is in (site.c, "URLs"), or NULL */
 	char *url;            /* decoded URL path without prefix: "/folder/note"; NULL if unpublished */
 	char *href;           /* encoded URL with prefix, for links */
 	int published;
@@ -150,6 +151,7 @@ struct site {
 	struct resolver *resolver;
 	struct map mentions;      /* name key -> notes whose links use that name */
 	struct map claims;        /* alias URL -> notes claiming it, in path order */
+	struct map url_groups;    /* base URL -> the published notes asking for it (site.c) */
 	struct map moved;         /* note path -> the URLs it had before it moved there */
 	char *moves_file;         /* where moves are recorded, to outlive a restart */
 	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */

@@ -158,6 +158,52 @@ static void test_fragments_from_pages(void)
 	tv_remove(root);
 }
 
+/*
+ * URL groups: notes asking for one URL share it in path order ("-2",
+ * "-3"...), and a note asking for a suffixed URL by name takes it from
+ * the group. Each step is compared with a fresh load; the URLs are
+ * checked too.
+ */
+static void test_url_groups(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 1 };
+	struct snapshot *snap;
+	struct site *inc;
+
+	tv_write(root, "a.md", "A.\n");
+	tv_write(root, "x/b.md", "---\nslug: /a\n---\nB.\n");
+	tv_write(root, "y/c.md", "---\nslug: /a\n---\nC.\n");
+	tv_write(root, "z.md", "[[a]] [[b]] [[c]]\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK_STR(site_find_note(inc, "x/b.md")->url, "/a-2");
+	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-3");
+	/* a note asks for /a-2 by name: it wins it, c moves on */
+	tv_write(root, "a-2.md", "Named a-2.\n");
+	step(inc, &snap, root, "a-2.md", "a base URL that is a suffix of another");
+	CHECK_STR(site_find_note(inc, "a-2.md")->url, "/a-2");
+	CHECK_STR(site_find_note(inc, "x/b.md")->url, "/a-3");
+	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-4");
+	/* the first of the group goes: everyone moves up */
+	unlink_rel(root, "a.md");
+	step(inc, &snap, root, "a.md", "the first of a group leaves");
+	CHECK_STR(site_find_note(inc, "x/b.md")->url, "/a");
+	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-3");
+	/* the suffix's owner leaves: the group takes it back */
+	unlink_rel(root, "a-2.md");
+	step(inc, &snap, root, "a-2.md", "a suffix freed");
+	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-2");
+	/* a slug leaves the group */
+	tv_write(root, "x/b.md", "B without a slug.\n");
+	step(inc, &snap, root, "x/b.md", "a slug dropped");
+	CHECK_STR(site_find_note(inc, "x/b.md")->url, "/x/b");
+	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a");
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
 static int want(const char *name)
 {
 	const char *v = getenv("QUIRE_VAULTS");
@@ -180,6 +226,7 @@ int main(void)
 {
 	md_global_init();
 	RUN(test_fragments_from_pages);
+	RUN(test_url_groups);
 	RUN(test_tasks_docs);
 	RUN(test_pwsh_docs);
 	return test_done();
