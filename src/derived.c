@@ -1,5 +1,5 @@
 /*
- * derived.c: tag pages, folder listings, sitemaps and feeds.
+ * derived.c: tag pages, folder listings, explorer documents, sitemaps and feeds.
  *
  * Every published note is registered under its tags (with their parents:
  * "a/b" also lists under "a"), its folder (and, for counting, every folder
