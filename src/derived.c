@@ -48,6 +48,8 @@ struct derived_tag {
 	int dirty;             /* its page must be written again */
 	int feed_dirty;        /* its feed must be written again */
 	int queued;            /* in dirty_tags */
+	char **pages;          /* the keys of its listing's pages, the first first */
+	size_t npages;
 };
 
 struct derived_folder {
@@ -133,6 +135,9 @@ void derived_free(struct derived *d)
 		struct derived_tag *t = v;
 		free(t->notes.v);
 		oset_release(&t->by_date);
+		for (size_t k = 0; k < t->npages; k++)
+			free(t->pages[k]);
+		free(t->pages);
 		free(t->key);
 		free(t);
 	}
@@ -848,12 +853,122 @@ static void note_items(const struct site_note *const *v, size_t n, struct layout
 {
 	size_t i;
 	for (i = 0; i < n; i++) {
-		site_note_date(v[i], dates[i]);
+		if (v[i]->ddate[0])
+			memcpy(dates[i], v[i]->ddate, sizeof(dates[i])); /* as registered */
+		else
+			site_note_date(v[i], dates[i]);
 		items[i].title = v[i]->note.title;
 		items[i].url = v[i]->href;
 		items[i].summary = summary_of(v[i]);
 		items[i].date = dates[i];
 	}
+}
+
+/*
+ * A tag's listing is cut into pages of about TAG_PAGE notes, in title
+ * order. Where a page starts is decided by the notes themselves: a note
+ * whose path hashes to 0 modulo TAG_PAGE starts one (and a page is cut
+ * after 4 TAG_PAGE notes without such a note), so a note that comes, goes
+ * or is retitled changes the one or two pages it was and is on, not every
+ * page after it, and a fresh load cuts the same pages as any sequence of
+ * edits. The first page is /tags/<tag> and lists every page by its first
+ * title; the others are /tags/<tag>/~<hash of their first note's path>
+ * and link back to it.
+ * Every page's HTML is made again (cheap), but only those whose bytes
+ * changed are compressed and replaced (put_text).
+ */
+#define TAG_PAGE 100
+
+static int starts_page(const struct site_note *n, size_t run)
+{
+	return run >= 4 * TAG_PAGE || hash64(n->note.path, strlen(n->note.path)) % TAG_PAGE == 0;
+}
+
+static void tag_page_key(const struct derived_tag *t, const struct site_note *first, size_t page,
+			 struct buf *key)
+{
+	buf_reset(key);
+	buf_addf(key, "/tags/%s", t->key);
+	if (page)
+		buf_addf(key, "/~%012llx",
+			 (unsigned long long)(hash64(first->note.path, strlen(first->note.path)) &
+					      0xffffffffffffull));
+}
+
+static void tag_pages(struct site *s, struct derived_tag *t, const char *title,
+		      const struct layout_item *items)
+{
+	size_t *start = xcalloc(t->notes.n + 1, sizeof(*start)), npages = 0, i, run = 0, p;
+	struct buf key = BUF_INIT, html = BUF_INIT, intro = BUF_INIT, href = BUF_INIT;
+	struct buf page_title = BUF_INIT;
+	char **keys;
+
+	for (i = 0; i < t->notes.n; i++, run++) {
+		if (i == 0 || starts_page(t->notes.v[i], run)) {
+			start[npages++] = i;
+			run = 0;
+		}
+	}
+	start[npages] = t->notes.n;
+	keys = xcalloc(npages + 1, sizeof(*keys));
+	for (p = 0; p < npages; p++) {
+		tag_page_key(t, t->notes.v[start[p]], p, &key);
+		keys[p] = xstrdup(key.ptr);
+	}
+	for (p = 0; p < npages; p++) {
+		buf_reset(&intro);
+		if (p > 0) {
+			/* only the first page lists them all: a page changes with its own notes */
+			buf_reset(&href);
+			buf_adds(&href, s->cfg.url_prefix);
+			buf_add_urlpath(&href, keys[0], strlen(keys[0]));
+			buf_adds(&intro, "<nav class=\"pager\"><a href=\"");
+			buf_adds_html(&intro, href.ptr);
+			buf_adds(&intro, "\">All pages of ");
+			buf_adds_html(&intro, title);
+			buf_adds(&intro, "</a></nav>\n");
+		} else if (npages > 1) {
+			size_t q;
+			buf_adds(&intro, "<nav class=\"pager\" aria-label=\"Pages of this tag\"><ol>");
+			for (q = 0; q < npages; q++) {
+				buf_reset(&href);
+				buf_adds(&href, s->cfg.url_prefix);
+				buf_add_urlpath(&href, keys[q], strlen(keys[q]));
+				buf_adds(&intro, q == p ? "<li aria-current=\"page\">" : "<li><a href=\"");
+				if (q != p) {
+					buf_adds_html(&intro, href.ptr);
+					buf_adds(&intro, "\">");
+				}
+				buf_adds_html(&intro, t->notes.v[start[q]]->note.title);
+				buf_adds(&intro, q == p ? "</li>" : "</a></li>");
+			}
+			buf_adds(&intro, "</ol></nav>\n");
+		}
+		buf_reset(&page_title);
+		buf_adds(&page_title, title);
+		if (p)
+			buf_addf(&page_title, " (%zu of %zu)", p + 1, npages);
+		layout_listing_page(&s->layout, page_title.ptr, intro.len ? intro.ptr : NULL,
+				    items + start[p], start[p + 1] - start[p], &html);
+		put_text(s, PAGE_GENERATED, keys[p], "text/html; charset=utf-8", &html);
+	}
+	/* the pages that are no longer there */
+	for (i = 0; i < t->npages; i++) {
+		for (p = 0; p < npages && strcmp(t->pages[i], keys[p]) != 0; p++)
+			;
+		if (p == npages)
+			del_generated(s, t->pages[i]);
+		free(t->pages[i]);
+	}
+	free(t->pages);
+	t->pages = keys;
+	t->npages = npages;
+	free(start);
+	buf_release(&key);
+	buf_release(&html);
+	buf_release(&intro);
+	buf_release(&href);
+	buf_release(&page_title);
 }
 
 /* A tag's page (listing set) and feed (feed set). */
@@ -865,6 +980,14 @@ static void render_tag(struct site *s, struct derived_tag *t, int listing, int w
 
 	buf_addf(&key, "/tags/%s", t->key);
 	if (!t->notes.n) {
+		size_t i;
+		for (i = 0; i < t->npages; i++) {
+			del_generated(s, t->pages[i]);
+			free(t->pages[i]);
+		}
+		free(t->pages);
+		t->pages = NULL;
+		t->npages = 0;
 		del_generated(s, key.ptr);
 		buf_adds(&key, "/rss.xml");
 		del_generated(s, key.ptr);
@@ -877,8 +1000,7 @@ static void render_tag(struct site *s, struct derived_tag *t, int listing, int w
 		items = xcalloc(t->notes.n, sizeof(*items));
 		dates = xcalloc(t->notes.n, sizeof(*dates));
 		note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
-		layout_listing_page(&s->layout, title.ptr, NULL, items, t->notes.n, &html);
-		put_text(s, PAGE_GENERATED, key.ptr, "text/html; charset=utf-8", &html);
+		tag_pages(s, t, title.ptr, items);
 	}
 	if (with_feed && s->cfg.base_url[0]) {
 		struct buf link = BUF_INIT;

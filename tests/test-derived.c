@@ -10,6 +10,7 @@
 #include "markdown.h"
 #include "site.h"
 #include "test.h"
+#include "xalloc.h"
 
 static struct site *load(const char *dir)
 {
@@ -232,6 +233,95 @@ static void test_tree_documents(void)
 	tv_remove(v);
 }
 
+/*
+ * A tag of many notes is cut into pages where its notes say (about 100 a
+ * page); a retitle changes the pages the note was and is on, not the
+ * others, and a fresh load cuts the same pages.
+ */
+static void test_tag_pages(void)
+{
+	char *v = tv_new();
+	struct site *s, *full;
+	const char *path = "n0500.md";
+	size_t i, pages = 0, changed = 0;
+	const struct page **before;
+	char name[32], text[96];
+
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "n%04zu.md", i);
+		snprintf(text, sizeof(text), "---\ntitle: Note %04zu\ntags: [big]\n---\nBody.\n", i);
+		tv_write(v, name, text);
+	}
+	s = load(v);
+	CHECK(has(s, "/tags/big", "class=\"pager\""));
+	CHECK(has(s, "/tags/big", "Note 0000"));
+	CHECK(!has(s, "/tags/big", "Note 0999"));
+	/* every page is reachable from the first, and together they list every note once */
+	before = xcalloc(64, sizeof(*before));
+	{
+		const struct page *first = page(s, "/tags/big");
+		const char *at = first ? first->body : NULL, *end = first ? first->body + first->body_len : NULL;
+		size_t notes = 0;
+		while (at && (at = memmem(at, (size_t)(end - at), "href=\"/tags/big/~", 17))) {
+			char key[64];
+			const char *q = memchr(at + 6, '"', (size_t)(end - at - 6));
+			snprintf(key, sizeof(key), "%.*s", (int)(q - at - 6), at + 6);
+			if (pages < 63)
+				before[pages + 1] = page(s, key);
+			CHECK(page(s, key) != NULL);
+			pages++;
+			at = q;
+		}
+		before[0] = first;
+		CHECK(pages >= 3);
+		for (i = 0; i <= pages && i < 64; i++) {
+			const char *x = before[i] ? before[i]->body : NULL;
+			const char *e = x ? x + before[i]->body_len : NULL;
+			while (x && (x = memmem(x, (size_t)(e - x), ">Note ", 6))) {
+				notes++;
+				x++;
+			}
+		}
+		/* each note's title once, plus the first page's list of first titles */
+		CHECK(notes == 1000 + pages + 1);
+	}
+	/* a retitle moves one note from the middle to the end */
+	tv_write(v, "n0500.md", "---\ntitle: Zulu last\ntags: [big]\n---\nBody.\n");
+	site_apply(s, &path, 1);
+	{
+		const struct page *first = page(s, "/tags/big");
+		const char *at = first->body, *end = first->body + first->body_len;
+		size_t k = 1;
+		changed = first != before[0];
+		while ((at = memmem(at, (size_t)(end - at), "href=\"/tags/big/~", 17)) && k < 64) {
+			char key[64];
+			const char *q = memchr(at + 6, '"', (size_t)(end - at - 6));
+			snprintf(key, sizeof(key), "%.*s", (int)(q - at - 6), at + 6);
+			changed += page(s, key) != before[k++];
+			at = q;
+		}
+	}
+	/* the page it left, the page it joined, and the first (its pager shows first titles) */
+	CHECK(changed <= 3);
+	CHECK(has(s, "/tags/big", "Note 0000"));
+	/* the same pages as a fresh load */
+	full = load(v);
+	{
+		size_t it = 0;
+		const char *key;
+		void *pv;
+		while (map_next(&full->pages, &it, &key, NULL, &pv)) {
+			const struct page *a = page(s, key), *b = pv;
+			if (strncmp(key, "/tags/big", 9) == 0)
+				CHECK(a && a->body_len == b->body_len && !memcmp(a->body, b->body, a->body_len));
+		}
+	}
+	site_free(full);
+	free(before);
+	site_free(s);
+	tv_remove(v);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -242,6 +332,7 @@ int main(void)
 	RUN(test_edits);
 	RUN(test_sitemaps);
 	RUN(test_tree_documents);
+	RUN(test_tag_pages);
 	tv_remove(vault);
 	return test_done();
 }
