@@ -41,6 +41,12 @@ struct notelist {
 	size_t n, alloc;
 };
 
+/* The pages a listing is cut into (see listing_write). */
+struct listing_pages {
+	char **keys;           /* the pages' keys, the first first */
+	size_t n;
+};
+
 struct derived_tag {
 	char *key;             /* lowercased, as tag links write it */
 	struct notelist notes;
@@ -48,8 +54,7 @@ struct derived_tag {
 	int dirty;             /* its page must be written again */
 	int feed_dirty;        /* its feed must be written again */
 	int queued;            /* in dirty_tags */
-	char **pages;          /* the keys of its listing's pages, the first first */
-	size_t npages;
+	struct listing_pages pages; /* its listing's pages */
 };
 
 struct derived_folder {
@@ -61,6 +66,7 @@ struct derived_folder {
 	struct oset by_date;   /* those, newest first: its feed */
 	struct site_note *index; /* its listed index.md, whose URL the explorer links */
 	char *url;             /* where its listing is (its index note's URL) */
+	struct listing_pages pages; /* its listing's pages */
 	int tree_dirty;        /* its explorer document must be written again */
 	int feed_dirty;        /* its feed must be written again */
 	int queued;            /* in dirty_folders */
@@ -135,9 +141,9 @@ void derived_free(struct derived *d)
 		struct derived_tag *t = v;
 		free(t->notes.v);
 		oset_release(&t->by_date);
-		for (size_t k = 0; k < t->npages; k++)
-			free(t->pages[k]);
-		free(t->pages);
+		for (size_t k = 0; k < t->pages.n; k++)
+			free(t->pages.keys[k]);
+		free(t->pages.keys);
 		free(t->key);
 		free(t);
 	}
@@ -147,6 +153,9 @@ void derived_free(struct derived *d)
 		struct derived_folder *f = v;
 		free(f->notes.v);
 		oset_release(&f->by_date);
+		for (size_t k = 0; k < f->pages.n; k++)
+			free(f->pages.keys[k]);
+		free(f->pages.keys);
 		free(f->url);
 		free(f->kids);
 		free(f->path);
@@ -865,57 +874,89 @@ static void note_items(const struct site_note *const *v, size_t n, struct layout
 }
 
 /*
- * A tag's listing is cut into pages of about TAG_PAGE notes, in title
- * order. Where a page starts is decided by the notes themselves: a note
- * whose path hashes to 0 modulo TAG_PAGE starts one (and a page is cut
- * after 4 TAG_PAGE notes without such a note), so a note that comes, goes
- * or is retitled changes the one or two pages it was and is on, not every
- * page after it, and a fresh load cuts the same pages as any sequence of
- * edits. The first page is /tags/<tag> and lists every page by its first
- * title; the others are /tags/<tag>/~<hash of their first note's path>
- * and link back to it.
- * Every page's HTML is made again (cheap), but only those whose bytes
- * changed are compressed and replaced (put_text).
+ * A listing (a tag's notes, a folder's) is cut into pages of about
+ * LIST_PAGE notes, in title order. Where a page starts is decided by the
+ * notes themselves: a note whose path hashes to 0 modulo LIST_PAGE starts
+ * one (and a page is cut after 4 LIST_PAGE notes without such a note), so
+ * a note that comes, goes or is retitled changes the one or two pages it
+ * was and is on, not every page after it, and a fresh load cuts the same
+ * pages as any sequence of edits. The first page is the listing's own URL
+ * and lists every page by its first title (a folder's subfolders come
+ * first there); the others are <URL>/~<hash of their first note's path>
+ * ('~' is in no note's URL) and link back to the first. Every page's HTML
+ * is made again (cheap), but only those whose bytes changed are
+ * compressed and replaced (put_text).
  */
-#define TAG_PAGE 100
+#define LIST_PAGE 100
 
 static int starts_page(const struct site_note *n, size_t run)
 {
-	return run >= 4 * TAG_PAGE || hash64(n->note.path, strlen(n->note.path)) % TAG_PAGE == 0;
+	return run >= 4 * LIST_PAGE || hash64(n->note.path, strlen(n->note.path)) % LIST_PAGE == 0;
 }
 
-static void tag_page_key(const struct derived_tag *t, const struct site_note *first, size_t page,
-			 struct buf *key)
+static void page_key(const char *key0, const struct site_note *first, size_t page,
+		     struct buf *key)
 {
+	size_t len = strlen(key0);
+
 	buf_reset(key);
-	buf_addf(key, "/tags/%s", t->key);
-	if (page)
-		buf_addf(key, "/~%012llx",
+	buf_adds(key, key0);
+	if (page) {
+		if (!len || key0[len - 1] != '/')
+			buf_addc(key, '/');
+		buf_addf(key, "~%012llx",
 			 (unsigned long long)(hash64(first->note.path, strlen(first->note.path)) &
 					      0xffffffffffffull));
+	}
 }
 
-static void tag_pages(struct site *s, struct derived_tag *t, const char *title,
-		      const struct layout_item *items)
+/* Deletes every page of a listing. */
+static void listing_drop(struct site *s, struct listing_pages *lp)
 {
-	size_t *start = xcalloc(t->notes.n + 1, sizeof(*start)), npages = 0, i, run = 0, p;
+	size_t i;
+
+	for (i = 0; i < lp->n; i++) {
+		del_generated(s, lp->keys[i]);
+		free(lp->keys[i]);
+	}
+	free(lp->keys);
+	lp->keys = NULL;
+	lp->n = 0;
+}
+
+/*
+ * Writes the pages of a listing at key0: lead items first on the first
+ * page (a folder's subfolders), then notes (in title order) with their
+ * items.
+ */
+static void listing_write(struct site *s, const char *key0, const char *title,
+			  const struct layout_item *lead, size_t nlead,
+			  struct site_note *const *notes, const struct layout_item *items, size_t n,
+			  struct listing_pages *lp)
+{
+	size_t *start = xcalloc(n + 2, sizeof(*start)), npages = 0, i, run = 0, p;
 	struct buf key = BUF_INIT, html = BUF_INIT, intro = BUF_INIT, href = BUF_INIT;
 	struct buf page_title = BUF_INIT;
+	struct layout_item *first = NULL;
 	char **keys;
 
-	for (i = 0; i < t->notes.n; i++, run++) {
-		if (i == 0 || starts_page(t->notes.v[i], run)) {
+	for (i = 0; i < n; i++, run++) {
+		if (i == 0 || starts_page(notes[i], run)) {
 			start[npages++] = i;
 			run = 0;
 		}
 	}
-	start[npages] = t->notes.n;
+	if (!npages)
+		start[npages++] = 0;
+	start[npages] = n;
 	keys = xcalloc(npages + 1, sizeof(*keys));
 	for (p = 0; p < npages; p++) {
-		tag_page_key(t, t->notes.v[start[p]], p, &key);
+		page_key(key0, n ? notes[start[p]] : NULL, p, &key);
 		keys[p] = xstrdup(key.ptr);
 	}
 	for (p = 0; p < npages; p++) {
+		const struct layout_item *v = items + start[p];
+		size_t nv = start[p + 1] - start[p];
 		buf_reset(&intro);
 		if (p > 0) {
 			/* only the first page lists them all: a page changes with its own notes */
@@ -929,7 +970,7 @@ static void tag_pages(struct site *s, struct derived_tag *t, const char *title,
 			buf_adds(&intro, "</a></nav>\n");
 		} else if (npages > 1) {
 			size_t q;
-			buf_adds(&intro, "<nav class=\"pager\" aria-label=\"Pages of this tag\"><ol>");
+			buf_adds(&intro, "<nav class=\"pager\" aria-label=\"Pages\"><ol>");
 			for (q = 0; q < npages; q++) {
 				buf_reset(&href);
 				buf_adds(&href, s->cfg.url_prefix);
@@ -939,30 +980,40 @@ static void tag_pages(struct site *s, struct derived_tag *t, const char *title,
 					buf_adds_html(&intro, href.ptr);
 					buf_adds(&intro, "\">");
 				}
-				buf_adds_html(&intro, t->notes.v[start[q]]->note.title);
+				buf_adds_html(&intro, notes[start[q]]->note.title);
 				buf_adds(&intro, q == p ? "</li>" : "</a></li>");
 			}
 			buf_adds(&intro, "</ol></nav>\n");
+		}
+		if (p == 0 && nlead) {
+			free(first);
+			first = xcalloc(nlead + nv + 1, sizeof(*first));
+			memcpy(first, lead, nlead * sizeof(*first));
+			if (nv)
+				memcpy(first + nlead, v, nv * sizeof(*first));
+			v = first;
+			nv += nlead;
 		}
 		buf_reset(&page_title);
 		buf_adds(&page_title, title);
 		if (p)
 			buf_addf(&page_title, " (%zu of %zu)", p + 1, npages);
-		layout_listing_page(&s->layout, page_title.ptr, intro.len ? intro.ptr : NULL,
-				    items + start[p], start[p + 1] - start[p], &html);
+		layout_listing_page(&s->layout, page_title.ptr, intro.len ? intro.ptr : NULL, v, nv,
+				    &html);
 		put_text(s, PAGE_GENERATED, keys[p], "text/html; charset=utf-8", &html);
 	}
 	/* the pages that are no longer there */
-	for (i = 0; i < t->npages; i++) {
-		for (p = 0; p < npages && strcmp(t->pages[i], keys[p]) != 0; p++)
+	for (i = 0; i < lp->n; i++) {
+		for (p = 0; p < npages && strcmp(lp->keys[i], keys[p]) != 0; p++)
 			;
 		if (p == npages)
-			del_generated(s, t->pages[i]);
-		free(t->pages[i]);
+			del_generated(s, lp->keys[i]);
+		free(lp->keys[i]);
 	}
-	free(t->pages);
-	t->pages = keys;
-	t->npages = npages;
+	free(lp->keys);
+	lp->keys = keys;
+	lp->n = npages;
+	free(first);
 	free(start);
 	buf_release(&key);
 	buf_release(&html);
@@ -980,14 +1031,7 @@ static void render_tag(struct site *s, struct derived_tag *t, int listing, int w
 
 	buf_addf(&key, "/tags/%s", t->key);
 	if (!t->notes.n) {
-		size_t i;
-		for (i = 0; i < t->npages; i++) {
-			del_generated(s, t->pages[i]);
-			free(t->pages[i]);
-		}
-		free(t->pages);
-		t->pages = NULL;
-		t->npages = 0;
+		listing_drop(s, &t->pages);
 		del_generated(s, key.ptr);
 		buf_adds(&key, "/rss.xml");
 		del_generated(s, key.ptr);
@@ -1000,7 +1044,8 @@ static void render_tag(struct site *s, struct derived_tag *t, int listing, int w
 		items = xcalloc(t->notes.n, sizeof(*items));
 		dates = xcalloc(t->notes.n, sizeof(*dates));
 		note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
-		tag_pages(s, t, title.ptr, items);
+		listing_write(s, key.ptr, title.ptr, NULL, 0, t->notes.v, items, t->notes.n,
+			      &t->pages);
 	}
 	if (with_feed && s->cfg.base_url[0]) {
 		struct buf link = BUF_INIT;
@@ -1087,6 +1132,7 @@ static void render_folder(struct site *s, struct derived_folder *f, int listing,
 	buf_adds(&feed, url);
 	buf_adds(&feed, "rss.xml");
 	if (!f->subtree) {
+		listing_drop(s, &f->pages);
 		del_generated(s, url);
 		del_generated(s, feed.ptr);
 		goto out;
@@ -1114,8 +1160,8 @@ static void render_folder(struct site *s, struct derived_folder *f, int listing,
 		items[i].url = kid_urls[i];
 	}
 	note_items((const struct site_note *const *)f->notes.v, f->notes.n, items + nk, dates);
-	layout_listing_page(&s->layout, f->path[0] ? f->name : s->cfg.title, NULL, items, n, &html);
-	put_text(s, PAGE_GENERATED, url, "text/html; charset=utf-8", &html);
+	listing_write(s, url, f->path[0] ? f->name : s->cfg.title, items, nk, f->notes.v,
+		      items + nk, f->notes.n, &f->pages);
 	for (i = 0; i < nk; i++)
 		free(kid_urls[i]);
 	free(kid_urls);

@@ -234,7 +234,7 @@ static void test_tree_documents(void)
 }
 
 /*
- * A tag of many notes is cut into pages where its notes say (about 100 a
+ * A tag (or folder) of many notes is cut into pages where its notes say (about 100 a
  * page); a retitle changes the pages the note was and is on, not the
  * others, and a fresh load cuts the same pages.
  */
@@ -254,6 +254,8 @@ static void test_tag_pages(void)
 	}
 	s = load(v);
 	CHECK(has(s, "/tags/big", "class=\"pager\""));
+	/* the same for a folder's listing (here the root's: no index.md) */
+	CHECK(has(s, "/", "class=\"pager\"") && !has(s, "/", "Note 0999"));
 	CHECK(has(s, "/tags/big", "Note 0000"));
 	CHECK(!has(s, "/tags/big", "Note 0999"));
 	/* every page is reachable from the first, and together they list every note once */
