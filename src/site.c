@@ -162,17 +162,23 @@ void site_page_del(struct site *s, const char *key)
 
 /* ---- notes and files ----------------------------------------------------- */
 
-static size_t note_index(const struct site *s, const char *path)
+/* Where path is, or would go, in notes sorted by path. */
+static size_t path_index(struct site_note *const *v, size_t n, const char *path)
 {
-	size_t lo = 0, hi = s->nnotes;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (strcmp(s->notes[mid]->note.path, path) < 0)
+		if (strcmp(v[mid]->note.path, path) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+static size_t note_index(const struct site *s, const char *path)
+{
+	return path_index(s->notes, s->nnotes, path);
 }
 
 static size_t file_index(const struct site *s, const char *path)
@@ -817,19 +823,6 @@ static int suffix_base(const char *url, struct buf *out)
 	return 1;
 }
 
-static size_t group_index(const struct url_group *g, const char *path)
-{
-	size_t lo = 0, hi = g->n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (strcmp(g->v[mid]->note.path, path) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 /* The groups to assign again in this apply: base, and the base whose suffix it could be. */
 static void group_touched(struct site *s, struct work *w, const char *base, int came_or_went)
 {
@@ -850,7 +843,7 @@ static void group_move(struct site *s, struct work *w, struct site_note *n, cons
 	if (n->gbase && base && strcmp(n->gbase, base) == 0)
 		return;
 	if (n->gbase && (g = map_gets(&s->url_groups, n->gbase))) {
-		at = group_index(g, n->note.path);
+		at = path_index(g->v, g->n, n->note.path);
 		if (at < g->n && g->v[at] == n) {
 			memmove(&g->v[at], &g->v[at + 1], (g->n - at - 1) * sizeof(*g->v));
 			g->n--;
@@ -872,7 +865,7 @@ static void group_move(struct site *s, struct work *w, struct site_note *n, cons
 		g->base = xstrdup(base);
 		map_put(&s->url_groups, g->base, strlen(g->base), g);
 	}
-	at = group_index(g, n->note.path);
+	at = path_index(g->v, g->n, n->note.path);
 	ALLOC_GROW(g->v, g->n + 1, g->alloc);
 	memmove(&g->v[at + 1], &g->v[at], (g->n - at) * sizeof(*g->v));
 	g->v[at] = n;
