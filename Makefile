@@ -29,7 +29,7 @@ test-fast: build
 	meson test -C build --print-errorlogs
 
 # The benchmark suite (bench/README.md): results in bench/results/, figures
-# and plots in docs/performance.md. About 25 minutes; bench/run --quick: 2.
+# and plots in docs/performance.md. About 35 minutes; bench/run --quick: 2.
 bench: build
 	python3 bench/run
 
