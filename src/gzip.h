@@ -1,7 +1,7 @@
 /*
  * gzip.h: gzip bytes for pages, computed once at load.
  *
- * The only module that includes zlib.
+ * The only module that includes zlib and libdeflate.
  */
 #ifndef QUIRE_GZIP_H
 #define QUIRE_GZIP_H
@@ -10,7 +10,7 @@
 
 #include "buf.h"
 
-/* Default level: 6 is zlib's knee of size against time. */
+/* Default level: 6, the knee of size against time (libdeflate levels run 0 to 12). */
 #define GZIP_LEVEL 6
 
 /*
