@@ -29,7 +29,8 @@ A latency runs from sending the request to the first GET that shows the
 whole result, over keep-alive connections (polling every 0.3 ms):
   create   the page is served with its text and its folder's explorer
            document (/_quire/tree.json for the root,
-           /_quire/tree/<folder path>.json else) lists its URL;
+           /_quire/tree/<folder path>.json else, with the pages it names
+           in "more" for a big folder) lists its URL;
   edit     the page is served with the new text;
   retitle  the page's <title> and its folder's explorer document carry the
            new title;
@@ -326,9 +327,28 @@ def moved_away(old, new):
             lambda c: old_state(c, old, new) != "other")
 
 
+def whole_doc(c, doc):
+    """A folder's explorer document with its other pages ("more"): the
+    status of the first, and the bytes of them all."""
+    s, _, b = c.get(doc)
+    if s != 200:
+        return s, b
+    try:
+        more = json.loads(b).get("more") or []
+    except ValueError:
+        return s, b
+    parts = [b]
+    for u in more:
+        ms, _, mb = c.get(u)
+        if ms != 200:
+            return ms, b
+        parts.append(mb)
+    return s, b"\n".join(parts)
+
+
 def doc_has(doc, needle, present=True):
     def check(c):
-        s, _, b = c.get(doc)
+        s, b = whole_doc(c, doc)
         return s == 200 and (needle in b) == present
     return ("%s %s %s" % (doc, "lists" if present else "no longer lists", needle.decode()), check)
 
@@ -448,7 +468,12 @@ def run(quire, vault, n, folder_rounds, conns, gap, keep_data, server_cores):
                 continue
             doc = json.loads(b)
             folders[f] = doc
-            for ch in doc.get("children", []):
+            children = list(doc.get("children", []))
+            for u in doc.get("more") or []:
+                ms, _, mb = client.get(u)
+                if ms == 200:
+                    children += json.loads(mb).get("children", [])
+            for ch in children:
                 if "name" in ch:
                     todo.append(f + "/" + ch["name"] if f else ch["name"])
                     if ch.get("url"):

@@ -24,6 +24,7 @@
 #include "derived.h"
 #include "hash.h"
 #include "layout.h"
+#include "listing.h"
 #include "log.h"
 #include "oset.h"
 #include "site.h"
@@ -41,33 +42,25 @@ struct notelist {
 	size_t n, alloc;
 };
 
-/* The pages a listing is cut into (see listing_write). */
-struct listing_pages {
-	char **keys;           /* the pages' keys, the first first */
-	size_t n;
-};
-
 struct derived_tag {
 	char *key;             /* lowercased, as tag links write it */
-	struct notelist notes;
+	struct listing list;   /* its notes by title, and the pages of its listing */
 	struct oset by_date;   /* the same notes, newest first: its feed */
-	int dirty;             /* its page must be written again */
+	int dirty;             /* its listing has changes to write */
 	int feed_dirty;        /* its feed must be written again */
 	int queued;            /* in dirty_tags */
-	struct listing_pages pages; /* its listing's pages */
 };
 
 struct derived_folder {
 	char *path;            /* vault path, "" for the root */
 	char *name;
 	struct derived_folder *parent;
-	struct notelist notes; /* listed notes directly inside */
+	struct listing list;   /* listed notes directly inside, by title: its listing's
+				  pages and its explorer documents, cut alike */
 	size_t subtree;        /* listed notes inside, at any depth */
 	struct oset by_date;   /* those, newest first: its feed */
 	struct site_note *index; /* its listed index.md, whose URL the explorer links */
 	char *url;             /* where its listing is (its index note's URL) */
-	struct listing_pages pages; /* its listing's pages */
-	int tree_dirty;        /* its explorer document must be written again */
 	int feed_dirty;        /* its feed must be written again */
 	int queued;            /* in dirty_folders */
 	struct derived_folder **kids;
@@ -82,8 +75,6 @@ struct derived {
 	size_t ndirty_tags, adirty_tags;
 	struct derived_folder **dirty_folders;
 	size_t ndirty_folders, adirty_folders;
-	struct derived_folder **dirty_trees;
-	size_t ndirty_trees, adirty_trees;
 	int tree_started;      /* the root's document was written once */
 	struct notelist *shards;
 	int *shard_dirty;
@@ -139,11 +130,8 @@ void derived_free(struct derived *d)
 		return;
 	while (map_next(&d->tags, &i, NULL, NULL, &v)) {
 		struct derived_tag *t = v;
-		free(t->notes.v);
+		listing_release(&t->list, NULL, NULL);
 		oset_release(&t->by_date);
-		for (size_t k = 0; k < t->pages.n; k++)
-			free(t->pages.keys[k]);
-		free(t->pages.keys);
 		free(t->key);
 		free(t);
 	}
@@ -151,11 +139,8 @@ void derived_free(struct derived *d)
 	i = 0;
 	while (map_next(&d->folders, &i, NULL, NULL, &v)) {
 		struct derived_folder *f = v;
-		free(f->notes.v);
+		listing_release(&f->list, NULL, NULL);
 		oset_release(&f->by_date);
-		for (size_t k = 0; k < f->pages.n; k++)
-			free(f->pages.keys[k]);
-		free(f->pages.keys);
 		free(f->url);
 		free(f->kids);
 		free(f->path);
@@ -170,7 +155,6 @@ void derived_free(struct derived *d)
 	free(d->shard_dirty);
 	free(d->dirty_tags);
 	free(d->dirty_folders);
-	free(d->dirty_trees);
 	oset_release(&d->by_date);
 	free(d);
 }
@@ -207,6 +191,7 @@ static void queue_folder(struct derived *d, struct derived_folder *f)
 	}
 }
 
+/* Its listing has changes (touched by listing_add/del/touch) to write. */
 static void folder_dirty(struct derived *d, struct derived_folder *f)
 {
 	if (f) {
@@ -215,13 +200,15 @@ static void folder_dirty(struct derived *d, struct derived_folder *f)
 	}
 }
 
-/* The folder's explorer document (its folders and notes, one level) must be written again. */
-static void tree_dirty(struct derived *d, struct derived_folder *f)
+/*
+ * The first page of its listing and of its explorer document must be
+ * written again: its subfolders, or the URL one of them links, changed.
+ */
+static void folder_head(struct derived *d, struct derived_folder *f)
 {
-	if (f && !f->tree_dirty) {
-		f->tree_dirty = 1;
-		ALLOC_GROW(d->dirty_trees, d->ndirty_trees + 1, d->adirty_trees);
-		d->dirty_trees[d->ndirty_trees++] = f;
+	if (f) {
+		listing_head(&f->list);
+		folder_dirty(d, f);
 	}
 }
 
@@ -232,10 +219,8 @@ static void count_change(struct derived *d, struct derived_folder *f, int delta)
 		size_t before = f->subtree;
 		f->subtree += (size_t)delta;
 		if (!before != !f->subtree) {
-			tree_dirty(d, f);
-			tree_dirty(d, f->parent);
-			folder_dirty(d, f);
-			folder_dirty(d, f->parent);
+			folder_head(d, f);
+			folder_head(d, f->parent);
 		}
 	}
 }
@@ -253,6 +238,7 @@ static struct derived_tag *get_tag(struct derived *d, const char *key)
 	if (!t) {
 		t = xcalloc(1, sizeof(*t));
 		t->key = xstrdup(key);
+		listing_init(&t->list);
 		t->by_date.cmp = cmp_listed_date;
 		map_put(&d->tags, t->key, strlen(t->key), t);
 	}
@@ -280,6 +266,7 @@ static struct derived_folder *get_folder(struct derived *d, const char *path, si
 		return f;
 	f = xcalloc(1, sizeof(*f));
 	f->path = xstrndup(path, len);
+	listing_init(&f->list);
 	f->by_date.cmp = cmp_listed_date;
 	f->url = folder_url(f);
 	map_put(&d->folder_by_url, f->url, strlen(f->url), f);
@@ -480,7 +467,7 @@ static void update_note(struct site *s, struct site_note *n)
 	char **keys = NULL;
 	size_t nkeys = 0, k;
 	struct derived_folder *folder = NULL;
-	int changed = sig != n->dsig, resort;
+	int changed = sig != n->dsig, resort, retitle;
 	size_t top = (size_t)s->cfg.feed_items;
 
 	if (listed) {
@@ -494,65 +481,77 @@ static void update_note(struct site *s, struct site_note *n)
 		resort = strcmp(keys[k], n->dtags[k]) != 0;
 	if (n->dsig && resort)
 		date_sets(d, n, 0, top);
-	/* tags */
+	/*
+	 * Listings order by the title a note was registered with (dtitle): a
+	 * retitled note leaves its place under the old title before it takes
+	 * the new one, in its tags and its folder alike.
+	 */
+	retitle = n->dsig && listed && strcmp(n->dtitle, n->note.title) != 0;
 	for (k = 0; k < n->ndtags; k++) {
-		if (!has_key(keys, nkeys, n->dtags[k])) {
-			struct derived_tag *t = get_tag(d, n->dtags[k]);
-			nl_del(&t->notes, n);
-			tag_dirty(d, t);
+		struct derived_tag *t = get_tag(d, n->dtags[k]);
+		int stays = has_key(keys, nkeys, n->dtags[k]);
+		if (!stays || retitle)
+			listing_del(&t->list, n);
+		else if (changed)
+			listing_touch(&t->list, n);
+		if (!stays)
 			d->tag_index_dirty = 1;
-		}
+		if (!stays || changed)
+			tag_dirty(d, t);
 	}
+	if (n->dfolder && (n->dfolder != folder || retitle)) {
+		listing_del(&n->dfolder->list, n);
+		folder_dirty(d, n->dfolder);
+	} else if (n->dfolder && changed) {
+		listing_touch(&n->dfolder->list, n);
+		folder_dirty(d, n->dfolder);
+	}
+	free(n->dtitle);
+	n->dtitle = listed ? xstrdup(n->note.title) : NULL;
 	for (k = 0; k < nkeys; k++) {
 		struct derived_tag *t = get_tag(d, keys[k]);
-		if (!has_key(n->dtags, n->ndtags, keys[k])) {
-			nl_add(&t->notes, n);
-			tag_dirty(d, t);
-			d->tag_index_dirty = 1;
-		} else if (changed) {
+		int joins = !has_key(n->dtags, n->ndtags, keys[k]);
+		if (joins || retitle) {
+			listing_add(&t->list, n);
 			tag_dirty(d, t);
 		}
+		if (joins)
+			d->tag_index_dirty = 1;
 	}
 	for (k = 0; k < n->ndtags; k++)
 		free(n->dtags[k]);
 	free(n->dtags);
 	n->dtags = keys;
 	n->ndtags = nkeys;
+	if (folder && (n->dfolder != folder || retitle)) {
+		listing_add(&folder->list, n);
+		folder_dirty(d, folder);
+	}
 	/* folders; a folder's index note is its link in the explorer's document above it */
 	if (n->dfolder && n->dfolder->index == n && (n->dfolder != folder || changed)) {
 		/* "index.md" and "Index.md" both: the first in path order is the one */
 		struct derived_folder *f = n->dfolder;
-		size_t i;
+		struct oset_iter it = OSET_ITER_INIT;
+		struct site_note *x;
 		f->index = NULL;
-		for (i = 0; i < f->notes.n; i++)
-			if (f->notes.v[i] != n && is_index(f->notes.v[i]->note.path) &&
-			    (!f->index || strcmp(f->notes.v[i]->note.path, f->index->note.path) < 0))
-				f->index = f->notes.v[i];
-		tree_dirty(d, f->parent);
+		while ((x = oset_next(&f->list.notes, &it)))
+			if (x != n && is_index(x->note.path) &&
+			    (!f->index || strcmp(x->note.path, f->index->note.path) < 0))
+				f->index = x;
+		folder_head(d, f->parent);
 	}
 	if (n->dfolder != folder) {
-		if (n->dfolder) {
-			nl_del(&n->dfolder->notes, n);
+		if (n->dfolder)
 			count_change(d, n->dfolder, -1);
-			folder_dirty(d, n->dfolder);
-			tree_dirty(d, n->dfolder);
-		}
-		if (folder) {
-			nl_add(&folder->notes, n);
+		if (folder)
 			count_change(d, folder, 1);
-			folder_dirty(d, folder);
-			tree_dirty(d, folder);
-		}
 		n->dfolder = folder;
 		d->nlisted += (listed ? 1 : 0) - (n->dsig ? 1 : 0);
-	} else if (changed && folder) {
-		folder_dirty(d, folder);
-		tree_dirty(d, folder);
 	}
 	if (folder && is_index(n->note.path) && folder->index != n &&
 	    (!folder->index || strcmp(n->note.path, folder->index->note.path) < 0)) {
 		folder->index = n;
-		tree_dirty(d, folder->parent);
+		folder_head(d, folder->parent);
 	}
 	/* sitemap shard */
 	if (n->dshard >= 0 && (!listed || changed)) {
@@ -569,13 +568,15 @@ static void update_note(struct site *s, struct site_note *n)
 	if (n->durl && (!listed || strcmp(n->durl, n->url) != 0)) {
 		struct derived_tag *t;
 		struct derived_folder *f;
-		if (strncmp(n->durl, "/tags/", 6) == 0 && (t = map_gets(&d->tags, n->durl + 6)))
+		if (strncmp(n->durl, "/tags/", 6) == 0 && (t = map_gets(&d->tags, n->durl + 6))) {
+			listing_head(&t->list);
 			tag_dirty(d, t);
+		}
 		if (!strcmp(n->durl, "/tags/"))
 			d->tag_index_dirty = 1;
 		/* a folder's listing lives at its index note's URL */
 		if ((f = map_gets(&d->folder_by_url, n->durl)))
-			folder_dirty(d, f);
+			folder_head(d, f);
 	}
 	free(n->durl);
 	n->durl = listed ? xstrdup(n->url) : NULL;
@@ -584,20 +585,6 @@ static void update_note(struct site *s, struct site_note *n)
 		site_note_date(n, n->ddate);
 		date_sets(d, n, 1, top);
 	}
-}
-
-void derived_forget(struct site *s, struct site_note *n)
-{
-	size_t k;
-
-	(void)s;
-	for (k = 0; k < n->ndtags; k++)
-		free(n->dtags[k]);
-	free(n->dtags);
-	n->dtags = NULL;
-	n->ndtags = 0;
-	free(n->durl);
-	n->durl = NULL;
 }
 
 /* ---- rendering ------------------------------------------------------------------ */
@@ -639,13 +626,6 @@ static void del_generated(struct site *s, const char *key)
 	struct page *cur = map_gets(&s->pages, key);
 	if (cur && cur->kind == PAGE_GENERATED)
 		site_page_del(s, key);
-}
-
-static int cmp_notes_title(const void *a, const void *b)
-{
-	const struct site_note *x = *(struct site_note *const *)a, *y = *(struct site_note *const *)b;
-	int c = strcasecmp(x->note.title, y->note.title);
-	return c ? c : strcmp(x->note.path, y->note.path);
 }
 
 /* Newest first: by date, then by path for a stable order. */
@@ -874,195 +854,160 @@ static void note_items(const struct site_note *const *v, size_t n, struct layout
 }
 
 /*
- * A listing (a tag's notes, a folder's) is cut into pages of about
- * LIST_PAGE notes, in title order. Where a page starts is decided by the
- * notes themselves: a note whose path hashes to 0 modulo LIST_PAGE starts
- * one (and a page is cut after 4 LIST_PAGE notes without such a note), so
- * a note that comes, goes or is retitled changes the one or two pages it
- * was and is on, not every page after it, and a fresh load cuts the same
- * pages as any sequence of edits. The first page is the listing's own URL
- * and lists every page by its first title (a folder's subfolders come
- * first there); the others are <URL>/~<hash of their first note's path>
- * ('~' is in no note's URL) and link back to the first. Every page's HTML
- * is made again (cheap), but only those whose bytes changed are
- * compressed and replaced (put_text).
+ * Listings (a tag's notes, a folder's) are cut into pages by listing.c;
+ * here is what a page shows. The first page is the listing's own URL and
+ * lists every page by its first title (a folder's subfolders come first
+ * there); the others are <URL>/~<hash of their first note's path> ('~' is
+ * in no note's URL), are titled by their first and last notes, and link
+ * back to the first. Only pages whose bytes changed are compressed and
+ * replaced (put_text).
  */
-#define LIST_PAGE 100
-
-static int starts_page(const struct site_note *n, size_t run)
-{
-	return run >= 4 * LIST_PAGE || hash64(n->note.path, strlen(n->note.path)) % LIST_PAGE == 0;
-}
-
-static void page_key(const char *key0, const struct site_note *first, size_t page,
-		     struct buf *key)
+static void listing_key(const char *key0, const char *first_path, struct buf *key)
 {
 	size_t len = strlen(key0);
 
 	buf_reset(key);
 	buf_adds(key, key0);
-	if (page) {
+	if (first_path) {
 		if (!len || key0[len - 1] != '/')
 			buf_addc(key, '/');
 		buf_addf(key, "~%012llx",
-			 (unsigned long long)(hash64(first->note.path, strlen(first->note.path)) &
+			 (unsigned long long)(hash64(first_path, strlen(first_path)) &
 					      0xffffffffffffull));
 	}
 }
 
-/* Deletes every page of a listing. */
-static void listing_drop(struct site *s, struct listing_pages *lp)
+/* The pager of a listing's first page: every page by its first note's title. */
+static void listing_pager(struct site *s, const struct listing *l, struct buf *intro)
 {
-	size_t i;
+	struct oset_iter it = OSET_ITER_INIT;
+	const struct listing_page *p;
+	struct buf href = BUF_INIT;
 
-	for (i = 0; i < lp->n; i++) {
-		del_generated(s, lp->keys[i]);
-		free(lp->keys[i]);
+	if (l->pages.n < 2)
+		return;
+	buf_adds(intro, "<nav class=\"pager\" aria-label=\"Pages\"><ol>");
+	while ((p = oset_next(&l->pages, &it))) {
+		buf_reset(&href);
+		buf_adds(&href, s->cfg.url_prefix);
+		buf_add_urlpath(&href, p->key, strlen(p->key));
+		if (p->head) {
+			buf_adds(intro, "<li aria-current=\"page\">");
+		} else {
+			buf_adds(intro, "<li><a href=\"");
+			buf_adds_html(intro, href.ptr);
+			buf_adds(intro, "\">");
+		}
+		buf_adds_html(intro, p->title);
+		buf_adds(intro, p->head ? "</li>" : "</a></li>");
 	}
-	free(lp->keys);
-	lp->keys = NULL;
-	lp->n = 0;
+	buf_adds(intro, "</ol></nav>\n");
+	buf_release(&href);
 }
 
 /*
- * Writes the pages of a listing at key0: lead items first on the first
- * page (a folder's subfolders), then notes (in title order) with their
- * items.
+ * Writes one page of a listing whose first page is key0 and whose name is
+ * title: lead items (a folder's subfolders) first on the first page, then
+ * notes v[0..n).
  */
-static void listing_write(struct site *s, const char *key0, const char *title,
-			  const struct layout_item *lead, size_t nlead,
-			  struct site_note *const *notes, const struct layout_item *items, size_t n,
-			  struct listing_pages *lp)
+static void listing_html(struct site *s, const struct listing *l, const struct listing_page *p,
+			 const char *key0, const char *title, const struct layout_item *lead,
+			 size_t nlead, struct site_note *const *v, size_t n)
 {
-	size_t *start = xcalloc(n + 2, sizeof(*start)), npages = 0, i, run = 0, p;
-	struct buf key = BUF_INIT, html = BUF_INIT, intro = BUF_INIT, href = BUF_INIT;
-	struct buf page_title = BUF_INIT;
-	struct layout_item *first = NULL;
-	char **keys;
+	struct layout_item *items = xcalloc(nlead + n + 1, sizeof(*items));
+	char (*dates)[11] = xcalloc(n + 1, sizeof(*dates));
+	struct buf html = BUF_INIT, intro = BUF_INIT, page_title = BUF_INIT, href = BUF_INIT;
+	int head = !p || p->head;
 
-	for (i = 0; i < n; i++, run++) {
-		if (i == 0 || starts_page(notes[i], run)) {
-			start[npages++] = i;
-			run = 0;
-		}
+	buf_adds(&page_title, title);
+	if (head) {
+		listing_pager(s, l, &intro);
+		if (nlead)
+			memcpy(items, lead, nlead * sizeof(*items));
+	} else {
+		nlead = 0;
+		buf_adds(&href, s->cfg.url_prefix);
+		buf_add_urlpath(&href, key0, strlen(key0));
+		buf_adds(&intro, "<nav class=\"pager\"><a href=\"");
+		buf_adds_html(&intro, href.ptr);
+		buf_adds(&intro, "\">All pages of ");
+		buf_adds_html(&intro, title);
+		buf_adds(&intro, "</a></nav>\n");
+		if (n)
+			buf_addf(&page_title, " (%s \xe2\x80\x93 %s)", v[0]->note.title,
+				 v[n - 1]->note.title);
 	}
-	if (!npages)
-		start[npages++] = 0;
-	start[npages] = n;
-	keys = xcalloc(npages + 1, sizeof(*keys));
-	for (p = 0; p < npages; p++) {
-		page_key(key0, n ? notes[start[p]] : NULL, p, &key);
-		keys[p] = xstrdup(key.ptr);
-	}
-	for (p = 0; p < npages; p++) {
-		const struct layout_item *v = items + start[p];
-		size_t nv = start[p + 1] - start[p];
-		buf_reset(&intro);
-		if (p > 0) {
-			/* only the first page lists them all: a page changes with its own notes */
-			buf_reset(&href);
-			buf_adds(&href, s->cfg.url_prefix);
-			buf_add_urlpath(&href, keys[0], strlen(keys[0]));
-			buf_adds(&intro, "<nav class=\"pager\"><a href=\"");
-			buf_adds_html(&intro, href.ptr);
-			buf_adds(&intro, "\">All pages of ");
-			buf_adds_html(&intro, title);
-			buf_adds(&intro, "</a></nav>\n");
-		} else if (npages > 1) {
-			size_t q;
-			buf_adds(&intro, "<nav class=\"pager\" aria-label=\"Pages\"><ol>");
-			for (q = 0; q < npages; q++) {
-				buf_reset(&href);
-				buf_adds(&href, s->cfg.url_prefix);
-				buf_add_urlpath(&href, keys[q], strlen(keys[q]));
-				buf_adds(&intro, q == p ? "<li aria-current=\"page\">" : "<li><a href=\"");
-				if (q != p) {
-					buf_adds_html(&intro, href.ptr);
-					buf_adds(&intro, "\">");
-				}
-				buf_adds_html(&intro, notes[start[q]]->note.title);
-				buf_adds(&intro, q == p ? "</li>" : "</a></li>");
-			}
-			buf_adds(&intro, "</ol></nav>\n");
-		}
-		if (p == 0 && nlead) {
-			free(first);
-			first = xcalloc(nlead + nv + 1, sizeof(*first));
-			memcpy(first, lead, nlead * sizeof(*first));
-			if (nv)
-				memcpy(first + nlead, v, nv * sizeof(*first));
-			v = first;
-			nv += nlead;
-		}
-		buf_reset(&page_title);
-		buf_adds(&page_title, title);
-		if (p)
-			buf_addf(&page_title, " (%zu of %zu)", p + 1, npages);
-		layout_listing_page(&s->layout, page_title.ptr, intro.len ? intro.ptr : NULL, v, nv,
-				    &html);
-		put_text(s, PAGE_GENERATED, keys[p], "text/html; charset=utf-8", &html);
-	}
-	/* the pages that are no longer there */
-	for (i = 0; i < lp->n; i++) {
-		for (p = 0; p < npages && strcmp(lp->keys[i], keys[p]) != 0; p++)
-			;
-		if (p == npages)
-			del_generated(s, lp->keys[i]);
-		free(lp->keys[i]);
-	}
-	free(lp->keys);
-	lp->keys = keys;
-	lp->n = npages;
-	free(first);
-	free(start);
-	buf_release(&key);
+	note_items((const struct site_note *const *)v, n, items + nlead, dates);
+	layout_listing_page(&s->layout, page_title.ptr, intro.len ? intro.ptr : NULL, items,
+			    nlead + n, &html);
+	put_text(s, PAGE_GENERATED, p ? p->key : key0, "text/html; charset=utf-8", &html);
+	free(items);
+	free(dates);
 	buf_release(&html);
 	buf_release(&intro);
-	buf_release(&href);
 	buf_release(&page_title);
+	buf_release(&href);
 }
 
-/* A tag's page (listing set) and feed (feed set). */
-static void render_tag(struct site *s, struct derived_tag *t, int listing, int with_feed)
-{
-	struct buf key = BUF_INIT, html = BUF_INIT, title = BUF_INIT;
-	struct layout_item *items = NULL;
-	char (*dates)[11] = NULL;
+/* ---- tags ---------------------------------------------------------------------- */
 
-	buf_addf(&key, "/tags/%s", t->key);
-	if (!t->notes.n) {
-		listing_drop(s, &t->pages);
-		del_generated(s, key.ptr);
-		buf_adds(&key, "/rss.xml");
-		del_generated(s, key.ptr);
-		buf_release(&key);
+struct tag_ctx {
+	struct site *s;
+	struct derived_tag *t;
+	struct buf key0, title;
+};
+
+static void tag_page_key(void *arg, const char *first_path, struct buf *out)
+{
+	struct tag_ctx *c = arg;
+	listing_key(c->key0.ptr, first_path, out);
+}
+
+static void tag_page_write(void *arg, const struct listing *l, const struct listing_page *p,
+			   struct site_note *const *v, size_t n)
+{
+	struct tag_ctx *c = arg;
+
+	if (!p) { /* the tag has no notes left */
+		del_generated(c->s, c->key0.ptr);
 		return;
 	}
-	buf_addf(&title, "#%s", t->key);
-	if (listing) {
-		sort(t->notes.v, t->notes.n, sizeof(*t->notes.v), cmp_notes_title);
-		items = xcalloc(t->notes.n, sizeof(*items));
-		dates = xcalloc(t->notes.n, sizeof(*dates));
-		note_items((const struct site_note *const *)t->notes.v, t->notes.n, items, dates);
-		listing_write(s, key.ptr, title.ptr, NULL, 0, t->notes.v, items, t->notes.n,
-			      &t->pages);
-	}
-	if (with_feed && s->cfg.base_url[0]) {
+	listing_html(c->s, l, p, c->key0.ptr, c->title.ptr, NULL, 0, v, n);
+}
+
+static void tag_page_drop(void *arg, const struct listing_page *p)
+{
+	struct tag_ctx *c = arg;
+	del_generated(c->s, p->key);
+}
+
+static const struct listing_ops tag_ops = { tag_page_key, tag_page_write, tag_page_drop };
+
+/* A tag's listing (what changed of it) and its feed. */
+static void render_tag(struct site *s, struct derived_tag *t, int listing, int with_feed)
+{
+	struct tag_ctx c = { s, t, BUF_INIT, BUF_INIT };
+
+	buf_addf(&c.key0, "/tags/%s", t->key);
+	buf_addf(&c.title, "#%s", t->key);
+	if (listing)
+		listing_flush(&t->list, &tag_ops, &c);
+	if (!listing_count(&t->list)) {
+		buf_adds(&c.key0, "/rss.xml");
+		del_generated(s, c.key0.ptr);
+	} else if (with_feed && s->cfg.base_url[0]) {
 		struct buf link = BUF_INIT;
-		buf_adds(&link, s->cfg.url_prefix);
-		buf_add_urlpath(&link, key.ptr, key.len);
 		struct notelist top = { 0 };
-		buf_adds(&key, "/rss.xml");
+		buf_adds(&link, s->cfg.url_prefix);
+		buf_add_urlpath(&link, c.key0.ptr, c.key0.len);
+		buf_adds(&c.key0, "/rss.xml");
 		newest(&t->by_date, (size_t)s->cfg.feed_items, &top);
-		write_feeds(s, key.ptr, title.ptr, link.ptr, top.v, top.n, 0);
+		write_feeds(s, c.key0.ptr, c.title.ptr, link.ptr, top.v, top.n, 0);
 		free(top.v);
 		buf_release(&link);
 	}
-	free(items);
-	free(dates);
-	buf_release(&key);
-	buf_release(&html);
-	buf_release(&title);
+	buf_release(&c.key0);
+	buf_release(&c.title);
 }
 
 static int cmp_tag_key(const void *a, const void *b)
@@ -1081,7 +1026,7 @@ static void render_tag_index(struct site *s)
 	void *val;
 
 	while (map_next(&d->tags, &i, NULL, NULL, &val))
-		if (((struct derived_tag *)val)->notes.n)
+		if (listing_count(&((struct derived_tag *)val)->list))
 			v[n++] = val;
 	sort(v, n, sizeof(*v), cmp_tag_key);
 	counts = xcalloc(n + 1, sizeof(*counts));
@@ -1089,7 +1034,8 @@ static void render_tag_index(struct site *s)
 		struct buf u = BUF_INIT, c = BUF_INIT;
 		buf_addf(&u, "%s/tags/", s->cfg.url_prefix);
 		buf_add_urlpath(&u, v[i]->key, strlen(v[i]->key));
-		buf_addf(&c, "%zu note%s", v[i]->notes.n, v[i]->notes.n == 1 ? "" : "s");
+		size_t count = listing_count(&v[i]->list);
+		buf_addf(&c, "%zu note%s", count, count == 1 ? "" : "s");
 		urls[i] = buf_detach(&u, NULL);
 		counts[i] = buf_detach(&c, NULL);
 		items[i].title = v[i]->key;
@@ -1109,6 +1055,8 @@ static void render_tag_index(struct site *s)
 	buf_release(&html);
 }
 
+/* ---- folders: listings and the explorer --------------------------------------------- */
+
 static int cmp_folder_name(const void *a, const void *b)
 {
 	const struct derived_folder *x = *(struct derived_folder *const *)a,
@@ -1117,124 +1065,60 @@ static int cmp_folder_name(const void *a, const void *b)
 	return c ? c : strcmp(x->name, y->name);
 }
 
-
-/* The notes of a folder and every folder below it (for its feed). */
-/* A folder's listing (listing set) and feed of it and the folders below (feed set). */
-static void render_folder(struct site *s, struct derived_folder *f, int listing, int with_feed)
-{
-	const char *url = f->url;
-	struct buf feed = BUF_INIT, html = BUF_INIT, href = BUF_INIT;
-	struct derived_folder **kids = NULL;
-	struct layout_item *items;
-	char (*dates)[11], **kid_urls;
-	size_t i, nk = 0, n;
-
-	buf_adds(&feed, url);
-	buf_adds(&feed, "rss.xml");
-	if (!f->subtree) {
-		listing_drop(s, &f->pages);
-		del_generated(s, url);
-		del_generated(s, feed.ptr);
-		goto out;
-	}
-	if (!listing)
-		goto feed;
-	kids = xcalloc(f->nkids + 1, sizeof(*kids));
-	for (i = 0; i < f->nkids; i++)
-		if (f->kids[i]->subtree)
-			kids[nk++] = f->kids[i];
-	sort(kids, nk, sizeof(*kids), cmp_folder_name);
-	sort(f->notes.v, f->notes.n, sizeof(*f->notes.v), cmp_notes_title);
-	n = nk + f->notes.n;
-	items = xcalloc(n + 1, sizeof(*items));
-	dates = xcalloc(n + 1, sizeof(*dates));
-	kid_urls = xcalloc(nk + 1, sizeof(*kid_urls));
-	for (i = 0; i < nk; i++) {
-		char *ku = folder_url(kids[i]);
-		struct buf b = BUF_INIT;
-		buf_adds(&b, s->cfg.url_prefix);
-		buf_add_urlpath(&b, ku, strlen(ku));
-		free(ku);
-		kid_urls[i] = buf_detach(&b, NULL);
-		items[i].title = kids[i]->name;
-		items[i].url = kid_urls[i];
-	}
-	note_items((const struct site_note *const *)f->notes.v, f->notes.n, items + nk, dates);
-	listing_write(s, url, f->path[0] ? f->name : s->cfg.title, items, nk, f->notes.v,
-		      items + nk, f->notes.n, &f->pages);
-	for (i = 0; i < nk; i++)
-		free(kid_urls[i]);
-	free(kid_urls);
-	free(items);
-	free(dates);
-feed:
-	/* the root folder's feed is the site's: /rss.xml */
-	if (with_feed && s->cfg.base_url[0] && f->path[0]) {
-		struct notelist top = { 0 };
-		newest(&f->by_date, (size_t)s->cfg.feed_items, &top);
-		buf_adds(&href, s->cfg.url_prefix);
-		buf_add_urlpath(&href, url, strlen(url));
-		write_feeds(s, feed.ptr, f->name, href.ptr, top.v, top.n, 0);
-		free(top.v);
-	}
-out:
-	free(kids);
-	buf_release(&feed);
-	buf_release(&html);
-	buf_release(&href);
-}
-
-/* ---- the explorer: one document per folder --------------------------------------- */
-
-static int cmp_tree_folders(const void *a, const void *b)
-{
-	const struct derived_folder *x = *(struct derived_folder *const *)a;
-	const struct derived_folder *y = *(struct derived_folder *const *)b;
-	int c = strcasecmp(x->name, y->name);
-	return c ? c : strcmp(x->name, y->name);
-}
-
-static void tree_key(const struct derived_folder *f, struct buf *key)
+/*
+ * The explorer: one JSON document per folder, cut into the same pages as
+ * its listing. /_quire/tree.json is the root's first page,
+ * /_quire/tree/<folder path>.json a folder's; it names the folder's
+ * subfolders (those with listed notes somewhere below), each with its
+ * index note's URL or null, then its first page of notes, and "more": the
+ * URLs of its other pages (/_quire/tree-more/[<folder path>/]<hash>.json),
+ * each {"children": [its notes]}. The theme loads a folder's documents
+ * when the folder is opened (and those on the way to the page shown, from
+ * <body data-folder>), so a change rewrites the page of the folder it
+ * touched, not the folder, let alone the whole tree.
+ */
+static void tree_key(const struct derived_folder *f, const char *first_path, struct buf *key)
 {
 	buf_reset(key);
-	if (f->path[0])
+	if (first_path) {
+		buf_adds(key, "/_quire/tree-more/");
+		if (f->path[0])
+			buf_addf(key, "%s/", f->path);
+		buf_addf(key, "%012llx.json",
+			 (unsigned long long)(hash64(first_path, strlen(first_path)) &
+					      0xffffffffffffull));
+	} else if (f->path[0]) {
 		buf_addf(key, "/_quire/tree/%s.json", f->path);
-	else
+	} else {
 		buf_adds(key, "/_quire/tree.json");
+	}
 }
 
-/*
- * A folder's explorer document: its folders (those with listed notes
- * somewhere below), each with its index note's URL or null, then its
- * notes, each sorted by name. The root's also names the site. The theme
- * loads a folder's document when the folder is opened (and those on the
- * way to the page shown, from <body data-folder>), so a change rewrites
- * the documents of the folders it touched, not the whole tree.
- */
-static void render_tree(struct site *s, struct derived_folder *f)
+/* The subfolders that show, by name. */
+static struct derived_folder **shown_kids(const struct derived_folder *f, size_t *nk)
 {
-	struct derived_folder **kids;
-	struct site_note **notes;
-	struct buf key = BUF_INIT, b = BUF_INIT;
-	size_t i, nk = 0;
+	struct derived_folder **kids = xcalloc(f->nkids + 1, sizeof(*kids));
+	size_t i;
 
-	tree_key(f, &key);
-	if (!f->subtree && f->path[0]) {
-		del_generated(s, key.ptr);
-		buf_release(&key);
-		return;
-	}
-	kids = xcalloc(f->nkids + 1, sizeof(*kids));
+	*nk = 0;
 	for (i = 0; i < f->nkids; i++)
 		if (f->kids[i]->subtree)
-			kids[nk++] = f->kids[i];
-	sort(kids, nk, sizeof(*kids), cmp_tree_folders);
-	notes = xcalloc(f->notes.n + 1, sizeof(*notes));
-	if (f->notes.n)
-		memcpy(notes, f->notes.v, f->notes.n * sizeof(*notes));
-	sort(notes, f->notes.n, sizeof(*notes), cmp_notes_title);
+			kids[(*nk)++] = f->kids[i];
+	sort(kids, *nk, sizeof(*kids), cmp_folder_name);
+	return kids;
+}
+
+static void tree_doc(struct site *s, const struct derived_folder *f, const struct listing *l,
+		     const struct listing_page *p, struct site_note *const *v, size_t n,
+		     struct derived_folder *const *kids, size_t nk)
+{
+	struct buf key = BUF_INIT, b = BUF_INIT;
+	int head = !p || p->head;
+	size_t i, k = 0;
+
+	tree_key(f, head ? NULL : p->path, &key);
 	buf_addc(&b, '{');
-	if (!f->path[0]) {
+	if (head && !f->path[0]) {
 		buf_adds(&b, "\"title\":\"");
 		buf_adds_json(&b, s->cfg.title);
 		buf_adds(&b, "\",\"url\":\"");
@@ -1242,8 +1126,8 @@ static void render_tree(struct site *s, struct derived_folder *f)
 		buf_adds(&b, "/\",");
 	}
 	buf_adds(&b, "\"children\":[");
-	for (i = 0; i < nk; i++) {
-		buf_adds(&b, i ? ",{\"name\":\"" : "{\"name\":\"");
+	for (i = 0; head && i < nk; i++) {
+		buf_adds(&b, k++ ? ",{\"name\":\"" : "{\"name\":\"");
 		buf_adds_json(&b, kids[i]->name);
 		buf_adds(&b, "\",\"url\":");
 		if (kids[i]->index) {
@@ -1255,19 +1139,136 @@ static void render_tree(struct site *s, struct derived_folder *f)
 		}
 		buf_addc(&b, '}');
 	}
-	for (i = 0; i < f->notes.n; i++) {
-		buf_adds(&b, i + nk ? ",{\"title\":\"" : "{\"title\":\"");
-		buf_adds_json(&b, notes[i]->note.title);
+	for (i = 0; i < n; i++) {
+		buf_adds(&b, k++ ? ",{\"title\":\"" : "{\"title\":\"");
+		buf_adds_json(&b, v[i]->note.title);
 		buf_adds(&b, "\",\"url\":\"");
-		buf_adds_json(&b, notes[i]->href);
+		buf_adds_json(&b, v[i]->href);
 		buf_adds(&b, "\"}");
 	}
-	buf_adds(&b, "]}\n");
+	buf_addc(&b, ']');
+	if (head && l->pages.n > 1) {
+		struct oset_iter it = OSET_ITER_INIT;
+		const struct listing_page *q;
+		struct buf more = BUF_INIT, url = BUF_INIT;
+		buf_adds(&b, ",\"more\":[");
+		k = 0;
+		while ((q = oset_next(&l->pages, &it))) {
+			if (q->head)
+				continue;
+			tree_key(f, q->path, &more);
+			buf_reset(&url);
+			buf_adds(&url, s->cfg.url_prefix);
+			buf_add_urlpath(&url, more.ptr, more.len);
+			buf_adds(&b, k++ ? ",\"" : "\"");
+			buf_adds_json(&b, url.ptr);
+			buf_addc(&b, '"');
+		}
+		buf_addc(&b, ']');
+		buf_release(&more);
+		buf_release(&url);
+	}
+	buf_adds(&b, "}\n");
 	put_text(s, PAGE_GENERATED, key.ptr, "application/json", &b);
-	free(kids);
-	free(notes);
 	buf_release(&key);
 	buf_release(&b);
+}
+
+struct folder_ctx {
+	struct site *s;
+	struct derived_folder *f;
+};
+
+static void folder_page_key(void *arg, const char *first_path, struct buf *out)
+{
+	struct folder_ctx *c = arg;
+	listing_key(c->f->url, first_path, out);
+}
+
+static void folder_page_write(void *arg, const struct listing *l, const struct listing_page *p,
+			      struct site_note *const *v, size_t n)
+{
+	struct folder_ctx *c = arg;
+	struct site *s = c->s;
+	struct derived_folder *f = c->f, **kids = NULL;
+	struct layout_item *lead = NULL;
+	char **kid_urls = NULL;
+	size_t nk = 0, i;
+	struct buf key = BUF_INIT;
+
+	if (!p || p->head) {
+		if (!f->subtree) {
+			/* nothing listed below: no listing; the root keeps an empty explorer */
+			del_generated(s, f->url);
+			tree_key(f, NULL, &key);
+			if (f->path[0])
+				del_generated(s, key.ptr);
+			else
+				tree_doc(s, f, l, NULL, NULL, 0, NULL, 0);
+			buf_release(&key);
+			return;
+		}
+		kids = shown_kids(f, &nk);
+		lead = xcalloc(nk + 1, sizeof(*lead));
+		kid_urls = xcalloc(nk + 1, sizeof(*kid_urls));
+		for (i = 0; i < nk; i++) {
+			char *ku = folder_url(kids[i]);
+			struct buf b = BUF_INIT;
+			buf_adds(&b, s->cfg.url_prefix);
+			buf_add_urlpath(&b, ku, strlen(ku));
+			free(ku);
+			kid_urls[i] = buf_detach(&b, NULL);
+			lead[i].title = kids[i]->name;
+			lead[i].url = kid_urls[i];
+		}
+	}
+	listing_html(s, l, p, f->url, f->path[0] ? f->name : s->cfg.title, lead, nk, v, n);
+	tree_doc(s, f, l, p, v, n, kids, nk);
+	for (i = 0; i < nk; i++)
+		free(kid_urls[i]);
+	free(kid_urls);
+	free(lead);
+	free(kids);
+	buf_release(&key);
+}
+
+static void folder_page_drop(void *arg, const struct listing_page *p)
+{
+	struct folder_ctx *c = arg;
+	struct buf key = BUF_INIT;
+
+	del_generated(c->s, p->key);
+	tree_key(c->f, p->head ? NULL : p->path, &key);
+	del_generated(c->s, key.ptr);
+	buf_release(&key);
+}
+
+static const struct listing_ops folder_ops = { folder_page_key, folder_page_write,
+					       folder_page_drop };
+
+/* A folder's listing and explorer document (what changed of them), and its feed (of it and the folders below). */
+static void render_folder(struct site *s, struct derived_folder *f, int listing, int with_feed)
+{
+	struct folder_ctx c = { s, f };
+	struct buf feed = BUF_INIT, href = BUF_INIT;
+
+	if (listing)
+		listing_flush(&f->list, &folder_ops, &c);
+	buf_adds(&feed, f->url);
+	buf_adds(&feed, "rss.xml");
+	/* the root folder's feed is the site's: /rss.xml */
+	if (!f->subtree) {
+		del_generated(s, feed.ptr);
+	} else if (with_feed && s->cfg.base_url[0] && f->path[0]) {
+		struct notelist top = { 0 };
+		newest(&f->by_date, (size_t)s->cfg.feed_items, &top);
+		buf_adds(&href, s->cfg.url_prefix);
+		buf_add_urlpath(&href, f->url, strlen(f->url));
+		write_feeds(s, feed.ptr, f->name, href.ptr, top.v, top.n, 0);
+		free(top.v);
+	}
+	buf_release(&feed);
+	buf_release(&href);
 }
 
 static int cmp_notes_url(const void *a, const void *b)
@@ -1368,9 +1369,10 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		struct derived_tag *t = d->dirty_tags[i];
 		render_tag(s, t, t->dirty, t->feed_dirty);
 		t->dirty = t->feed_dirty = t->queued = 0;
-		if (!t->notes.n) {
+		if (!listing_count(&t->list)) {
 			map_remove(&d->tags, t->key, strlen(t->key));
-			free(t->notes.v);
+			listing_release(&t->list, NULL, NULL);
+			oset_release(&t->by_date);
 			free(t->key);
 			free(t);
 		}
@@ -1379,21 +1381,16 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 	if (d->tag_index_dirty)
 		render_tag_index(s);
 	d->tag_index_dirty = 0;
+	if (!d->tree_started) {
+		folder_head(d, get_folder(d, "", 0)); /* the root's document, even with no notes */
+		d->tree_started = 1;
+	}
 	for (i = 0; i < d->ndirty_folders; i++) {
 		struct derived_folder *f = d->dirty_folders[i];
 		render_folder(s, f, f->dirty, f->feed_dirty);
 		f->dirty = f->feed_dirty = f->queued = 0;
 	}
 	d->ndirty_folders = 0;
-	if (!d->tree_started) {
-		tree_dirty(d, get_folder(d, "", 0)); /* the root's document, even with no notes */
-		d->tree_started = 1;
-	}
-	for (i = 0; i < d->ndirty_trees; i++) {
-		d->dirty_trees[i]->tree_dirty = 0;
-		render_tree(s, d->dirty_trees[i]);
-	}
-	d->ndirty_trees = 0;
 	if (feeds) {
 		for (i = 0; i < d->nshards; i++) {
 			if (d->shard_dirty[i])

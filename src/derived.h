@@ -30,9 +30,6 @@ void derived_free(struct derived *d);
  */
 void derived_update(struct site *s, struct site_note *const *changed, size_t n);
 
-/* Unregisters a note that is about to be freed (without rebuilding anything). */
-void derived_forget(struct site *s, struct site_note *n);
-
 /* The number of sitemap shards (/sitemap-0.xml ...) the main site has. */
 size_t derived_shards(const struct site *s);
 

@@ -164,21 +164,36 @@ static void full_reload(struct loader *l)
 	publish(l, snap);
 }
 
+static double mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 /* One snapshot for every path taken from the queue at once. */
 static void apply(struct loader *l, char **paths, size_t n)
 {
 	struct snapshot *snap;
 	size_t i;
 
+	double t0 = mono_ms(), t1, t2, t3;
+
 	site_apply(l->site, (const char *const *)paths, n);
+	t1 = mono_ms();
 	snap = site_snapshot(l->site, l->last);
 	snap->version = l->version + 1;
-	log_debug("applied %zu changed paths: %zu notes parsed, %zu rendered, %zu composed in "
-		  "%.1f ms; snapshot %llu",
-		  n, l->site->napplied, l->site->nrendered, l->site->ncomposed, l->site->load_ms,
-		  (unsigned long long)snap->version);
+	t2 = mono_ms();
 	publish(l, snap);
+	t3 = mono_ms();
 	site_search_flush(l->site);
+	log_debug("applied %zu changed paths (%s%s): %zu notes parsed, %zu rendered, %zu composed; "
+		  "%.1f ms to apply (derived %.1f, hosts %.1f), %.1f to snapshot, %.1f to publish, "
+		  "%.1f to index; snapshot %llu",
+		  n, n ? paths[0] : "", n > 1 ? ", ..." : "", l->site->napplied,
+		  l->site->nrendered, l->site->ncomposed, t1 - t0, l->site->derived_ms,
+		  l->site->hosts_ms, t2 - t1, t3 - t2, mono_ms() - t3,
+		  (unsigned long long)snap->version);
 	for (i = 0; i < n; i++)
 		free(paths[i]);
 	free(paths);
@@ -189,13 +204,6 @@ static void apply(struct loader *l, char **paths, size_t n)
  * up here, 100 notes at a time, between changes, so an edit made while it
  * fills waits for one batch, not for the whole vault.
  */
-static double mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void fill_step(struct loader *l)
 {
 	int rc = site_search_fill(l->site, 100);

@@ -148,3 +148,51 @@ void *oset_next(const struct oset *s, struct oset_iter *it)
 	it->done = !x;
 	return x ? x->item : NULL;
 }
+
+void *oset_prev(const struct oset *s, struct oset_iter *it)
+{
+	struct oset_node *x = it->at;
+
+	if (!x && !it->done)
+		return NULL; /* before the first */
+	if (!x) {
+		x = s->root;
+		while (x && x->right)
+			x = x->right;
+	} else if (x->left) {
+		x = x->left;
+		while (x->right)
+			x = x->right;
+	} else {
+		while (x->parent && x->parent->left == x)
+			x = x->parent;
+		x = x->parent;
+	}
+	it->at = x;
+	it->done = 0;
+	return x ? x->item : NULL;
+}
+
+void *oset_seek(const struct oset *s, const void *key,
+		int (*cmp)(const void *key, const void *item), struct oset_iter *it)
+{
+	struct oset_node *x = s->root, *best = NULL;
+
+	while (x) {
+		if (cmp(key, x->item) <= 0) {
+			best = x;
+			x = x->left;
+		} else {
+			x = x->right;
+		}
+	}
+	it->at = best;
+	it->done = !best;
+	return best ? best->item : NULL;
+}
+
+void *oset_first(const struct oset *s)
+{
+	struct oset_iter it = OSET_ITER_INIT;
+	return oset_next(s, &it);
+}

@@ -54,4 +54,21 @@ struct oset_iter {
 /* The next item in order, or NULL at the end. */
 void *oset_next(const struct oset *s, struct oset_iter *it);
 
+/*
+ * The previous item in order, or NULL before the first; from an iterator
+ * that reached the end, the last item. O(1) amortized, as oset_next().
+ */
+void *oset_prev(const struct oset *s, struct oset_iter *it);
+
+/*
+ * Positions it at the first item not less than key (cmp(key, item) <= 0)
+ * and returns that item; NULL, with it at the end, when every item is
+ * less. oset_next() and oset_prev() go on from there. O(log n).
+ */
+void *oset_seek(const struct oset *s, const void *key,
+		int (*cmp)(const void *key, const void *item), struct oset_iter *it);
+
+/* The first item, or NULL when the set is empty. */
+void *oset_first(const struct oset *s);
+
 #endif

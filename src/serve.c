@@ -29,6 +29,7 @@ static const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
+	"                   [--search-rate N] [--verbose]\n"
 	"\n"
 	"Renders the vault and serves it. SIGHUP reloads quire.yml and the vault;\n"
 	"SIGINT and SIGTERM stop after the responses in flight.\n"
@@ -46,7 +47,9 @@ static const char serve_usage[] =
 	"                        the environment variable QUIRE_TOKEN does the same\n"
 	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n"
 	"  --search-rate N       searches a second allowed per client address (default 20;\n"
-	"                        0: no limit, e.g. behind a proxy that limits)\n";
+	"                        0: no limit, e.g. behind a proxy that limits)\n"
+	"  --verbose             log each change applied: paths, notes parsed, rendered and\n"
+	"                        composed, and the time each step took\n";
 
 /* The watcher's batches go straight into the loader's queue. */
 static void on_change(void *ctx, const char *const *paths, size_t n)
@@ -132,6 +135,7 @@ int serve_main(int argc, char **argv)
 		{ "token-file", required_argument, NULL, 'k' },
 		{ "max-upload", required_argument, NULL, 'u' },
 		{ "search-rate", required_argument, NULL, 'r' },
+		{ "verbose", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -183,6 +187,7 @@ int serve_main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'V': log_set_level(LOG_DEBUG); break;
 		case 'h': fputs(serve_usage, stdout); return 0;
 		default: fputs(serve_usage, stderr); return 2;
 		}

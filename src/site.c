@@ -254,6 +254,7 @@ static void note_free(struct site_note *n)
 	free(n->old_title);
 	strs_free(n->dtags, n->ndtags);
 	free(n->durl);
+	free(n->dtitle);
 	for (size_t i = 0; i < n->nroutes; i++) {
 		free(n->routes[i].host);
 		free(n->routes[i].path);
@@ -1082,12 +1083,13 @@ struct moved {
 
 /*
  * Records that the note at from now lives at to, having had the URL url:
- * that URL, and every URL that led to from, now redirect to to. Moves are
- * appended to the moves file (when persist is set) and replayed in order
- * at start-up, so the redirects outlive a restart.
+ * that URL, and every URL that led to from, now redirect to to. The move
+ * is added to persist when not NULL (the caller appends it to the moves
+ * file); the file is replayed in order at start-up, so the redirects
+ * outlive a restart.
  */
 static void record_move(struct site *s, const char *url, const char *from, const char *to,
-			int persist)
+			struct buf *persist)
 {
 	struct moved *src = map_gets(&s->moved, from), *dst = map_gets(&s->moved, to);
 	size_t k;
@@ -1112,14 +1114,9 @@ static void record_move(struct site *s, const char *url, const char *from, const
 		dst->urls = xrealloc(dst->urls, (dst->n + 1) * sizeof(*dst->urls));
 		dst->urls[dst->n++] = xstrdup(url);
 	}
-	if (persist && s->moves_file) {
-		struct buf line = BUF_INIT;
-		buf_addf(&line, "%s\t%s\t%s\n", url, from, to);
-		if (append_line_durable(s->moves_file, line.ptr) < 0)
-			log_warn("cannot record the move of %s in %s: %s", from, s->moves_file,
-				 strerror(errno));
-		buf_release(&line);
-	}}
+	if (persist)
+		buf_addf(persist, "%s\t%s\t%s\n", url, from, to);
+}
 
 static void load_moves(struct site *s)
 {
@@ -1136,31 +1133,75 @@ static void load_moves(struct site *s)
 			continue;
 		*from++ = '\0';
 		*to++ = '\0';
-		record_move(s, line, from, to, 0);
+		record_move(s, line, from, to, NULL);
 	}
 	buf_release(&data);
 }
 
-/* A published note deleted and one added with the same bytes in one change: a move. */
+static int cmp_note_hash(const void *a, const void *b)
+{
+	const struct site_note *x = *(struct site_note *const *)a, *y = *(struct site_note *const *)b;
+	return (x->hash > y->hash) - (x->hash < y->hash);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/*
+ * A published note deleted and one added with the same bytes in one
+ * change: a move. The added notes are sorted by hash, so pairing costs
+ * O((removed + added) log added), not their product (a folder of
+ * thousands renamed at once). Among notes with the same bytes, one with
+ * the same file name is the better guess: a folder renamed moves every
+ * file under its own name. The moves go to the moves file in one write.
+ */
 static void find_moves(struct site *s, struct work *w)
 {
-	size_t i, j;
+	struct site_note **added = xcalloc(w->parsed.n + 1, sizeof(*added));
+	struct buf lines = BUF_INIT;
+	size_t i, j, na = 0;
 
+	for (j = 0; j < w->parsed.n; j++)
+		if (w->parsed.v[j]->added && w->parsed.v[j]->published)
+			added[na++] = w->parsed.v[j];
+	if (na > 1)
+		qsort(added, na, sizeof(*added), cmp_note_hash);
 	for (i = 0; i < w->removed.n; i++) {
-		struct site_note *r = w->removed.v[i];
+		struct site_note *r = w->removed.v[i], *pick = NULL;
+		size_t lo = 0, hi = na;
 		if (!r->url)
 			continue;
-		for (j = 0; j < w->parsed.n; j++) {
-			struct site_note *a = w->parsed.v[j];
-			if (a->added && a->published && a->hash == r->hash && !a->seen) {
-				a->seen = 1; /* one old note per new one */
-				record_move(s, r->url, r->note.path, a->note.path, 1);
+		while (lo < hi) { /* the first added note with r's hash */
+			size_t mid = lo + (hi - lo) / 2;
+			if (added[mid]->hash < r->hash)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (j = lo; j < na && added[j]->hash == r->hash; j++) {
+			if (added[j]->seen)
+				continue;
+			if (!pick)
+				pick = added[j];
+			if (strcmp(base_name(added[j]->note.path), base_name(r->note.path)) == 0) {
+				pick = added[j];
 				break;
 			}
 		}
+		if (pick) {
+			pick->seen = 1; /* one old note per new one */
+			record_move(s, r->url, r->note.path, pick->note.path, &lines);
+		}
 	}
-	for (j = 0; j < w->parsed.n; j++)
-		w->parsed.v[j]->seen = 0;
+	for (j = 0; j < na; j++)
+		added[j]->seen = 0;
+	if (lines.len && s->moves_file && append_line_durable(s->moves_file, lines.ptr) < 0)
+		log_warn("cannot record %s in %s: %s", "moves", s->moves_file, strerror(errno));
+	buf_release(&lines);
+	free(added);
 }
 
 /* Alias URLs of a note: each alias as a note name in the note's folder, and its former URLs. */
@@ -1494,8 +1535,12 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		for (i = 0; i < w.rerender.n; i++)
 			if (!text_wanted(s, w.rerender.v[i]))
 				buf_release(&w.rerender.v[i]->md.text);
+		double t1 = now_ms();
 		derived_update(s, changed.v, changed.n);
+		s->derived_ms = now_ms() - t1;
+		t1 = now_ms();
 		hosts_update(s, changed.v, changed.n);
+		s->hosts_ms = now_ms() - t1;
 		free(changed.v);
 	}
 

@@ -116,6 +116,7 @@ struct site_note {
 	char *durl;           /* the URL it was listed under */
 	uint64_t dsig;        /* hash of what listings show of it (0: not listed) */
 	char ddate[11];       /* the date its feeds order it by, while listed */
+	char *dtitle;         /* the title its listings order it by, while listed */
 	int was_published;
 };
 
@@ -172,6 +173,7 @@ struct site {
 	size_t npublished;        /* published notes */
 	size_t nserved_files;     /* attachments referenced by published notes */
 	double load_ms;           /* the last site_apply() */
+	double derived_ms, hosts_ms; /* of that: derived resources, custom hosts (last apply) */
 	size_t napplied;          /* notes parsed by the last site_apply() */
 	size_t nrendered;         /* notes rendered by the last site_apply() */
 	size_t ncomposed;         /* pages composed by the last site_apply() */

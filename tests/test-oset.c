@@ -114,9 +114,67 @@ static void test_sorted_input(void)
 	free(values);
 }
 
+/*
+ * oset_seek() finds the first value not less than the key, and oset_next()
+ * and oset_prev() walk on from it, against a sorted reference, through
+ * random adds and removes.
+ */
+static void test_seek_prev(void)
+{
+	enum { N = 600 };
+	int *values = xcalloc(N, sizeof(int)), *ref = xcalloc(N, sizeof(int));
+	struct oset s = OSET_INIT(cmp_int);
+	int k, step;
+
+	for (k = 0; k < N; k++)
+		values[k] = 2 * k; /* even: odd keys fall between */
+	CHECK(oset_first(&s) == NULL);
+	for (step = 0; step < 3000; step++) {
+		struct oset_iter it;
+		int key = (int)(rnd() % (2 * N + 2)) - 1, want, *x, back;
+
+		k = (int)(rnd() % N);
+		if (ref[k])
+			oset_del(&s, &values[k]);
+		else
+			oset_add(&s, &values[k]);
+		ref[k] = !ref[k];
+		/* the first member >= key, the one after it and the one before */
+		for (want = key < 0 ? 0 : (key + 1) / 2; want < N && !ref[want]; want++)
+			;
+		x = oset_seek(&s, &key, cmp_int, &it);
+		if (want == N) {
+			CHECK(x == NULL);
+		} else {
+			CHECK(x == &values[want]);
+		}
+		for (back = (want == N ? N : want) - 1; back >= 0 && !ref[back]; back--)
+			;
+		x = oset_prev(&s, &it);
+		CHECK(back < 0 ? x == NULL : x == &values[back]);
+		if (want < N) {
+			int after;
+			x = oset_seek(&s, &key, cmp_int, &it);
+			for (after = want + 1; after < N && !ref[after]; after++)
+				;
+			x = oset_next(&s, &it);
+			CHECK(after == N ? x == NULL : x == &values[after]);
+			if (after < N) /* and back again */
+				CHECK(oset_prev(&s, &it) == &values[want]);
+		}
+	}
+	for (k = 0; k < N && !ref[k]; k++)
+		;
+	CHECK(k == N ? oset_first(&s) == NULL : oset_first(&s) == &values[k]);
+	oset_release(&s);
+	free(values);
+	free(ref);
+}
+
 int main(void)
 {
 	RUN(test_random);
+	RUN(test_seek_prev);
 	RUN(test_sorted_input);
 	return test_done();
 }

@@ -107,9 +107,9 @@
 
   /*
    * The explorer: one JSON document per folder (/_quire/tree.json for the
-   * root, /_quire/tree/<folder path>.json below it), so that an edit
-   * rewrites the documents of the folders it touched, never the whole
-   * tree. A folder's document is fetched when the folder is first opened;
+   * root, /_quire/tree/<folder path>.json below it, with pages of about 100
+   * notes in a big folder), so that an edit rewrites the pages of the
+   * folders it touched, never the whole tree. A folder's document is fetched when the folder is first opened;
    * the folders on the way to this page (<body data-folder>) and those the
    * reader left open are fetched at once, in parallel, before the tree is
    * drawn, so the page opens with its folder expanded.
@@ -118,13 +118,24 @@
   const treeBase = treeRoot.replace(/\.json$/, '');
   const docs = new Map();
   const docUrl = (path) => (path ? treeBase + '/' + path.split('/').map(encodeURIComponent).join('/') + '.json' : treeRoot);
+  /*
+   * A big folder's document is cut into pages like its listing: the first
+   * names the others in "more", fetched at once and joined in order.
+   */
+  const getJson = (url) => fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(r.status)));
+  function wholeDoc(url) {
+    return getJson(url).then((d) => {
+      if (!d || !Array.isArray(d.children)) return { children: [] };
+      if (!Array.isArray(d.more) || !d.more.length) return d;
+      return Promise.all(d.more.map((u) => getJson(u).catch(() => ({ children: [] }))))
+        .then((parts) => {
+          for (const p of parts) if (p && Array.isArray(p.children)) d.children.push(...p.children);
+          return d;
+        });
+    });
+  }
   function treeDoc(path) {
-    if (!docs.has(path)) {
-      docs.set(path, fetch(docUrl(path))
-        .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-        .then((d) => (d && Array.isArray(d.children) ? d : { children: [] }))
-        .catch(() => ({ children: [] })));
-    }
+    if (!docs.has(path)) docs.set(path, wholeDoc(docUrl(path)).catch(() => ({ children: [] })));
     return docs.get(path);
   }
 
@@ -217,8 +228,7 @@
       for (let i = 1; i <= parts.length; i++) want.add(parts.slice(0, i).join('/'));
     }
     for (const k of open) if (typeof k === 'string' && k.startsWith('/')) want.add(k.slice(1));
-    fetch(treeRoot)
-      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+    wholeDoc(treeRoot)
       .then((data) => {
         if (!data || !Array.isArray(data.children) || !data.children.length) throw 0;
         const paths = [...want];
