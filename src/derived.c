@@ -608,7 +608,8 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 		buf_reset(content);
 		return; /* a note owns this URL */
 	}
-	if (cur && cur->body_len == content->len && !memcmp(cur->body, content->ptr, content->len)) {
+	if (cur && cur->body_len == content->len &&
+	    (!content->len || (page_bytes(cur) && !memcmp(page_bytes(cur), content->ptr, content->len)))) {
 		buf_reset(content);
 		return;
 	}

@@ -146,7 +146,8 @@ static int export_page(const struct page *p, const char *dir, struct export_stat
 			goto out;
 		st->bytes += extra.len;
 	} else {
-		if (write_all(path.ptr, p->body, p->body_len) < 0)
+		const char *bytes = page_bytes(p);
+		if (!bytes || write_all(path.ptr, bytes, p->body_len) < 0)
 			goto out;
 		st->bytes += p->body_len;
 		if (p->gz) {

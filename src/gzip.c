@@ -22,6 +22,7 @@
  */
 struct gz_thread {
 	struct libdeflate_compressor *c[13];
+	struct libdeflate_decompressor *d;
 	struct buf scratch;
 };
 
@@ -35,6 +36,7 @@ static void gz_thread_free(void *arg)
 
 	for (i = 0; i < sizeof(t->c) / sizeof(t->c[0]); i++)
 		libdeflate_free_compressor(t->c[i]);
+	libdeflate_free_decompressor(t->d);
 	buf_release(&t->scratch);
 	free(t);
 }
@@ -44,19 +46,26 @@ static void gz_init(void)
 	pthread_key_create(&gz_key, gz_thread_free);
 }
 
-int gzip_compress(const void *data, size_t len, int level, struct buf *out)
+static struct gz_thread *gz_thread(void)
 {
 	struct gz_thread *t;
-	size_t bound, n;
 
-	if (level < 0 || level > 12)
-		level = GZIP_LEVEL;
 	pthread_once(&gz_once, gz_init);
 	t = pthread_getspecific(gz_key);
 	if (!t) {
 		t = xcalloc(1, sizeof(*t));
 		pthread_setspecific(gz_key, t);
 	}
+	return t;
+}
+
+int gzip_compress(const void *data, size_t len, int level, struct buf *out)
+{
+	struct gz_thread *t = gz_thread();
+	size_t bound, n;
+
+	if (level < 0 || level > 12)
+		level = GZIP_LEVEL;
 	if (!t->c[level] && !(t->c[level] = libdeflate_alloc_compressor(level)))
 		return log_error("gzip: cannot make a compressor");
 	bound = libdeflate_gzip_compress_bound(t->c[level], len);
@@ -71,6 +80,19 @@ int gzip_compress(const void *data, size_t len, int level, struct buf *out)
 	/* a scratch buffer grown for one huge page is not kept */
 	if (t->scratch.cap > (1u << 22))
 		buf_release(&t->scratch);
+	return 0;
+}
+
+int gzip_inflate_to(const void *data, size_t len, void *out, size_t out_len)
+{
+	struct gz_thread *t = gz_thread();
+	size_t got = 0;
+
+	if (!t->d && !(t->d = libdeflate_alloc_decompressor()))
+		return log_error("gzip: cannot make a decompressor");
+	if (libdeflate_gzip_decompress(t->d, data, len, out, out_len, &got) != LIBDEFLATE_SUCCESS ||
+	    got != out_len)
+		return log_error("gzip: corrupt data, or not %zu bytes", out_len);
 	return 0;
 }
 

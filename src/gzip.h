@@ -20,6 +20,12 @@
  */
 int gzip_compress(const void *data, size_t len, int level, struct buf *out);
 
+/*
+ * Inflates a gzip member whose inflated size is known (out_len bytes,
+ * exactly) into out. 0, or -1 with a log line.
+ */
+int gzip_inflate_to(const void *data, size_t len, void *out, size_t out_len);
+
 /* Inflates a gzip member into out (for tests and the export check). 0 or -1. */
 int gzip_decompress(const void *data, size_t len, struct buf *out);
 

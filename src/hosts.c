@@ -790,7 +790,7 @@ static void host_put(struct site_host *h, struct page *p)
 	struct page *cur = map_get(&h->pages, p->path, p->path_len);
 
 	if (cur && cur->kind == p->kind && cur->body_len == p->body_len &&
-	    (!p->body_len || memcmp(cur->body, p->body, p->body_len) == 0) &&
+	    (!p->body_len || strcmp(cur->etag, p->etag) == 0) && /* the identity bytes' hash */
 	    (!cur->location) == (!p->location) &&
 	    (!p->location || strcmp(cur->location, p->location) == 0)) {
 		page_unref(p);
@@ -822,11 +822,11 @@ static struct page *derive(const struct site *s, const struct site_host *h, cons
 	struct page *p;
 
 	if (!h->name[0]) {
-		buf_add(&b, src->body, src->body_len); /* an extra path on the main site */
+		buf_add(&b, page_bytes(src), src->body_len); /* an extra path on the main site */
 	} else {
 		struct rules r;
 		rules_of(s, h, &r);
-		rewrite(&r, src->body, src->body_len, &b);
+		rewrite(&r, page_bytes(src), src->body_len, &b);
 	}
 	p = text_page(src->kind, path, src->content_type, &b);
 	p->mtime = src->mtime;
@@ -1200,7 +1200,7 @@ static struct page *render_lazy(const struct snapshot *snap, const struct snapsh
 		p->location = buf_detach(&b, NULL);
 		return p;
 	}
-	rewrite(&r, src->body, src->body_len, &b);
+	rewrite(&r, page_bytes(src), src->body_len, &b);
 	p = page_new(src->kind, path, len);
 	p->content_type = src->content_type;
 	p->mtime = src->mtime;

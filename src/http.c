@@ -1077,9 +1077,14 @@ static void serve_bytes(struct http_request *r, struct page *p, int status)
 		HDR_CONST(r, "Vary: Accept-Encoding\r\n");
 	if (gz)
 		HDR_CONST(r, "Content-Encoding: gzip\r\n");
-	if (!r->head && len > 0 &&
-	    evbuffer_add_reference(evhttp_request_get_output_buffer(ev), body, len, unref_page,
-				   page_ref(p)) < 0) {
+	if (!r->head && len > 0 && !body) {
+		/* only gzip is kept (page_keep_identity): inflated for this client */
+		const char *bytes = page_bytes(p);
+		if (!bytes || evbuffer_add(evhttp_request_get_output_buffer(ev), bytes, len) < 0)
+			log_warn("http: cannot queue %s", p->path);
+	} else if (!r->head && len > 0 &&
+		   evbuffer_add_reference(evhttp_request_get_output_buffer(ev), body, len,
+					  unref_page, page_ref(p)) < 0) {
 		page_unref(p);
 		log_warn("http: cannot queue %s", p->path);
 	}

@@ -188,10 +188,11 @@ static void apply(struct loader *l, char **paths, size_t n)
 	t3 = mono_ms();
 	site_search_flush(l->site);
 	log_debug("applied %zu changed paths (%s%s): %zu notes parsed, %zu rendered, %zu composed; "
-		  "%.1f ms to apply (derived %.1f, hosts %.1f), %.1f to snapshot, %.1f to publish, "
-		  "%.1f to index; snapshot %llu",
+		  "%.1f ms to apply (parse %.1f, render %.1f, compose %.1f, derived %.1f, hosts %.1f), "
+		  "%.1f to snapshot, %.1f to publish, %.1f to index; snapshot %llu",
 		  n, n ? paths[0] : "", n > 1 ? ", ..." : "", l->site->napplied,
-		  l->site->nrendered, l->site->ncomposed, t1 - t0, l->site->derived_ms,
+		  l->site->nrendered, l->site->ncomposed, t1 - t0, l->site->phase_ms[0],
+		  l->site->phase_ms[1], l->site->phase_ms[2], l->site->derived_ms,
 		  l->site->hosts_ms, t2 - t1, t3 - t2, mono_ms() - t3,
 		  (unsigned long long)snap->version);
 	for (i = 0; i < n; i++)

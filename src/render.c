@@ -128,7 +128,8 @@ static void frag_add(struct buf *out, const struct site_note *n, size_t from, si
 	for (; from < to; k++) {
 		size_t end = k + 1 < f->npieces ? f->pieces[k + 1].from : f->len;
 		size_t len = (end < to ? end : to) - from;
-		buf_add(out, f->page->body + f->pieces[k].at + (from - f->pieces[k].from), len);
+		const char *bytes = page_bytes(f->page); /* inflated when only gzip is kept */
+		buf_add(out, bytes + f->pieces[k].at + (from - f->pieces[k].from), len);
 		from += len;
 	}
 }

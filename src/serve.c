@@ -201,6 +201,8 @@ int serve_main(int argc, char **argv)
 		return 1;
 	so.data_dir = data_dir;
 	so.search = 1;
+	/* pages keep their gzip bytes only; the rare client that refuses gzip gets them inflated */
+	page_keep_identity(0);
 	snapshot_slot_init(&slot);
 	loader = loader_new(vault, &so, &slot);
 	if (!loader)

@@ -1409,6 +1409,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		unlink_removed(s, &w, w.removed.v[i]);
 
 	/* rounds of parsing until no more notes need their bodies */
+	s->phase_ms[0] = now_ms();
 	while (w.parse.n > done || w.names.len) {
 		struct notevec round = { 0 };
 		for (i = done; i < w.parse.n; i++) {
@@ -1427,6 +1428,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	}
 
 	/* render, then hand out backlinks, mentions and attachment references */
+	s->phase_ms[1] = now_ms();
+	s->phase_ms[0] = s->phase_ms[1] - s->phase_ms[0];
 	for (i = 0; i < w.rerender.n; i++)
 		if (w.rerender.v[i]->md.nrefs || w.rerender.v[i]->nmentions)
 			withdraw(s, &w, w.rerender.v[i]);
@@ -1478,6 +1481,8 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	}
 
 	/* compose, and bring the page table up to date */
+	s->phase_ms[2] = now_ms();
+	s->phase_ms[1] = s->phase_ms[2] - s->phase_ms[1];
 	{
 		struct notevec live = { 0 }, embedded = { 0 };
 		for (i = 0; i < w.recompose.n; i++)
@@ -1495,6 +1500,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		free(live.v);
 		free(embedded.v);
 	}
+	s->phase_ms[2] = now_ms() - s->phase_ms[2];
 	if (w.removed.n && w.parsed.n)
 		find_moves(s, &w);
 	for (i = 0; i < w.parsed.n; i++)

@@ -174,6 +174,7 @@ struct site {
 	size_t nserved_files;     /* attachments referenced by published notes */
 	double load_ms;           /* the last site_apply() */
 	double derived_ms, hosts_ms; /* of that: derived resources, custom hosts (last apply) */
+	double phase_ms[3];       /* of that: parse and resolve, render, compose (last apply) */
 	size_t napplied;          /* notes parsed by the last site_apply() */
 	size_t nrendered;         /* notes rendered by the last site_apply() */
 	size_t ncomposed;         /* pages composed by the last site_apply() */

@@ -7,8 +7,17 @@
 #include "hash.h"
 #include "xalloc.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+
+static atomic_int keep_identity = 1;
+
+void page_keep_identity(int keep)
+{
+	atomic_store(&keep_identity, keep);
+}
 
 struct page *page_new(enum page_kind kind, const char *path, size_t path_len)
 {
@@ -41,9 +50,88 @@ int page_set_body(struct page *p, char *body, size_t len, int compress)
 	if (gz.len + 32 < len) {
 		hash_etag(gz.ptr, gz.len, p->gz_etag);
 		p->gz = buf_detach(&gz, &p->gz_len);
+		if (!atomic_load_explicit(&keep_identity, memory_order_relaxed)) {
+			free(p->body);
+			p->body = NULL;
+		}
 	}
 	buf_release(&gz);
 	return 0;
+}
+
+/*
+ * The per-thread cache of inflated pages: the last few, by page and ETag
+ * (a page freed and another made at its address with other bytes has
+ * another ETag; with the same ETag, the same bytes).
+ */
+#define INFLATED 4
+
+struct inflated {
+	const struct page *page;
+	char etag[ETAG_SIZE];
+	char *bytes;
+	size_t cap;
+	unsigned long long used;
+};
+
+struct inflated_cache {
+	struct inflated e[INFLATED];
+	unsigned long long tick;
+};
+
+static pthread_key_t inflated_key;
+static pthread_once_t inflated_once = PTHREAD_ONCE_INIT;
+
+static void inflated_free(void *arg)
+{
+	struct inflated_cache *c = arg;
+	size_t i;
+
+	for (i = 0; i < INFLATED; i++)
+		free(c->e[i].bytes);
+	free(c);
+}
+
+static void inflated_init(void)
+{
+	pthread_key_create(&inflated_key, inflated_free);
+}
+
+const char *page_bytes(const struct page *p)
+{
+	struct inflated_cache *c;
+	struct inflated *e = NULL;
+	size_t i;
+
+	if (!p || p->body || !p->gz)
+		return p ? p->body : NULL;
+	pthread_once(&inflated_once, inflated_init);
+	if (!(c = pthread_getspecific(inflated_key))) {
+		c = xcalloc(1, sizeof(*c));
+		pthread_setspecific(inflated_key, c);
+	}
+	c->tick++;
+	for (i = 0; i < INFLATED; i++) {
+		if (c->e[i].page == p && strcmp(c->e[i].etag, p->etag) == 0) {
+			c->e[i].used = c->tick;
+			return c->e[i].bytes;
+		}
+		if (!e || c->e[i].used < e->used)
+			e = &c->e[i];
+	}
+	if (e->cap < p->body_len + 1) {
+		free(e->bytes);
+		e->cap = p->body_len + 1;
+		e->bytes = xmalloc(e->cap);
+	}
+	e->page = NULL;
+	if (gzip_inflate_to(p->gz, p->gz_len, e->bytes, p->body_len) < 0)
+		return NULL;
+	e->bytes[p->body_len] = '\0';
+	e->page = p;
+	memcpy(e->etag, p->etag, ETAG_SIZE);
+	e->used = c->tick;
+	return e->bytes;
 }
 
 void page_unref(struct page *p)

@@ -97,6 +97,24 @@ struct page *page_new(enum page_kind kind, const char *path, size_t path_len);
  */
 int page_set_body(struct page *p, char *body, size_t len, int compress);
 
+/*
+ * Whether pages keep their identity bytes beside their gzip bytes (the
+ * default: 1). With 0, page_set_body() frees the identity bytes of a page
+ * that has gzip bytes (body becomes NULL; body_len and the ETag stay):
+ * the server keeps only what nearly every client takes, and inflates for
+ * the rare one that refuses gzip, as nginx's gunzip does. Set once, before
+ * any page is made.
+ */
+void page_keep_identity(int keep);
+
+/*
+ * A page's identity bytes (body_len of them): body, or its gzip bytes
+ * inflated into a small per-thread cache. Valid until this thread's next
+ * few calls (four pages are kept); copy what must last. NULL when there
+ * are none (PAGE_FILE, PAGE_REDIRECT) or they cannot be inflated.
+ */
+const char *page_bytes(const struct page *p);
+
 static inline struct page *page_ref(struct page *p)
 {
 	if (p)

@@ -424,7 +424,9 @@ static inline int same_page(const struct page *a, const struct page *b)
 {
 	if (a->kind != b->kind || strcmp(a->content_type, b->content_type) != 0)
 		return 0;
-	if (a->body_len != b->body_len || (a->body_len && memcmp(a->body, b->body, a->body_len)))
+	/* page_bytes: the identity bytes, inflated when only gzip is kept */
+	if (a->body_len != b->body_len ||
+	    (a->body_len && memcmp(page_bytes(a), page_bytes(b), a->body_len)))
 		return 0;
 	if (strcmp(a->etag, b->etag) != 0)
 		return 0;
@@ -438,27 +440,35 @@ static inline int same_page(const struct page *a, const struct page *b)
 static inline void show_difference(const struct page *a, const struct page *b)
 {
 	size_t i, n = a->body_len < b->body_len ? a->body_len : b->body_len;
+	char *ab = NULL, *bb = NULL;
 
-	for (i = 0; i < n && a->body[i] == b->body[i]; i++)
+	/* copies: page_bytes() keeps only the last few inflated */
+	if (page_bytes(a))
+		ab = xstrndup(page_bytes(a), a->body_len);
+	if (page_bytes(b))
+		bb = xstrndup(page_bytes(b), b->body_len);
+	for (i = 0; i < n && ab && bb && ab[i] == bb[i]; i++)
 		;
 	fprintf(stderr, "    kinds %d/%d, lengths %zu/%zu, first difference at %zu:\n", a->kind,
 		b->kind, a->body_len, b->body_len, i);
-	if (a->body && b->body) {
+	if (ab && bb) {
 		size_t from = i > 120 ? i - 120 : 0;
-		fprintf(stderr, "    incremental: ...%.*s...\n", (int)(i + 120 > a->body_len ? a->body_len - from : i + 120 - from), a->body + from);
-		fprintf(stderr, "    full:        ...%.*s...\n", (int)(i + 120 > b->body_len ? b->body_len - from : i + 120 - from), b->body + from);
+		fprintf(stderr, "    incremental: ...%.*s...\n", (int)(i + 120 > a->body_len ? a->body_len - from : i + 120 - from), ab + from);
+		fprintf(stderr, "    full:        ...%.*s...\n", (int)(i + 120 > b->body_len ? b->body_len - from : i + 120 - from), bb + from);
 	}
 	if (getenv("QUIRE_DUMP")) {
 		FILE *fa = fopen("/tmp/quire-inc.html", "w"), *fb = fopen("/tmp/quire-full.html", "w");
-		if (fa && a->body)
-			fwrite(a->body, 1, a->body_len, fa);
-		if (fb && b->body)
-			fwrite(b->body, 1, b->body_len, fb);
+		if (fa && ab)
+			fwrite(ab, 1, a->body_len, fa);
+		if (fb && bb)
+			fwrite(bb, 1, b->body_len, fb);
 		if (fa)
 			fclose(fa);
 		if (fb)
 			fclose(fb);
 	}
+	free(ab);
+	free(bb);
 	if (a->location || b->location)
 		fprintf(stderr, "    locations %s / %s\n", a->location ? a->location : "-",
 			b->location ? b->location : "-");

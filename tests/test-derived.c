@@ -305,6 +305,39 @@ static void test_tag_pages(void)
 	}
 	/* the page it left, the page it joined, and the first (its pager shows first titles) */
 	CHECK(changed <= 3);
+	/*
+	 * The root's explorer document is cut the same way: the first names the
+	 * others in "more", and together they list every note once, the
+	 * retitled one under its new title.
+	 */
+	{
+		const struct page *root = page(s, "/_quire/tree.json");
+		const char *at = root ? root->body : NULL, *end = root ? root->body + root->body_len : NULL;
+		const char *more = at ? memmem(at, root->body_len, "\"more\":[", 8) : NULL;
+		size_t titles = 0, docs = 1;
+		CHECK(more != NULL);
+		/* after "children": the root's own {"title": names the site */
+		for (const char *x = at ? memmem(at, root->body_len, "\"children\"", 10) : NULL;
+		     x && (x = memmem(x, (size_t)(end - x), "{\"title\":", 9)); x++)
+			titles++;
+		while (more && (more = memmem(more, (size_t)(end - more), "\"/_quire/tree-more/", 19))) {
+			char key[96];
+			const char *q = memchr(more + 1, '"', (size_t)(end - more - 1));
+			const struct page *d;
+			snprintf(key, sizeof(key), "%.*s", (int)(q - more - 1), more + 1);
+			d = page(s, key);
+			CHECK(d != NULL);
+			for (const char *x = d ? d->body : NULL; x && (x = memmem(x, (size_t)(d->body + d->body_len - x), "{\"title\":", 9)); x++)
+				titles++;
+			docs++;
+			more = q;
+		}
+		CHECK(docs >= 3);
+		if (titles != 1000)
+			fprintf(stderr, "  %zu titles in %zu documents\n", titles, docs);
+		CHECK(titles == 1000);
+		CHECK(has(s, "/_quire/tree.json", "Zulu last") == 0); /* at the end: not on the first page */
+	}
 	CHECK(has(s, "/tags/big", "Note 0000"));
 	/* the same pages as a fresh load */
 	full = load(v);
@@ -314,7 +347,7 @@ static void test_tag_pages(void)
 		void *pv;
 		while (map_next(&full->pages, &it, &key, NULL, &pv)) {
 			const struct page *a = page(s, key), *b = pv;
-			if (strncmp(key, "/tags/big", 9) == 0)
+			if (strncmp(key, "/tags/big", 9) == 0 || strncmp(key, "/_quire/tree", 12) == 0)
 				CHECK(a && a->body_len == b->body_len && !memcmp(a->body, b->body, a->body_len));
 		}
 	}

@@ -651,9 +651,53 @@ out:
 	tv_remove(out);
 }
 
+/*
+ * With page_keep_identity(0) a page keeps only its gzip bytes; page_bytes()
+ * gives back exactly the identity bytes, for many pages in turn (more
+ * than its cache holds) and for a page that gzip would not shrink (which
+ * keeps its body).
+ */
+static void test_gzip_only_pages(void)
+{
+	enum { N = 12 };
+	struct page *p[N], *tiny;
+	char *want[N];
+	size_t i, round;
+
+	page_keep_identity(0);
+	for (i = 0; i < N; i++) {
+		struct buf b = BUF_INIT;
+		size_t k;
+		for (k = 0; k < 400 + i * 37; k++)
+			buf_addf(&b, "<p>line %zu of page %zu</p>\n", k, i);
+		want[i] = xstrndup(b.ptr, b.len);
+		p[i] = page_new(PAGE_GENERATED, "/x", 2);
+		CHECK(page_set_body(p[i], buf_detach(&b, NULL), strlen(want[i]), 1) == 0);
+		CHECK(p[i]->body == NULL && p[i]->gz != NULL);
+		CHECK(p[i]->body_len == strlen(want[i]));
+	}
+	tiny = page_new(PAGE_GENERATED, "/t", 2);
+	page_set_body(tiny, xstrdup("short"), 5, 1);
+	CHECK(tiny->body != NULL && tiny->gz == NULL);
+	CHECK(page_bytes(tiny) == tiny->body);
+	for (round = 0; round < 3; round++)
+		for (i = 0; i < N; i++) {
+			const char *got = page_bytes(p[(i * 5 + round) % N]);
+			size_t j = (i * 5 + round) % N;
+			CHECK(got && memcmp(got, want[j], p[j]->body_len) == 0);
+		}
+	page_keep_identity(1);
+	for (i = 0; i < N; i++) {
+		page_unref(p[i]);
+		free(want[i]);
+	}
+	page_unref(tiny);
+}
+
 int main(void)
 {
 	md_global_init();
+	RUN(test_gzip_only_pages);
 	RUN(test_pwsh_docs);
 	RUN(test_tasks_docs);
 	RUN(test_unpublished_leaves_no_trace);
