@@ -8,7 +8,8 @@
  *
  * How, storing. The text lives once, in the plain table `doc` (url UNIQUE,
  * so a put finds its row through a b-tree). Two FTS5 tables index it as
- * external content, kept in step by triggers on doc:
+ * external content, kept in step with doc by the writer (not by triggers:
+ * see struct staged):
  *
  *   fts  tokenize 'cjk unicode61 remove_diacritics 2': unicode61 (cafe =
  *        café, Ångström = angstrom) wrapped by `cjk`, a tokenizer of ours
@@ -24,7 +25,11 @@
  *
  * The writer stages puts and deletes in memory and applies them at commit
  * in the order FTS5 writes cheaply (see struct staged); a put of what is
- * stored costs one lookup.
+ * stored costs one lookup and writes nothing, so after a restart only the
+ * notes that changed are written again. Filling a fresh index, tri can
+ * wait: the rows go to the table tri_todo, and search_fill_substrings()
+ * puts them into tri afterwards (on 10,000 notes, words take 2 s of CPU,
+ * substrings 9 s: every character of the text is a trigram).
  *
  * How, querying. The visitor's text never reaches MATCH as such. It is
  * split into terms (words, "phrases", prefix*, -excluded); each term is
@@ -84,8 +89,12 @@
 
 #include <sqlite3.h>
 
-/* Bump when the tables, the tokenizers or the rank change. */
-#define SCHEMA_VERSION 1
+/*
+ * Bump when the tables, the tokenizers or the rank change. 1 kept fts and
+ * tri in step with triggers on doc; 2 is the same tables without them,
+ * which open_writer() makes of a 1 by dropping the triggers.
+ */
+#define SCHEMA_VERSION 2
 #define BUSY_TIMEOUT_MS 5000
 
 /* Columns of fts and tri, in order. */
@@ -105,7 +114,11 @@ enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
 #define MARK_OPEN '\x01'
 #define MARK_CLOSE '\x02'
 
-/* The tokenizers must be those of index_tokenizer[], which readers run for snippets. */
+/*
+ * The tokenizers must be those of index_tokenizer[], which readers run for
+ * snippets. The writer keeps fts and tri in step with doc itself (see
+ * apply_staged()).
+ */
 static const char schema_sql[] =
 	"CREATE TABLE doc("
 	" id INTEGER PRIMARY KEY,"
@@ -119,28 +132,17 @@ static const char schema_sql[] =
 	" tokenize='cjk unicode61 remove_diacritics 2');"
 	"CREATE VIRTUAL TABLE tri USING fts5(url UNINDEXED, title, headings, tags, body,"
 	" content='doc', content_rowid='id', tokenize='trigram');"
-	"CREATE TRIGGER doc_insert AFTER INSERT ON doc BEGIN"
-	" INSERT INTO fts(rowid, url, title, headings, tags, body)"
-	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
-	" INSERT INTO tri(rowid, url, title, headings, tags, body)"
-	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
-	"END;"
-	"CREATE TRIGGER doc_delete AFTER DELETE ON doc BEGIN"
-	" INSERT INTO fts(fts, rowid, url, title, headings, tags, body)"
-	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
-	" INSERT INTO tri(tri, rowid, url, title, headings, tags, body)"
-	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
-	"END;"
-	"CREATE TRIGGER doc_update AFTER UPDATE ON doc BEGIN"
-	" INSERT INTO fts(fts, rowid, url, title, headings, tags, body)"
-	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
-	" INSERT INTO tri(tri, rowid, url, title, headings, tags, body)"
-	"  VALUES('delete', old.id, old.url, old.title, old.headings, old.tags, old.body);"
-	" INSERT INTO fts(rowid, url, title, headings, tags, body)"
-	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
-	" INSERT INTO tri(rowid, url, title, headings, tags, body)"
-	"  VALUES(new.id, new.url, new.title, new.headings, new.tags, new.body);"
-	"END;";
+	"CREATE TABLE tri_todo(id INTEGER PRIMARY KEY);";
+
+/* What makes an index of schema 1 one of schema 2: the same rows, no triggers. */
+static const char upgrade_sql[] =
+	"BEGIN IMMEDIATE;"
+	" DROP TRIGGER IF EXISTS doc_insert;"
+	" DROP TRIGGER IF EXISTS doc_delete;"
+	" DROP TRIGGER IF EXISTS doc_update;"
+	" CREATE TABLE IF NOT EXISTS tri_todo(id INTEGER PRIMARY KEY);"
+	" PRAGMA user_version = 2;"
+	"COMMIT;";
 
 /* ---- CJK ---------------------------------------------------------------- */
 
@@ -771,7 +773,7 @@ static int probe(sqlite3 *db, long long *version)
 
 	*version = 0;
 	rc = query_int(db, "PRAGMA user_version", version);
-	if (rc != SQLITE_OK || *version != SCHEMA_VERSION)
+	if (rc != SQLITE_OK || (*version != SCHEMA_VERSION && *version != 1))
 		return rc;
 	rc = query_int(db, "SELECT count(*) FROM (SELECT id FROM doc LIMIT 1)", &n);
 	if (rc == SQLITE_OK)
@@ -808,8 +810,20 @@ static int remove_files(const char *path)
  * it to a new segment whenever a row id is not above the last one written,
  * so replacing rows in place (delete 7, insert 7, delete 3, ...) would
  * write a segment, and start merge work, for every note.
+ *
+ * The writer inserts into fts and tri itself, one single-row statement
+ * each, not through triggers on doc (schema 1). A statement that writes
+ * through a trigger may have to be undone alone, so SQLite opens a
+ * statement savepoint for it, and FTS5 (3.40) flushes its hash to a new
+ * segment at every savepoint: a segment per note and per index, and the
+ * merges they bring, were a third of filling 10,000 notes (19 s of CPU in
+ * 100-note transactions, 12.7 s without). Each index is written in a pass
+ * of its own, so that one hash at a time is being filled.
  */
 #define STAGE_MAX (8 << 20)
+
+/* Rows waiting for tri from which it is filled with merges off (search_fill_substrings()). */
+#define TRI_BULK_ROWS 1000
 
 enum stage_op { OP_PUT, OP_DELETE, OP_KEEP };
 
@@ -819,16 +833,33 @@ struct staged {
 	char *field[4];          /* OP_PUT: title, headings, tags, body, owned */
 	size_t len[4];
 	sqlite3_int64 old_id;    /* the row replaced or deleted, 0 for none */
+	sqlite3_int64 new_id;    /* OP_PUT: the row inserted, once it is */
 	size_t seq;              /* the last call for a url wins */
+};
+
+/* The two full-text indexes the writer keeps in step with doc. */
+static const char *const index_put_sql[2] = {
+	"INSERT INTO fts(rowid, url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+	"INSERT INTO tri(rowid, url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+};
+static const char *const index_del_sql[2] = {
+	"INSERT INTO fts(fts, rowid, url, title, headings, tags, body)"
+	" VALUES('delete', ?1, ?2, ?3, ?4, ?5, ?6)",
+	"INSERT INTO tri(tri, rowid, url, title, headings, tags, body)"
+	" VALUES('delete', ?1, ?2, ?3, ?4, ?5, ?6)",
 };
 
 struct search {
 	sqlite3 *db;
-	sqlite3_stmt *find, *insert, *remove, *begin, *commit, *rollback;
+	sqlite3_stmt *find, *insert, *old_row, *remove, *begin, *commit, *rollback;
+	sqlite3_stmt *index_put[2], *index_del[2];
+	sqlite3_stmt *todo_add, *todo_del, *todo_next, *todo_done, *todo_left, *tri_merging;
 	int in_tx;
+	int defer;               /* new rows go to tri_todo, not tri */
 	struct staged *staged;
 	size_t nstaged, astaged, staged_bytes;
 	struct buf field[5];     /* sanitized copies for put, reused */
+	struct search_counts counts;
 };
 
 static int exec(sqlite3 *db, const char *sql, const char *what)
@@ -878,6 +909,18 @@ static int set_wal(sqlite3 *db, const char *path)
 	return rc;
 }
 
+/* Makes an index of schema 1 one of schema 2 (*version). An SQLite code. */
+static int upgrade(sqlite3 *db, long long *version)
+{
+	int rc = exec(db, upgrade_sql, "upgrading the index");
+
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
+		exec(db, "ROLLBACK", "rolling back");
+	if (rc == SQLITE_OK)
+		*version = SCHEMA_VERSION;
+	return rc;
+}
+
 /*
  * Opens the writer's connection, rebuilding a bad or outdated file once.
  * An SQLite code.
@@ -896,6 +939,8 @@ static int open_writer(const char *path, sqlite3 **out, int *fresh)
 		if (rc != SQLITE_OK)
 			return rc;
 		rc = probe(db, &version);
+		if (rc == SQLITE_OK && version == 1)
+			rc = upgrade(db, &version);
 		if (rc == SQLITE_OK && version == SCHEMA_VERSION)
 			break;
 		if (rc == SQLITE_OK && version == 0) {
@@ -968,7 +1013,34 @@ struct search *search_open(const char *path, int *fresh)
 			     "INSERT INTO doc(url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5)",
 			     &s->insert);
 	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "SELECT url, title, headings, tags, body FROM doc WHERE id = ?1",
+			     &s->old_row);
+	if (rc == SQLITE_OK)
 		rc = prepare(s->db, "DELETE FROM doc WHERE id = ?1", &s->remove);
+	for (i = 0; i < 2 && rc == SQLITE_OK; i++) {
+		rc = prepare(s->db, index_put_sql[i], &s->index_put[i]);
+		if (rc == SQLITE_OK)
+			rc = prepare(s->db, index_del_sql[i], &s->index_del[i]);
+	}
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "INSERT INTO tri_todo(id) VALUES(?1)", &s->todo_add);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "DELETE FROM tri_todo WHERE id = ?1", &s->todo_del);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db,
+			     "SELECT t.id, d.url, d.title, d.headings, d.tags, d.body"
+			     " FROM tri_todo t JOIN doc d ON d.id = t.id ORDER BY t.id LIMIT ?1",
+			     &s->todo_next);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "DELETE FROM tri_todo WHERE id <= ?1", &s->todo_done);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "SELECT count(*) FROM (SELECT 1 FROM tri_todo LIMIT ?1)",
+			     &s->todo_left);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int(s->todo_left, 1, TRI_BULK_ROWS);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "SELECT v = 0 FROM tri_config WHERE k = 'automerge'",
+			     &s->tri_merging);
 	if (rc == SQLITE_OK)
 		rc = prepare(s->db, "BEGIN IMMEDIATE", &s->begin);
 	if (rc == SQLITE_OK)
@@ -991,7 +1063,18 @@ void search_free(struct search *s)
 	search_rollback(s);
 	sqlite3_finalize(s->find);
 	sqlite3_finalize(s->insert);
+	sqlite3_finalize(s->old_row);
 	sqlite3_finalize(s->remove);
+	for (i = 0; i < 2; i++) {
+		sqlite3_finalize(s->index_put[i]);
+		sqlite3_finalize(s->index_del[i]);
+	}
+	sqlite3_finalize(s->todo_add);
+	sqlite3_finalize(s->todo_del);
+	sqlite3_finalize(s->todo_next);
+	sqlite3_finalize(s->todo_done);
+	sqlite3_finalize(s->todo_left);
+	sqlite3_finalize(s->tri_merging);
 	sqlite3_finalize(s->begin);
 	sqlite3_finalize(s->commit);
 	sqlite3_finalize(s->rollback);
@@ -1044,12 +1127,112 @@ static int by_id(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Steps a statement that returns no rows and resets it. An SQLite code. */
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * Removes row id from doc and from the indexes that hold it (tri does not
+ * while it waits in tri_todo), which need its old values. An SQLite code.
+ */
+static int remove_row(struct search *s, sqlite3_int64 id)
+{
+	int rc, i, k, nidx = 2;
+
+	rc = sqlite3_bind_int64(s->todo_del, 1, id);
+	if (rc == SQLITE_OK)
+		rc = step_done(s->todo_del);
+	if (rc == SQLITE_OK && sqlite3_changes(s->db) > 0)
+		nidx = 1;
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(s->old_row, 1, id);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s->old_row)) == SQLITE_ROW) {
+		rc = SQLITE_OK;
+		for (i = 0; i < nidx && rc == SQLITE_OK; i++) {
+			rc = sqlite3_bind_int64(s->index_del[i], 1, id);
+			for (k = 0; k < NCOLS && rc == SQLITE_OK; k++)
+				rc = sqlite3_bind_value(s->index_del[i], k + 2,
+							sqlite3_column_value(s->old_row, k));
+			if (rc == SQLITE_OK)
+				rc = step_done(s->index_del[i]);
+		}
+	}
+	sqlite3_reset(s->old_row);
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK; /* not stored: nothing to remove */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(s->remove, 1, id);
+	if (rc == SQLITE_OK)
+		rc = step_done(s->remove);
+	return rc;
+}
+
+/* Binds the staged row c (url and fields from parameter first on) to st. An SQLite code. */
+static int bind_row(sqlite3_stmt *st, int first, const struct staged *c)
+{
+	int rc = sqlite3_bind_text(st, first, c->url, -1, SQLITE_STATIC);
+	int k;
+
+	for (k = 0; k < 4 && rc == SQLITE_OK; k++)
+		rc = sqlite3_bind_text(st, first + k + 1, c->field[k], (int)c->len[k], SQLITE_STATIC);
+	return rc;
+}
+
+/*
+ * Inserts the staged puts: into doc, then into each index in a pass of its
+ * own (tri's rows into tri_todo instead when it is deferred).
+ */
+static int insert_rows(struct search *s)
+{
+	size_t i;
+	int rc = SQLITE_OK, idx;
+
+	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
+		struct staged *c = &s->staged[i];
+
+		if (c->op != OP_PUT)
+			continue;
+		rc = bind_row(s->insert, 1, c);
+		if (rc == SQLITE_OK)
+			rc = step_done(s->insert);
+		c->new_id = sqlite3_last_insert_rowid(s->db);
+		s->counts.written++;
+	}
+	sqlite3_clear_bindings(s->insert);
+	for (idx = 0; idx < 2; idx++) {
+		for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
+			struct staged *c = &s->staged[i];
+
+			if (c->op != OP_PUT)
+				continue;
+			if (idx == 1 && s->defer) {
+				rc = sqlite3_bind_int64(s->todo_add, 1, c->new_id);
+				if (rc == SQLITE_OK)
+					rc = step_done(s->todo_add);
+				continue;
+			}
+			rc = sqlite3_bind_int64(s->index_put[idx], 1, c->new_id);
+			if (rc == SQLITE_OK)
+				rc = bind_row(s->index_put[idx], 2, c);
+			if (rc == SQLITE_OK)
+				rc = step_done(s->index_put[idx]);
+		}
+		sqlite3_clear_bindings(s->index_put[idx]);
+	}
+	return rc;
+}
+
 /* Writes the staged changes into the open transaction. 0 or -1 (logged). */
 static int apply_staged(struct search *s)
 {
 	sqlite3_int64 *ids;
 	size_t i, nids = 0;
-	int k, rc = SQLITE_OK;
+	int rc = SQLITE_OK;
 
 	if (!s->nstaged)
 		return 0;
@@ -1062,30 +1245,14 @@ static int apply_staged(struct search *s)
 			c->op = OP_KEEP; /* a later call decides */
 		else if (c->op != OP_KEEP && c->old_id > 0)
 			ids[nids++] = c->old_id;
+		if (c->op == OP_DELETE && c->old_id > 0)
+			s->counts.removed++;
 	}
 	qsort(ids, nids, sizeof(*ids), by_id);
-	for (i = 0; i < nids && rc == SQLITE_OK; i++) {
-		rc = sqlite3_bind_int64(s->remove, 1, ids[i]);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(s->remove);
-		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-		sqlite3_reset(s->remove);
-	}
-	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
-		struct staged *c = &s->staged[i];
-
-		if (c->op != OP_PUT)
-			continue;
-		rc = sqlite3_bind_text(s->insert, 1, c->url, -1, SQLITE_STATIC);
-		for (k = 0; k < 4 && rc == SQLITE_OK; k++)
-			rc = sqlite3_bind_text(s->insert, k + 2, c->field[k], (int)c->len[k],
-					       SQLITE_STATIC);
-		if (rc == SQLITE_OK)
-			rc = sqlite3_step(s->insert);
-		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-		sqlite3_reset(s->insert);
-	}
-	sqlite3_clear_bindings(s->insert);
+	for (i = 0; i < nids && rc == SQLITE_OK; i++)
+		rc = remove_row(s, ids[i]);
+	if (rc == SQLITE_OK)
+		rc = insert_rows(s);
 	free(ids);
 	clear_staged(s);
 	if (rc != SQLITE_OK)
@@ -1205,6 +1372,7 @@ int search_put(struct search *s, const char *url, const char *title, const char 
 		ret = db_error(s->db, "put");
 	else
 		ret = stage(s, same ? OP_KEEP : OP_PUT, id);
+	s->counts.unchanged += same;
 	if (implicit)
 		return ret < 0 ? (search_rollback(s), -1) : search_commit(s);
 	return ret;
@@ -1257,6 +1425,132 @@ int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void
 	}
 	free(gone);
 	return ret;
+}
+
+void search_counts(const struct search *s, struct search_counts *out)
+{
+	*out = s->counts;
+}
+
+void search_defer_substrings(struct search *s, int on)
+{
+	s->defer = on;
+}
+
+/*
+ * Whether tri's automatic merges are off: search_fill_substrings() turns
+ * them off while it fills, and on again once it is done. 1, 0, or an
+ * SQLite error code below 0.
+ */
+static int tri_merges_off(struct search *s)
+{
+	int rc = sqlite3_step(s->tri_merging), off = 0;
+
+	if (rc == SQLITE_ROW)
+		off = sqlite3_column_int(s->tri_merging, 0);
+	sqlite3_reset(s->tri_merging);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? off : -1;
+}
+
+/* Rows in tri_todo, up to TRI_BULK_ROWS, or -1 on an error. */
+static int tri_behind(struct search *s)
+{
+	int rc = sqlite3_step(s->todo_left), n = 0;
+
+	if (rc == SQLITE_ROW)
+		n = sqlite3_column_int(s->todo_left, 0);
+	sqlite3_reset(s->todo_left);
+	return rc == SQLITE_ROW ? n : -1;
+}
+
+/* Puts up to n rows of tri_todo into tri, *left set when some remain. An SQLite code. */
+static int fill_tri(struct search *s, size_t n, int *left)
+{
+	sqlite3_stmt *next = s->todo_next;
+	sqlite3_int64 last = 0;
+	size_t done = 0;
+	int rc, k;
+
+	*left = 0;
+	rc = sqlite3_bind_int64(next, 1, n > INT64_MAX ? INT64_MAX : (sqlite3_int64)n);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(next)) == SQLITE_ROW) {
+		last = sqlite3_column_int64(next, 0);
+		rc = SQLITE_OK;
+		for (k = 0; k <= NCOLS && rc == SQLITE_OK; k++)
+			rc = sqlite3_bind_value(s->index_put[1], k + 1, sqlite3_column_value(next, k));
+		if (rc == SQLITE_OK)
+			rc = step_done(s->index_put[1]);
+		done++;
+	}
+	sqlite3_reset(next);
+	sqlite3_clear_bindings(s->index_put[1]);
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	if (rc == SQLITE_OK && last > 0)
+		rc = sqlite3_bind_int64(s->todo_done, 1, last);
+	if (rc == SQLITE_OK && last > 0)
+		rc = step_done(s->todo_done);
+	if (rc == SQLITE_OK && done == n) {
+		int behind = tri_behind(s);
+		*left = behind != 0;
+		rc = behind < 0 ? SQLITE_ERROR : SQLITE_OK;
+	}
+	return rc;
+}
+
+/*
+ * Filling tri row after row, FTS5's automatic merges (automerge=4) rewrote
+ * its segments again and again: a quarter of the fill. When TRI_BULK_ROWS
+ * rows or more wait, they are off until tri_todo is worked off, and one
+ * merge into a single segment ('optimize', a rewrite of tri: 2 s for 10,000
+ * notes) ends it; the setting is stored, so a fill cut short by a restart
+ * still ends with the merge. Fewer rows, the notes changed while the
+ * server was down, are written with merges on.
+ */
+int search_fill_substrings(struct search *s, size_t n)
+{
+	int rc, left = 0, off, behind;
+
+	if (s->in_tx)
+		return log_error("search: filling substrings inside a transaction");
+	if (n == 0)
+		n = 1;
+	if (search_begin(s) < 0)
+		return -1;
+	off = tri_merges_off(s);
+	behind = off < 0 ? off : tri_behind(s);
+	if (off == 0 && behind == 0) { /* nothing to do: the usual case after a restart */
+		search_rollback(s);
+		return 1;
+	}
+	rc = off < 0 || behind < 0 ? SQLITE_ERROR : SQLITE_OK;
+	if (rc == SQLITE_OK && !off && behind >= TRI_BULK_ROWS) {
+		rc = exec(s->db, "INSERT INTO tri(tri, rank) VALUES('automerge', 0)", "automerge");
+		off = 1;
+	}
+	if (rc == SQLITE_OK)
+		rc = fill_tri(s, n, &left);
+	if (rc == SQLITE_OK && !left && off)
+		rc = exec(s->db, "INSERT INTO tri(tri) VALUES('optimize');"
+				 " INSERT INTO tri(tri, rank) VALUES('automerge', 4);", "optimize");
+	if (rc != SQLITE_OK) {
+		db_error(s->db, "filling the substring index");
+		search_rollback(s);
+		return -1;
+	}
+	if (search_commit(s) < 0)
+		return -1;
+	return !left;
+}
+
+int search_check(struct search *s)
+{
+	if (s->in_tx)
+		return log_error("search: check inside a transaction");
+	if (exec(s->db, "INSERT INTO fts(fts) VALUES('integrity-check');"
+			" INSERT INTO tri(tri) VALUES('integrity-check');", "check") != SQLITE_OK)
+		return -1;
+	return 0;
 }
 
 int search_optimize(struct search *s)

@@ -90,11 +90,42 @@ int search_commit(struct search *s);
 int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void *ctx);
 /* Abandons the open transaction and what it staged, if any. */
 void search_rollback(struct search *s);
+
+/* What a writer has done since search_open(). */
+struct search_counts {
+	long long written;   /* rows written: notes new to the index or changed */
+	long long unchanged; /* puts of what was stored: a lookup, nothing written */
+	long long removed;   /* rows deleted and not put again */
+};
+void search_counts(const struct search *s, struct search_counts *out);
+
+/*
+ * With on set, the rows that puts write go into the word index at once and
+ * into the substring index later, by search_fill_substrings(): filling the
+ * substring index is three quarters of filling a fresh one, and words are
+ * what most queries need. Until then a query of substrings does not find
+ * those rows. Deferred rows stay deferred across search_free() and a
+ * restart. Off by default.
+ */
+void search_defer_substrings(struct search *s, int on);
+/*
+ * Puts up to n deferred rows into the substring index, in a transaction of
+ * its own (call it outside one). Returns 1 when no row is left deferred,
+ * 0 when some may be, -1 on an error (logged).
+ */
+int search_fill_substrings(struct search *s, size_t n);
 /*
  * Merges the index into one segment per table: worth it after putting
  * every note (a fresh index), not after small batches. Outside a transaction.
  */
 int search_optimize(struct search *s);
+/*
+ * Checks both indexes against the stored rows (FTS5's integrity-check,
+ * which reads all of them: for tests and repairs, not for serving), when
+ * no row waits for the substring index. Outside a transaction. 0, or -1
+ * (logged) when they disagree.
+ */
+int search_check(struct search *s);
 
 /*
  * Opens a read-only connection for one serving thread. Returns NULL when

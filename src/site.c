@@ -1617,6 +1617,8 @@ int site_search_start(struct site *s, struct search *search)
 		search_rollback(search);
 		return log_error("cannot prune the search index");
 	}
+	/* words first: the substring index, most of a fresh fill's work, follows */
+	search_defer_substrings(search, 1);
 	return 0;
 }
 
@@ -1625,8 +1627,9 @@ int site_search_fill(struct site *s, size_t batch)
 	size_t i, done = 0;
 	int ok;
 
+	/* every note is in the word index: the substring index catches up */
 	if (!s->search_fill)
-		return 1;
+		return s->search ? search_fill_substrings(s->search, batch) : 1;
 	/*
 	 * The notes array may have changed since the last batch: continue
 	 * after the last path filled, not at an index.
@@ -1646,6 +1649,7 @@ int site_search_fill(struct site *s, size_t batch)
 	}
 	if (!ok || search_commit(s->search) < 0) {
 		search_rollback(s->search);
+		search_defer_substrings(s->search, 0);
 		free(s->search_fill);
 		s->search_fill = NULL;
 		s->keep_text = 0;
@@ -1653,14 +1657,15 @@ int site_search_fill(struct site *s, size_t batch)
 	}
 	if (i < s->nnotes)
 		return 0;
-	/* filled: the texts kept for it can go */
+	/* filled: the texts kept for it can go; changes from now on go to both indexes */
+	search_defer_substrings(s->search, 0);
 	free(s->search_fill);
 	s->search_fill = NULL;
 	s->keep_text = 0;
 	for (i = 0; i < s->nnotes; i++)
 		buf_release(&s->notes[i]->md.text);
 	heap_trim();
-	return 1;
+	return 0;
 }
 
 int site_attach_search(struct site *s, struct search *search, int fresh)

@@ -8,6 +8,7 @@
  */
 #define _XOPEN_SOURCE 700 /* nftw() */
 #include "search.h"
+#include "site.h"
 #include "test.h"
 #include "testutil.h"
 #include "unicode.h"
@@ -1681,6 +1682,7 @@ static void test_old_version_rebuilds(void)
 	/* user_version is the big-endian integer at offset 60 of the header */
 	static const unsigned char old[4] = { 0, 0, 0, 0 };
 	static const unsigned char future[4] = { 0, 0, 1, 0 };
+	static const unsigned char one[4] = { 0, 0, 0, 1 };
 	int fd;
 
 	CHECK(search_begin(writer) == 0);
@@ -1689,6 +1691,19 @@ static void test_old_version_rebuilds(void)
 	close_all();
 	open_all(0);
 	CHECK_STR(urls("capybara"), "/kept");
+
+	/* schema 1 had the same tables (and triggers): upgraded in place, rows kept */
+	close_all();
+	fd = open(db_path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, one, 4, 60) == 4);
+	close(fd);
+	open_all(0);
+	CHECK_STR(urls("capybara"), "/kept");
+	CHECK(search_put(writer, "/kept", "Kept", "", "", "Persistence of the okapi.") == 0);
+	CHECK_STR(urls("capybara"), "");
+	CHECK_STR(urls("kapi"), "/kept");
+	CHECK(search_check(writer) == 0);
+	CHECK(search_put(writer, "/kept", "Kept", "", "", "Persistence of the capybara.") == 0);
 
 	close_all();
 	fd = open(db_path, O_WRONLY);
@@ -1704,6 +1719,238 @@ static void test_old_version_rebuilds(void)
 	close(fd);
 	open_all(1);
 	CHECK_STR(urls("capybara"), "");
+}
+
+/* ---- Deferred substrings, and restarts on a real vault ----------------------- */
+
+/*
+ * Swaps the shared writer and reader for ones on the file name in dir
+ * (fresh when want_fresh), or back when name is NULL.
+ */
+static struct search *shared_writer;
+static struct search_reader *shared_reader;
+
+static void use_index(const char *name, int want_fresh)
+{
+	char path[300];
+	int fresh = -1;
+
+	if (!name) {
+		search_reader_free(reader);
+		search_free(writer);
+		writer = shared_writer;
+		reader = shared_reader;
+		return;
+	}
+	if (!shared_writer) {
+		shared_writer = writer;
+		shared_reader = reader;
+	} else {
+		search_reader_free(reader);
+		search_free(writer);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	writer = search_open(path, &fresh);
+	CHECK(writer != NULL);
+	CHECK_INT(fresh, want_fresh);
+	reader = search_reader_open(path);
+	CHECK(reader != NULL);
+}
+
+static void remove_index(const char *name)
+{
+	static const char *const suffixes[] = { "", "-wal", "-shm" };
+	char path[320];
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s%s", dir, name, suffixes[i]);
+		unlink(path);
+	}
+}
+
+static long long total(const char *q)
+{
+	struct jv *v = query(q);
+	long long n = v ? total_of(v) : -1;
+
+	jfree(v);
+	return n;
+}
+
+/*
+ * Deferred rows are searchable by words at once and by substrings once
+ * search_fill_substrings() has put them; deleting or replacing one before
+ * then never asks tri to delete what it does not hold (which would damage
+ * it); deferred rows survive closing the writer. More than 1,000 rows wait:
+ * they are put with FTS5's merges off, and the index is merged at the end.
+ */
+static void test_deferred_substrings(void)
+{
+	char url[64], text[160];
+	int i, rc;
+
+	if (!writer)
+		return;
+	use_index("deferred.db", 1);
+	search_defer_substrings(writer, 1);
+	CHECK(search_begin(writer) == 0);
+	for (i = 0; i < 1200; i++) {
+		snprintf(url, sizeof(url), "/d/%d", i);
+		snprintf(text, sizeof(text), "Deferred note %d about the quixotic%dzebra and the marmot.",
+			 i, i);
+		put(url, "Deferred", "", "", text);
+	}
+	CHECK(search_commit(writer) == 0);
+	CHECK_INT(total("marmot"), 1200);
+	CHECK_INT(total("quixotic7zebra"), 1);
+	CHECK_INT(total("xotic7zebr"), 0); /* a substring: not yet */
+
+	/* gone or changed before the substring index had them */
+	CHECK(search_begin(writer) == 0);
+	CHECK(search_delete(writer, "/d/3") == 0);
+	put("/d/5", "Deferred", "", "", "Replaced before its substrings: the capybara.");
+	CHECK(search_commit(writer) == 0);
+	search_defer_substrings(writer, 0);
+	put("/d/6", "Deferred", "", "", "Replaced with substrings at once: the axolotl.");
+	CHECK_INT(total("olotl"), 1);
+
+	/* cut short: the rest waits in the file */
+	CHECK_INT(search_fill_substrings(writer, 500), 0);
+	use_index("deferred.db", 0);
+	while ((rc = search_fill_substrings(writer, 500)) == 0)
+		;
+	CHECK_INT(rc, 1);
+	CHECK_INT(search_fill_substrings(writer, 500), 1);
+	CHECK_INT(total("xotic7zebr"), 1);
+	CHECK_INT(total("xotic3zebr"), 0);
+	CHECK_INT(total("xotic5zebr"), 0);
+	CHECK_INT(total("apybar"), 1);
+	CHECK_INT(total("otic11"), 111); /* quixotic11, 110..119, 1100..1199 */
+	CHECK_INT(total("marmot"), 1197);
+	CHECK(search_check(writer) == 0);
+
+	/* after the fill, changes go to both indexes and the check still holds */
+	CHECK(search_begin(writer) == 0);
+	CHECK(search_delete(writer, "/d/7") == 0);
+	put("/d/8", "Deferred", "", "", "Changed after the fill: the wolverine.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_INT(total("olverin"), 1);
+	CHECK(search_check(writer) == 0);
+	use_index(NULL, 0);
+	remove_index("deferred.db");
+}
+
+static const char *copy_src, *copy_dst;
+
+static int copy_file(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	struct buf data = BUF_INIT;
+
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_F && read_file(path, &data) == 0)
+		tv_write_len(copy_dst, path + strlen(copy_src) + 1, data.ptr, data.len);
+	buf_release(&data);
+	return 0;
+}
+
+/*
+ * One start of the server on vault, as the loader does it: loads the
+ * vault, opens the index at db, fills it in small steps (words, then
+ * substrings). Returns what the writer did; *fresh and *published are the
+ * index's state at opening and the vault's published notes.
+ */
+static struct search_counts start_server(const char *vault, const char *db, int *fresh,
+					 size_t *published)
+{
+	struct site_options so = { .threads = 1, .search = 1 };
+	struct search_counts c = { -1, -1, -1 };
+	struct site *site = site_load(vault, &so);
+	struct search *w = search_open(db, fresh);
+	int rc = -1;
+
+	CHECK(site != NULL);
+	CHECK(w != NULL);
+	if (site && w && site_search_start(site, w) == 0)
+		while ((rc = site_search_fill(site, 16)) == 0)
+			;
+	CHECK_INT(rc, 1);
+	if (w) {
+		search_counts(w, &c);
+		CHECK(search_check(w) == 0);
+	}
+	*published = site ? site->npublished : 0;
+	search_free(w);
+	site_free(site);
+	return c;
+}
+
+/*
+ * Across restarts only what changed is written again: a restart on the
+ * same notes writes no row, and a note edited while the server was down
+ * is written again (and a deleted one removed), searchable by words and
+ * substrings. On 119 real notes.
+ */
+static void test_restart_writes_changes_only(void)
+{
+	char *vault = tv_new();
+	struct buf src = BUF_INIT, db = BUF_INIT, text = BUF_INIT, path = BUF_INIT;
+	struct search_counts c;
+	struct search_reader *saved = reader;
+	size_t published = 0;
+	int fresh = -1;
+
+	buf_addf(&src, "%s/pwsh-docs/reference/7.6/Microsoft.PowerShell.Utility", tv_corpus());
+	buf_addf(&db, "%s/restart.db", dir);
+	copy_src = src.ptr;
+	copy_dst = vault;
+	CHECK(nftw(src.ptr, copy_file, 16, FTW_PHYS) == 0);
+
+	c = start_server(vault, db.ptr, &fresh, &published);
+	CHECK_INT(fresh, 1);
+	CHECK(published > 100);
+	CHECK_INT(c.written, (long long)published);
+	CHECK_INT(c.unchanged, 0);
+
+	c = start_server(vault, db.ptr, &fresh, &published);
+	CHECK_INT(fresh, 0);
+	CHECK_INT(c.written, 0);
+	CHECK_INT(c.unchanged, (long long)published);
+	CHECK_INT(c.removed, 0);
+
+	/* edited and deleted while the server was down */
+	buf_addf(&path, "%s/Get-Date.md", vault);
+	CHECK(read_file(path.ptr, &text) == 0);
+	buf_adds(&text, "\nEdited while the server was down: the quirkywombat.\n");
+	tv_write_len(vault, "Get-Date.md", text.ptr, text.len);
+	buf_reset(&path);
+	buf_addf(&path, "%s/Get-Random.md", vault);
+	CHECK(unlink(path.ptr) == 0);
+	c = start_server(vault, db.ptr, &fresh, &published);
+	CHECK_INT(fresh, 0);
+	CHECK_INT(c.written, 1);
+	CHECK_INT(c.removed, 1);
+	CHECK_INT(c.unchanged, (long long)published - 1);
+
+	reader = search_reader_open(db.ptr);
+	CHECK(reader != NULL);
+	if (reader) {
+		CHECK_STR(urls("quirkywombat"), "/get-date");
+		CHECK_STR(urls("irkywomba"), "/get-date");
+		CHECK(strstr(urls("Get-Random"), "/get-random") == NULL);
+		CHECK(strstr(urls("Get-Date"), "/get-date") != NULL);
+	}
+	search_reader_free(reader);
+	reader = saved;
+	unlink(db.ptr);
+	unlink_suffixed(&db, "-wal");
+	unlink_suffixed(&db, "-shm");
+	buf_release(&src);
+	buf_release(&db);
+	buf_release(&text);
+	buf_release(&path);
+	tv_remove(vault);
 }
 
 static void test_unwritable(void)
@@ -1739,6 +1986,8 @@ int main(void)
 	RUN(test_readers_during_commits);
 	RUN(test_scores_are_bm25);
 	RUN(test_lists_match_fts);
+	RUN(test_deferred_substrings);
+	RUN(test_restart_writes_changes_only);
 	RUN(test_reopen_keeps);
 	RUN(test_corrupt_rebuilds);
 	RUN(test_old_version_rebuilds);
