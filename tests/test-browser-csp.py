@@ -8,7 +8,8 @@ which --enable-logging writes to stderr. For each page: no violation, the
 inline script ran (<html class="js">), and the theme's script ran and
 built what it builds from /_quire/tree.json (the explorer's rows) or
 /api/search (the results list); a page in a folder opens with its
-folder's explorer document loaded and the page marked. A policy that forbids the inline script
+folder's explorer document loaded and the page marked, also in a folder
+of 250 notes whose document comes in pages. A policy that forbids the inline script
 is also served once, to show that a violation is seen when there is one.
 
 Prints "N passed, N failed" like the C tests.
@@ -88,6 +89,11 @@ def main():
     work = tempfile.mkdtemp(prefix="quire-csp-")
     vault = os.path.join(work, "vault")
     shutil.copytree(os.path.join(ROOT, "vault-sample"), vault)
+    # a folder big enough that its explorer document comes in pages ("more")
+    os.makedirs(os.path.join(vault, "big"))
+    for i in range(250):
+        with open(os.path.join(vault, "big", "n%03d.md" % i), "w") as f:
+            f.write("# Big note %03d\n\nA note of a big folder.\n" % i)
     proc, port = serve(vault)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -106,6 +112,16 @@ def main():
         check(not reports, "folder page: no CSP violation")
         check(re.search(r'<a href="/getting-started/your-own-vault" aria-current="page"', dom)
               is not None, "the explorer opened the page's folder and marked the page")
+        # a big folder's explorer document is fetched with all its pages, joined in order
+        with urllib.request.urlopen(base + "/_quire/tree/big.json") as r:
+            check(b'"more":[' in r.read(), "a folder of 250 notes names more pages")
+        dom, reports = open_page(base + "/big/n249")
+        check(not reports, "big folder page: no CSP violation")
+        check(re.search(r'<a href="/big/n249" aria-current="page"', dom) is not None,
+              "the explorer marked a page that is on the big folder's last page")
+        rows = re.findall(r'<a href="/big/n(\d{3})"', dom)
+        check(len(set(rows)) == 250 and rows == sorted(rows),
+              "the explorer lists the big folder's 250 notes once each, in order (%d)" % len(rows))
         for path, built in pages.items():
             dom, reports = open_page(base + path)
             check(not reports, f"{path}: no CSP violation ({'; '.join(reports)[:300]})")
