@@ -601,6 +601,7 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 		     struct buf *content)
 {
 	struct page *cur = map_gets(&s->pages, key), *p;
+	const char *now = cur && cur->body_len == content->len ? page_bytes(cur) : NULL;
 	size_t len;
 	char *bytes;
 
@@ -609,7 +610,7 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 		return; /* a note owns this URL */
 	}
 	if (cur && cur->body_len == content->len &&
-	    (!content->len || (page_bytes(cur) && !memcmp(page_bytes(cur), content->ptr, content->len)))) {
+	    (!content->len || (now && !memcmp(now, content->ptr, content->len)))) {
 		buf_reset(content);
 		return;
 	}

@@ -7,6 +7,7 @@
 #include "site.h"
 #include "xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -180,6 +181,30 @@ static struct region region_of(const struct listing *l, const struct listing_tou
 	return r;
 }
 
+static int cmp_regions(const void *a, const void *b)
+{
+	const struct region *x = a, *y = b;
+	uintptr_t xf = (uintptr_t)x->from, yf = (uintptr_t)y->from;
+	uintptr_t xt = (uintptr_t)x->to, yt = (uintptr_t)y->to;
+	return xf != yf ? (xf > yf) - (xf < yf) : (xt > yt) - (xt < yt);
+}
+
+/*
+ * The distinct regions of rs: places touched in one chunk (a folder's
+ * notes moved together) give the same region, cut once.
+ */
+static size_t unique_regions(struct region *rs, size_t nr)
+{
+	size_t i, n = 0;
+
+	if (nr > 1)
+		qsort(rs, nr, sizeof(*rs), cmp_regions);
+	for (i = 0; i < nr; i++)
+		if (!n || cmp_regions(&rs[n - 1], &rs[i]) != 0)
+			rs[n++] = rs[i];
+	return n;
+}
+
 /* Takes the pages that begin inside r out of l->pages, onto stale. */
 static void take_pages(struct listing *l, const struct region *r, struct listing_page ***stale,
 		       size_t *nstale, size_t *astale)
@@ -319,6 +344,7 @@ void listing_flush(struct listing *l, const struct listing_ops *ops, void *ctx)
 		rs = xcalloc(l->ntouched + 1, sizeof(*rs));
 		for (i = 0; i < l->ntouched; i++)
 			rs[nr++] = region_of(l, &l->touched[i]);
+		nr = unique_regions(rs, nr);
 	}
 	for (i = 0; i < nr; i++)
 		take_pages(l, &rs[i], &stale, &nstale, &astale);
