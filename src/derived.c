@@ -22,6 +22,7 @@
  * Feeds and sitemaps need absolute URLs, so they exist only with base_url.
  */
 #include "derived.h"
+#include "gzip.h"
 #include "hash.h"
 #include "layout.h"
 #include "listing.h"
@@ -601,7 +602,7 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 		     struct buf *content)
 {
 	struct page *cur = map_gets(&s->pages, key), *p;
-	const char *now = cur && cur->body_len == content->len ? page_bytes(cur) : NULL;
+	char etag[ETAG_SIZE];
 	size_t len;
 	char *bytes;
 
@@ -609,8 +610,13 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 		buf_reset(content);
 		return; /* a note owns this URL */
 	}
-	if (cur && cur->body_len == content->len &&
-	    (!content->len || (now && !memcmp(now, content->ptr, content->len)))) {
+	/*
+	 * The same bytes as the page served: its ETag says so (the server
+	 * keeps only the gzip bytes, and inflating them to compare would cost
+	 * more than the hash; a client's If-None-Match trusts the same hash).
+	 */
+	hash_etag(content->ptr, content->len, etag);
+	if (cur && cur->body_len == content->len && !strcmp(cur->etag, etag)) {
 		buf_reset(content);
 		return;
 	}
@@ -618,7 +624,10 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 	p->content_type = type;
 	buf_fit(content); /* kept as long as the page */
 	bytes = buf_detach(content, &len);
-	page_set_body(p, bytes, len, 1);
+	if (s->gzip_later)
+		page_set_body_later(p, bytes, len, GZIP_FAST); /* site_gzip_pending() */
+	else
+		page_set_body(p, bytes, len, GZIP_FAST);
 	site_page_put(s, p);
 	page_unref(p);
 }

@@ -16,6 +16,7 @@
  */
 #include "hosts.h"
 #include "derived.h"
+#include "gzip.h"
 #include "log.h"
 #include "site.h"
 #include "vault.h"
@@ -810,7 +811,7 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 	bytes = buf_detach(b, &len);
 
 	p->content_type = type;
-	page_set_body(p, bytes, len, 1);
+	page_set_body(p, bytes, len, GZIP_FAST);
 	return p;
 }
 
@@ -1206,7 +1207,7 @@ static struct page *render_lazy(const struct snapshot *snap, const struct snapsh
 	p->mtime = src->mtime;
 	buf_fit(&b);
 	bytes = buf_detach(&b, &n);
-	page_set_body(p, bytes, n, 1);
+	page_set_body(p, bytes, n, src->kind == PAGE_NOTE ? GZIP_LEVEL : GZIP_FAST);
 	return p;
 }
 

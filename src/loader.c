@@ -47,7 +47,16 @@ struct loader {
 	int search_fresh;
 	char *search_path;
 	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
+	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
+	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
 };
+
+/*
+ * Changes are published before they are compressed (site_gzip_pending()):
+ * the pages of the changes queued meanwhile are composed first, but no
+ * page waits longer than this for its gzip bytes.
+ */
+#define GZIP_WAIT_MS 1000
 
 /* How soon a replaced snapshot that a reader held is looked at again. */
 #define REAP_MS 20
@@ -79,6 +88,7 @@ static void publish(struct loader *l, struct snapshot *snap)
 	l->version = v;
 	/* in the same breath as the version: loader_notify() predicts from both */
 	l->building = 0;
+	l->gz_waiting = l->site && l->site->ngz_pending > 0;
 	pthread_cond_broadcast(&l->published);
 	pthread_mutex_unlock(&l->lock);
 }
@@ -129,6 +139,7 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 	log_diags(l->site);
 	snap = site_snapshot(l->site, NULL);
 	publish(l, snap);
+	l->site->gzip_later = 1; /* the load compressed everything; changes are served first */
 	return l;
 }
 
@@ -156,6 +167,8 @@ static void full_reload(struct loader *l)
 	snap->version = l->version + 1;
 	site_free(l->site);
 	l->site = s;
+	s->gzip_later = 1;
+	l->gz_since = 0;
 	if (l->search) {
 		site_attach_search(s, l->search, 0);
 		l->filling = 0;
@@ -187,6 +200,8 @@ static void apply(struct loader *l, char **paths, size_t n)
 	t2 = mono_ms();
 	publish(l, snap);
 	t3 = mono_ms();
+	if (l->site->ngz_pending && !l->gz_since)
+		l->gz_since = t3;
 	site_search_flush(l->site);
 	log_debug("applied %zu changed paths (%s%s): %zu notes parsed, %zu rendered, %zu composed; "
 		  "%.1f ms to apply (parse %.1f, render %.1f, compose %.1f, derived %.1f, hosts %.1f), "
@@ -206,6 +221,31 @@ static double cpu_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * The gzip bytes of the pages the last changes put uncompressed, in a
+ * snapshot of the same version: the same content, smaller.
+ */
+static void gzip_step(struct loader *l)
+{
+	struct snapshot *snap;
+	double t0 = mono_ms();
+	size_t pending = l->site->ngz_pending, n = site_gzip_pending(l->site);
+
+	l->gz_since = 0;
+	if (!n) {
+		pthread_mutex_lock(&l->lock);
+		l->gz_waiting = 0;
+		pthread_cond_broadcast(&l->published);
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	snap = site_snapshot(l->site, l->last);
+	snap->version = l->version;
+	publish(l, snap);
+	log_debug("compressed %zu of %zu pages put since the last compression in %.1f ms",
+		  n, pending, mono_ms() - t0);
 }
 
 /* Notes, or rows of the substring index, put per fill step: 20 to 200 ms of work. */
@@ -282,7 +322,9 @@ static void *run(void *arg)
 		char **paths;
 		size_t n;
 
-		while (!l->stop && !l->reload && !l->nqueue && !l->filling) {
+		int gz = l->site->ngz_pending > 0;
+
+		while (!l->stop && !l->reload && !l->nqueue && !l->filling && !gz) {
 			if (!l->retired_held) {
 				pthread_cond_wait(&l->wake, &l->lock);
 				continue;
@@ -296,6 +338,12 @@ static void *run(void *arg)
 		}
 		if (l->stop)
 			break;
+		if (gz && ((!l->reload && !l->nqueue) || mono_ms() - l->gz_since > GZIP_WAIT_MS)) {
+			pthread_mutex_unlock(&l->lock);
+			gzip_step(l);
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
 		if (!l->reload && !l->nqueue) {
 			pthread_mutex_unlock(&l->lock);
 			fill_step(l);
@@ -324,6 +372,7 @@ static void *run(void *arg)
 		}
 		pthread_mutex_lock(&l->lock);
 		l->building = 0;
+		pthread_cond_broadcast(&l->published); /* loader_wait_settled(), after a failed reload */
 	}
 	pthread_mutex_unlock(&l->lock);
 	return NULL;
@@ -380,6 +429,20 @@ int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
 	while (l->version < version && ret == 0)
 		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)
 			ret = l->version >= version ? 0 : -1;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms)
+{
+	struct timespec deadline = deadline_after(timeout_ms);
+	int ret = 0;
+
+	pthread_mutex_lock(&l->lock);
+	while ((l->version < version || l->nqueue || l->building || l->reload || l->gz_waiting) &&
+	       ret == 0)
+		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)
+			ret = -1;
 	pthread_mutex_unlock(&l->lock);
 	return ret;
 }

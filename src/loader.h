@@ -61,6 +61,14 @@ uint64_t loader_version(struct loader *l);
  */
 int loader_wait(struct loader *l, uint64_t version, int timeout_ms);
 
+/*
+ * Waits until the live snapshot's version is at least version and the
+ * loader has nothing left to do for it: no change queued or under way,
+ * every page compressed (the snapshot that follows a change with its gzip
+ * bytes has the same version). 0, or -1 on timeout. Thread-safe.
+ */
+int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms);
+
 /* Stops the thread (finishing the build under way) and frees everything. Accepts NULL. */
 void loader_free(struct loader *l);
 

@@ -19,6 +19,7 @@
  * and parse each embedded note once per embedder.
  */
 #include "render.h"
+#include "gzip.h"
 #include "log.h"
 #include "resolve.h"
 #include "xalloc.h"
@@ -403,7 +404,9 @@ void render_note_page(struct site *s, struct site_note *n)
 	p->mtime = n->note.mtime;
 	buf_fit(&html); /* the page keeps these bytes: no growth slack */
 	bytes = buf_detach(&html, &len);
-	if (page_set_body(p, bytes, len, 1) < 0)
+	if (s->gzip_later)
+		page_set_body_later(p, bytes, len, GZIP_LEVEL); /* site_gzip_pending() */
+	else if (page_set_body(p, bytes, len, GZIP_LEVEL) < 0)
 		diag_addk(&s->diags, DIAG_EMBED, DIAG_ERROR, n->note.path, 0,
 			  "could not compress the page");
 	page_unref(n->page);

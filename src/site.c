@@ -17,6 +17,7 @@
 #include "site.h"
 #include "buf.h"
 #include "derived.h"
+#include "gzip.h"
 #include "hash.h"
 #include "hosts.h"
 #include "log.h"
@@ -138,6 +139,21 @@ static void table_put(struct site *s, struct page *p)
 {
 	mark_dirty(s, p->path, p->path_len);
 	page_unref(map_put(&s->pages, p->path, p->path_len, page_ref(p)));
+	if (p->gz_later && p->kind != PAGE_NOTE) {
+		ALLOC_GROW(s->gz_pending, s->ngz_pending + 1, s->agz_pending);
+		s->gz_pending[s->ngz_pending++] = (struct gz_pending){ page_ref(p), NULL };
+	}
+}
+
+/* A note's composed page into the table (and, uncompressed, into the queue of gzip_later). */
+static void table_put_note(struct site *s, struct site_note *n)
+{
+	table_put(s, n->page);
+	if (n->page->gz_later) {
+		ALLOC_GROW(s->gz_pending, s->ngz_pending + 1, s->agz_pending);
+		s->gz_pending[s->ngz_pending++] =
+			(struct gz_pending){ page_ref(n->page), xstrdup(n->note.path) };
+	}
 }
 
 static void table_del(struct site *s, const char *key)
@@ -1492,7 +1508,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		run_parallel(s, &live, compose_one);
 		for (i = 0; i < live.n; i++) {
 			render_note_adopt(live.v[i]);
-			table_put(s, live.v[i]->page);
+			table_put_note(s, live.v[i]);
 		}
 		for (i = 0; i < embedded.n; i++)
 			embedded.v[i]->embedded = 0;
@@ -1714,7 +1730,7 @@ static void load_assets(struct site *s)
 		p = page_new(PAGE_ASSET, url.ptr, url.len);
 		p->content_type = asset_type(f->name);
 		p->immutable = 1;
-		page_set_body(p, xmemdup(f->data, f->len), f->len, 1);
+		page_set_body(p, xmemdup(f->data, f->len), f->len, GZIP_LEVEL);
 		table_put(s, p);
 		page_unref(p);
 		s->asset_urls[n] = make_href(s, url.ptr);
@@ -1739,7 +1755,7 @@ static struct page *text_page(enum page_kind kind, const char *path, const char 
 	bytes = buf_detach(content, &len);
 
 	p->content_type = type;
-	page_set_body(p, bytes, len, 1);
+	page_set_body(p, bytes, len, GZIP_LEVEL);
 	return p;
 }
 
@@ -1926,6 +1942,68 @@ static void free_vecmap(struct map *m)
 	map_release(m);
 }
 
+struct gz_job {
+	struct gz_pending *v;
+	struct page **out;
+};
+
+static void gzip_one(void *arg, size_t i)
+{
+	struct gz_job *j = arg;
+	j->out[i] = page_gzipped(j->v[i].page);
+}
+
+size_t site_gzip_pending(struct site *s)
+{
+	struct gz_job j = { s->gz_pending, NULL };
+	struct map seen = MAP_INIT;
+	size_t n = s->ngz_pending, i, live = 0, done = 0;
+
+	if (!n)
+		return 0;
+	s->gz_pending = NULL;
+	s->ngz_pending = s->agz_pending = 0;
+	/* the pages still current, once each: a later apply may have replaced some */
+	for (i = 0; i < n; i++) {
+		struct gz_pending e = j.v[i];
+		const struct page *cur = map_get(&s->pages, e.page->path, e.page->path_len);
+		if (cur == e.page && !map_get(&seen, (const char *)&e.page, sizeof(e.page))) {
+			j.v[live++] = e;
+			/* the key points into the array: keep it where the key says */
+			map_put(&seen, (const char *)&j.v[live - 1].page, sizeof(e.page), e.page);
+		} else {
+			page_unref(e.page);
+			free(e.note);
+		}
+	}
+	map_release(&seen);
+	j.out = xcalloc(live + 1, sizeof(*j.out));
+	parallel_for(live, s->threads, gzip_one, &j);
+	for (i = 0; i < live; i++) {
+		struct page *p = j.v[i].page, *q = j.out[i];
+		struct site_note *t = j.v[i].note ? site_find_note(s, j.v[i].note) : NULL;
+		if (q) {
+			table_put(s, q);
+			/* the note's own references: its page, and its fragment read back from it */
+			if (t && t->page == p) {
+				page_unref(t->page);
+				t->page = page_ref(q);
+			}
+			if (t && t->frag.page == p) {
+				page_unref(t->frag.page);
+				t->frag.page = page_ref(q);
+			}
+			page_unref(q);
+			done++;
+		}
+		page_unref(p);
+		free(j.v[i].note);
+	}
+	free(j.out);
+	free(j.v);
+	return done;
+}
+
 void site_free(struct site *s)
 {
 	size_t i = 0, gi = 0;
@@ -1959,6 +2037,11 @@ void site_free(struct site *s)
 		page_unref(v);
 	map_release(&s->pages);
 	keys_release(&s->dirty);
+	for (i = 0; i < s->ngz_pending; i++) {
+		page_unref(s->gz_pending[i].page);
+		free(s->gz_pending[i].note);
+	}
+	free(s->gz_pending);
 	page_unref(s->not_found);
 	for (i = 0; i < 8; i++)
 		free(s->asset_urls[i]);

@@ -178,6 +178,15 @@ struct site {
 	size_t napplied;          /* notes parsed by the last site_apply() */
 	size_t nrendered;         /* notes rendered by the last site_apply() */
 	size_t ncomposed;         /* pages composed by the last site_apply() */
+	int gzip_later;           /* pages site_apply() makes wait for site_gzip_pending() */
+	struct gz_pending *gz_pending; /* those pages, in the order they were put */
+	size_t ngz_pending, agz_pending;
+};
+
+/* A page put uncompressed (gzip_later), and the note whose page it is (or NULL). */
+struct gz_pending {
+	struct page *page;    /* a reference */
+	char *note;           /* the note's path: the note is looked up, it may be gone */
 };
 
 /* Figures for check and the start-up line. */
@@ -250,6 +259,17 @@ int site_search_fill(struct site *s, size_t batch);
  * snapshot is published). 0, or -1 (logged) when the index refused them.
  */
 int site_search_flush(struct site *s);
+
+/*
+ * Publishing before compressing. With gzip_later set, the pages a
+ * site_apply() composes (notes, listings, feeds, explorer documents) go
+ * into the table with their identity bytes only: the snapshot is served
+ * at once, gzip-accepting clients included. This compresses them (on
+ * s->threads threads) and puts the compressed pages in their place, all
+ * but the ones a later site_apply() replaced already; a site_snapshot()
+ * afterwards serves them. Returns how many pages it replaced.
+ */
+size_t site_gzip_pending(struct site *s);
 
 /* The note at a vault path (NFC), or NULL. */
 struct site_note *site_find_note(const struct site *s, const char *path);

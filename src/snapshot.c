@@ -31,7 +31,7 @@ struct page *page_new(enum page_kind kind, const char *path, size_t path_len)
 	return p;
 }
 
-int page_set_body(struct page *p, char *body, size_t len, int compress)
+int page_set_body(struct page *p, char *body, size_t len, int level)
 {
 	struct buf gz = BUF_INIT;
 
@@ -43,9 +43,9 @@ int page_set_body(struct page *p, char *body, size_t len, int compress)
 	p->gz_len = 0;
 	hash_etag(body, len, p->etag);
 	p->gz_etag[0] = '\0';
-	if (!compress || len < 256)
+	if (!level || len < 256)
 		return 0;
-	if (gzip_compress(body, len, GZIP_LEVEL, &gz) < 0)
+	if (gzip_compress(body, len, level, &gz) < 0)
 		return -1;
 	if (gz.len + 32 < len) {
 		hash_etag(gz.ptr, gz.len, p->gz_etag);
@@ -57,6 +57,35 @@ int page_set_body(struct page *p, char *body, size_t len, int compress)
 	}
 	buf_release(&gz);
 	return 0;
+}
+
+void page_set_body_later(struct page *p, char *body, size_t len, int level)
+{
+	page_set_body(p, body, len, 0);
+	p->gz_later = len >= 256 ? level : 0;
+}
+
+struct page *page_gzipped(const struct page *p)
+{
+	struct buf gz = BUF_INIT;
+	struct page *q;
+
+	if (!p->gz_later || !p->body || gzip_compress(p->body, p->body_len, p->gz_later, &gz) < 0 ||
+	    gz.len + 32 >= p->body_len) {
+		buf_release(&gz);
+		return NULL;
+	}
+	q = page_new(p->kind, p->path, p->path_len);
+	q->content_type = p->content_type;
+	q->body_len = p->body_len;
+	if (atomic_load_explicit(&keep_identity, memory_order_relaxed))
+		q->body = xmemdup(p->body, p->body_len);
+	memcpy(q->etag, p->etag, ETAG_SIZE);
+	hash_etag(gz.ptr, gz.len, q->gz_etag);
+	q->gz = buf_detach(&gz, &q->gz_len);
+	q->mtime = p->mtime;
+	q->immutable = p->immutable;
+	return q;
 }
 
 /*

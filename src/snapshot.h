@@ -82,6 +82,7 @@ struct page {
 	char *file;               /* PAGE_FILE: absolute path on disk */
 	off_t file_size;          /* PAGE_FILE */
 	int immutable;            /* Cache-Control: immutable (content-hashed URL) */
+	int gz_later;             /* page_set_body_later(): the gzip level page_gzipped() uses */
 };
 
 /*
@@ -92,10 +93,25 @@ struct page *page_new(enum page_kind kind, const char *path, size_t path_len);
 
 /*
  * Takes ownership of body (malloc'd, len bytes), computes the ETag, and
- * compresses it when compress is set and the result is smaller (the gzip
- * bytes get their own ETag). Returns 0 or -1.
+ * compresses it at gzip level (GZIP_LEVEL, GZIP_FAST; 0: not at all) when
+ * the result is smaller (the gzip bytes get their own ETag). Returns 0 or -1.
  */
-int page_set_body(struct page *p, char *body, size_t len, int compress);
+int page_set_body(struct page *p, char *body, size_t len, int level);
+
+/*
+ * page_set_body() without the gzip bytes: they are left for page_gzipped()
+ * (gz_later keeps the level), so that a change is served before it is
+ * compressed (site_gzip_pending()).
+ */
+void page_set_body_later(struct page *p, char *body, size_t len, int level);
+
+/*
+ * The same page with its gzip bytes, made after page_set_body_later(): a
+ * new page (refs = 1; identity bytes copied, or none when they are not
+ * kept: page_keep_identity()), or NULL when gzip would not be smaller or
+ * compressing failed. p is untouched: a published page is immutable.
+ */
+struct page *page_gzipped(const struct page *p);
 
 /*
  * Whether pages keep their identity bytes beside their gzip bytes (the

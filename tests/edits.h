@@ -14,6 +14,7 @@
 
 #include "testutil.h"
 
+#include "gzip.h"
 #include "snapshot.h"
 #include "test.h"
 #include "vault.h"
@@ -579,5 +580,36 @@ static inline size_t compare(const struct snapshot *inc, const struct snapshot *
 	return diffs;
 }
 
+/*
+ * Pages that a fresh load compresses and inc does not (or the other way
+ * round), or whose gzip bytes do not inflate to the page: what
+ * site_gzip_pending() must have settled. Returns how many.
+ */
+static inline size_t compare_gzip(const struct snapshot *inc, const struct snapshot *full)
+{
+	struct ptable_iter it = PTABLE_ITER_INIT;
+	const struct page *v;
+	size_t diffs = 0;
+
+	while ((v = ptable_next(&full->pages, &it))) {
+		const struct page *a = snapshot_get(inc, v->path, v->path_len);
+		struct buf raw = BUF_INIT;
+		int bad;
+		if (!a)
+			continue; /* compare() reports it */
+		bad = !a->gz != !v->gz;
+		if (!bad && a->gz) {
+			char *want = xstrndup(page_bytes(v), v->body_len);
+			bad = gzip_decompress(a->gz, a->gz_len, &raw) < 0 || raw.len != v->body_len ||
+			      memcmp(raw.ptr, want, raw.len) != 0;
+			free(want);
+		}
+		if (bad && diffs++ < 3)
+			fprintf(stderr, "  page %s: gzip bytes %s\n", v->path,
+				!a->gz ? "missing" : !v->gz ? "where a fresh load has none" : "wrong");
+		buf_release(&raw);
+	}
+	return diffs;
+}
 
 #endif

@@ -86,7 +86,8 @@ static void change(const char *rel, const char *text)
 	uint64_t v;
 	write_note(rel, text);
 	v = loader_notify(loader, &rel, 1);
-	CHECK_INT(loader_wait(loader, v, 10000), 0);
+	/* settled: the snapshot that compresses the change replaces the one it published */
+	CHECK_INT(loader_wait_settled(loader, v, 10000), 0);
 }
 
 static void setup(void)

@@ -134,7 +134,7 @@ static void build_snapshot(void)
 
 	robots = page_new(PAGE_GENERATED, "/robots.txt", 11);
 	robots->content_type = "text/plain; charset=utf-8";
-	CHECK(page_set_body(robots, xstrdup("User-agent: *\nAllow: /\n"), 23, 1) == 0);
+	CHECK(page_set_body(robots, xstrdup("User-agent: *\nAllow: /\n"), 23, GZIP_LEVEL) == 0);
 	robots->mtime = MTIME;
 	snapshot_put(s, page_ref(robots));
 
@@ -143,7 +143,7 @@ static void build_snapshot(void)
 	body = xmalloc(6000);
 	for (i = 0; i < 6000; i++)
 		body[i] = "body{color:#333}\n"[i % 17];
-	CHECK(page_set_body(asset, body, 6000, 1) == 0);
+	CHECK(page_set_body(asset, body, 6000, GZIP_LEVEL) == 0);
 	asset->immutable = 1;
 	asset->mtime = MTIME;
 	snapshot_put(s, page_ref(asset));

@@ -212,6 +212,53 @@ static void test_edit_goes_live(void)
 	buf_release(&full);
 }
 
+/*
+ * A change is served before its pages are compressed (site_gzip_pending):
+ * at its version a gzip-accepting client gets the new text, in either
+ * encoding; soon after, gzip bytes of the same text, and the version has
+ * not moved (the compressed snapshot is the same content).
+ */
+static void test_served_then_compressed(void)
+{
+	const char *path = "writing/embeds.md";
+	struct buf text = BUF_INIT, full = BUF_INIT, raw = BUF_INIT;
+	const char *ce;
+	struct resp r;
+	uint64_t v;
+	int i;
+
+	buf_addf(&full, "%s/%s", vault, path);
+	CHECK(read_file(full.ptr, &text) == 0);
+	for (i = 0; i < 40; i++)
+		buf_addf(&text, "\nCOMPRESS-ME paragraph %d, long enough to be worth compressing.\n", i);
+	tv_write_len(vault, path, text.ptr, text.len);
+	v = loader_notify(loader, &path, 1);
+	/* live: the new text, in whichever encoding the page has yet */
+	CHECK_INT(loader_wait(loader, v, 5000), 0);
+	CHECK(get("/writing/embeds", "Accept-Encoding: gzip\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	ce = hdr(&r, "Content-Encoding");
+	if (ce && !strcmp(ce, "gzip"))
+		CHECK(gzip_decompress(r.body.ptr, r.body.len, &raw) == 0);
+	else
+		buf_add(&raw, r.body.ptr, r.body.len);
+	CHECK(memmem(raw.ptr, raw.len, "COMPRESS-ME paragraph 39", 24) != NULL);
+	resp_free(&r);
+	/* settled: the same text in gzip bytes, at the same version */
+	CHECK_INT(loader_wait_settled(loader, v, 5000), 0);
+	CHECK(get("/writing/embeds", "Accept-Encoding: gzip\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(hdr(&r, "Content-Encoding") && !strcmp(hdr(&r, "Content-Encoding"), "gzip"));
+	buf_reset(&raw);
+	CHECK(gzip_decompress(r.body.ptr, r.body.len, &raw) == 0);
+	CHECK(memmem(raw.ptr, raw.len, "COMPRESS-ME paragraph 39", 24) != NULL);
+	resp_free(&r);
+	CHECK(loader_version(loader) == v);
+	buf_release(&text);
+	buf_release(&full);
+	buf_release(&raw);
+}
+
 /* GET path until its status is want and (if needle) its body holds needle; up to 10 s. */
 static int eventually(const char *path, int want, const char *needle)
 {
@@ -354,6 +401,7 @@ int main(void)
 	RUN(test_served_equals_exported);
 	RUN(test_private_never_served);
 	RUN(test_edit_goes_live);
+	RUN(test_served_then_compressed);
 	RUN(test_search);
 	RUN(test_watched_changes);
 	teardown();

@@ -672,12 +672,12 @@ static void test_gzip_only_pages(void)
 			buf_addf(&b, "<p>line %zu of page %zu</p>\n", k, i);
 		want[i] = xstrndup(b.ptr, b.len);
 		p[i] = page_new(PAGE_GENERATED, "/x", 2);
-		CHECK(page_set_body(p[i], buf_detach(&b, NULL), strlen(want[i]), 1) == 0);
+		CHECK(page_set_body(p[i], buf_detach(&b, NULL), strlen(want[i]), GZIP_LEVEL) == 0);
 		CHECK(p[i]->body == NULL && p[i]->gz != NULL);
 		CHECK(p[i]->body_len == strlen(want[i]));
 	}
 	tiny = page_new(PAGE_GENERATED, "/t", 2);
-	page_set_body(tiny, xstrdup("short"), 5, 1);
+	page_set_body(tiny, xstrdup("short"), 5, GZIP_LEVEL);
 	CHECK(tiny->body != NULL && tiny->gz == NULL);
 	CHECK(page_bytes(tiny) == tiny->body);
 	for (round = 0; round < 3; round++)
