@@ -177,60 +177,103 @@ void page_unref(struct page *p)
 
 /* ---- the persistent table ---------------------------------------------------- */
 
-struct ptable_shard {
-	atomic_long refs;         /* tables sharing it */
+struct ptable_leaf {
+	atomic_long refs;         /* nodes sharing it */
 	struct map map;           /* path -> struct page * (one reference each) */
 };
 
-static size_t shard_index(const char *path, size_t len)
+struct ptable_node {
+	atomic_long refs;         /* tables sharing it */
+	struct ptable_leaf *leaves[PTABLE_LEAVES]; /* NULL: empty */
+};
+
+static void place(const char *path, size_t len, size_t *node, size_t *leaf)
 {
-	return (size_t)(hash64(path, len) >> 56) & (PTABLE_SHARDS - 1);
+	uint64_t h = hash64(path, len);
+
+	*node = (size_t)(h >> 56) & (PTABLE_NODES - 1);
+	*leaf = (size_t)(h >> 50) & (PTABLE_LEAVES - 1);
 }
 
-static void shard_unref(struct ptable_shard *sh)
+static void leaf_unref(struct ptable_leaf *lf)
 {
 	size_t i = 0;
 	void *v;
 
-	if (!sh || atomic_fetch_sub_explicit(&sh->refs, 1, memory_order_acq_rel) != 1)
+	if (!lf || atomic_fetch_sub_explicit(&lf->refs, 1, memory_order_acq_rel) != 1)
 		return;
-	while (map_next(&sh->map, &i, NULL, NULL, &v))
+	while (map_next(&lf->map, &i, NULL, NULL, &v))
 		page_unref(v);
-	map_release(&sh->map);
-	free(sh);
+	map_release(&lf->map);
+	free(lf);
 }
 
-/* The shard for path, which t alone holds (copied first when shared), created when missing. */
-static struct ptable_shard *own_shard(struct ptable *t, size_t k)
+static void node_unref(struct ptable_node *nd)
 {
-	struct ptable_shard *sh = t->shards[k], *copy;
-	size_t i = 0;
-	void *v;
+	size_t j;
 
-	if (!sh) {
-		sh = t->shards[k] = xcalloc(1, sizeof(*sh));
-		atomic_init(&sh->refs, 1);
-		return sh;
+	if (!nd || atomic_fetch_sub_explicit(&nd->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	for (j = 0; j < PTABLE_LEAVES; j++)
+		leaf_unref(nd->leaves[j]);
+	free(nd);
+}
+
+/* Node k of t, which t alone holds (copied first when shared), created when missing. */
+static struct ptable_node *own_node(struct ptable *t, size_t k)
+{
+	struct ptable_node *nd = t->nodes[k], *copy;
+	size_t j;
+
+	if (!nd) {
+		nd = t->nodes[k] = xcalloc(1, sizeof(*nd));
+		atomic_init(&nd->refs, 1);
+		return nd;
 	}
-	if (atomic_load_explicit(&sh->refs, memory_order_acquire) == 1)
-		return sh;
+	if (atomic_load_explicit(&nd->refs, memory_order_acquire) == 1)
+		return nd;
 	copy = xcalloc(1, sizeof(*copy));
 	atomic_init(&copy->refs, 1);
-	map_copy(&copy->map, &sh->map);
+	for (j = 0; j < PTABLE_LEAVES; j++) {
+		copy->leaves[j] = nd->leaves[j];
+		if (copy->leaves[j])
+			atomic_fetch_add_explicit(&copy->leaves[j]->refs, 1, memory_order_relaxed);
+	}
+	node_unref(nd);
+	return t->nodes[k] = copy;
+}
+
+/* Leaf j of a node t alone holds, which it alone holds then too (copied first when shared). */
+static struct ptable_leaf *own_leaf(struct ptable_node *nd, size_t j)
+{
+	struct ptable_leaf *lf = nd->leaves[j], *copy;
+	size_t i = 0;
+	void *v;
+
+	if (!lf) {
+		lf = nd->leaves[j] = xcalloc(1, sizeof(*lf));
+		atomic_init(&lf->refs, 1);
+		return lf;
+	}
+	if (atomic_load_explicit(&lf->refs, memory_order_acquire) == 1)
+		return lf;
+	copy = xcalloc(1, sizeof(*copy));
+	atomic_init(&copy->refs, 1);
+	map_copy(&copy->map, &lf->map);
 	while (map_next(&copy->map, &i, NULL, NULL, &v))
 		page_ref(v);
-	shard_unref(sh);
-	return t->shards[k] = copy;
+	leaf_unref(lf);
+	return nd->leaves[j] = copy;
 }
 
 static void ptable_share(struct ptable *dst, const struct ptable *src)
 {
 	size_t k;
 
-	for (k = 0; k < PTABLE_SHARDS; k++) {
-		dst->shards[k] = src->shards[k];
-		if (dst->shards[k])
-			atomic_fetch_add_explicit(&dst->shards[k]->refs, 1, memory_order_relaxed);
+	for (k = 0; k < PTABLE_NODES; k++) {
+		dst->nodes[k] = src->nodes[k];
+		if (dst->nodes[k])
+			atomic_fetch_add_explicit(&dst->nodes[k]->refs, 1, memory_order_relaxed);
 	}
 	dst->len = src->len;
 }
@@ -239,27 +282,62 @@ static void ptable_release(struct ptable *t)
 {
 	size_t k;
 
-	for (k = 0; k < PTABLE_SHARDS; k++)
-		shard_unref(t->shards[k]);
+	for (k = 0; k < PTABLE_NODES; k++)
+		node_unref(t->nodes[k]);
 	memset(t, 0, sizeof(*t));
+}
+
+static const struct ptable_leaf *leaf_at(const struct ptable *t, size_t k, size_t j)
+{
+	return t->nodes[k] ? t->nodes[k]->leaves[j] : NULL;
 }
 
 struct page *ptable_get(const struct ptable *t, const char *path, size_t len)
 {
-	const struct ptable_shard *sh = t->shards[shard_index(path, len)];
-	return sh ? map_get(&sh->map, path, len) : NULL;
+	const struct ptable_leaf *lf;
+	size_t k, j;
+
+	place(path, len, &k, &j);
+	lf = leaf_at(t, k, j);
+	return lf ? map_get(&lf->map, path, len) : NULL;
 }
 
 struct page *ptable_next(const struct ptable *t, struct ptable_iter *it)
 {
 	void *v;
 
-	for (; it->shard < PTABLE_SHARDS; it->shard++, it->slot = 0) {
-		const struct ptable_shard *sh = t->shards[it->shard];
-		if (sh && map_next(&sh->map, &it->slot, NULL, NULL, &v))
+	for (; it->leaf < PTABLE_NODES * PTABLE_LEAVES; it->leaf++, it->slot = 0) {
+		size_t k = it->leaf / PTABLE_LEAVES, j = it->leaf % PTABLE_LEAVES;
+		const struct ptable_leaf *lf;
+		if (!t->nodes[k]) {
+			it->leaf = (k + 1) * PTABLE_LEAVES - 1; /* the whole node is empty */
+			continue;
+		}
+		lf = t->nodes[k]->leaves[j];
+		if (lf && map_next(&lf->map, &it->slot, NULL, NULL, &v))
 			return v;
 	}
 	return NULL;
+}
+
+size_t ptable_shared_leaves(const struct ptable *a, const struct ptable *b)
+{
+	size_t k, j, n = 0;
+
+	for (k = 0; k < PTABLE_NODES; k++)
+		for (j = 0; j < PTABLE_LEAVES; j++)
+			n += leaf_at(a, k, j) && leaf_at(a, k, j) == leaf_at(b, k, j);
+	return n;
+}
+
+size_t ptable_leaves(const struct ptable *t)
+{
+	size_t k, j, n = 0;
+
+	for (k = 0; k < PTABLE_NODES; k++)
+		for (j = 0; j < PTABLE_LEAVES; j++)
+			n += leaf_at(t, k, j) != NULL;
+	return n;
 }
 
 /* ---- snapshots ----------------------------------------------------------------- */
@@ -288,9 +366,13 @@ struct snapshot *snapshot_clone(const struct snapshot *prev)
 
 void snapshot_put(struct snapshot *s, struct page *p)
 {
-	size_t k = shard_index(p->path, p->path_len);
-	struct ptable_shard *sh = own_shard(&s->pages, k);
-	struct page *old = map_put(&sh->map, p->path, p->path_len, p);
+	size_t k, j;
+	struct ptable_leaf *lf;
+	struct page *old;
+
+	place(p->path, p->path_len, &k, &j);
+	lf = own_leaf(own_node(&s->pages, k), j);
+	old = map_put(&lf->map, p->path, p->path_len, p);
 
 	if (!old)
 		s->pages.len++;
@@ -299,12 +381,13 @@ void snapshot_put(struct snapshot *s, struct page *p)
 
 void snapshot_remove(struct snapshot *s, const char *path, size_t len)
 {
-	size_t k = shard_index(path, len);
+	size_t k, j;
 	struct page *old;
 
-	if (!s->pages.shards[k] || !map_get(&s->pages.shards[k]->map, path, len))
+	if (!ptable_get(&s->pages, path, len))
 		return;
-	old = map_remove(&own_shard(&s->pages, k)->map, path, len);
+	place(path, len, &k, &j);
+	old = map_remove(&own_leaf(own_node(&s->pages, k), j)->map, path, len);
 	if (old)
 		s->pages.len--;
 	page_unref(old);

@@ -6,23 +6,29 @@
  * disk to send with sendfile. Everything a request needs was computed when
  * the snapshot was built; serving is a lookup and a send.
  *
- * Sharing. The table of pages is persistent (struct ptable): 256 shards
- * by a hash of the path, each a small map that snapshots share and count
- * references to. A new snapshot starts with the previous one's shards
+ * Sharing. The table of pages is persistent (struct ptable): a trie of
+ * two fixed levels by a hash of the path, 256 nodes of 64 leaves, each
+ * leaf a small map; snapshots share nodes and leaves and count references
+ * to them. A new snapshot starts with the previous one's nodes
  * (snapshot_clone: 256 pointers, whatever the vault's size), and putting
- * or removing a page copies only the shard it lands in, if another
- * snapshot still shares it: building a snapshot costs in proportion to
- * the pages that changed (times a shard's size, n / 256), not to the
- * vault. Pages are reference-counted on their own: each shard holds one
- * reference on each of its pages. A response takes a reference on the
- * page it sends and drops it when libevent is done with the bytes, so
- * publishing a new snapshot never frees bytes in flight.
+ * or removing a page copies only the node and the leaf it lands in, if
+ * another snapshot still shares them: 64 pointers and a leaf of n / 16,384
+ * pages (12 at 100,000 notes). Building a snapshot costs in proportion to
+ * the pages that changed, not to the vault. Pages are reference-counted
+ * on their own: each leaf holds one reference on each of its pages. A
+ * response takes a reference on the page it sends and drops it when
+ * libevent is done with the bytes, so publishing a new snapshot never
+ * frees bytes in flight.
  *
  * Rejected: copying the whole table per snapshot (what this replaced: at
  * 10,000 notes a fifth of the time of a one-note change went into copying
- * and referencing every page), and a hash array mapped trie (the same
- * sharing with more indirections per lookup and more code; a fixed number
- * of shards keeps lookups to one hash, one index and one map probe).
+ * and referencing every page); one level of 256 shards (what the trie
+ * replaced: a change copied and referenced n / 256 pages per shard it
+ * touched, 800 at 100,000 notes, and the retired copy dropped as many,
+ * 1-3 ms of every change there); a hash array mapped trie of unbounded
+ * depth (the same sharing with more indirections per lookup and more
+ * code: two fixed levels keep a lookup to one hash, two indexes and one
+ * map probe, and stay shallow to millions of pages).
  *
  * Publishing. struct snapshot_slot holds the live snapshot. Taking it is a
  * pointer load and an increment under a mutex held for those two
@@ -170,22 +176,27 @@ struct snapshot_hosts {
 };
 
 /* The persistent table of pages (see "Sharing" above). */
-#define PTABLE_SHARDS 256
-struct ptable_shard;
+#define PTABLE_NODES 256
+#define PTABLE_LEAVES 64          /* per node */
+struct ptable_node;
 struct ptable {
-	struct ptable_shard *shards[PTABLE_SHARDS]; /* NULL: empty */
-	size_t len;               /* pages in all shards */
+	struct ptable_node *nodes[PTABLE_NODES]; /* NULL: empty */
+	size_t len;               /* pages in all leaves */
 };
 
 /* Iteration: struct ptable_iter it = PTABLE_ITER_INIT; while ((p = ptable_next(t, &it))) ... */
 struct ptable_iter {
-	size_t shard, slot;
+	size_t leaf, slot;        /* leaf: node * PTABLE_LEAVES + leaf in it */
 };
 #define PTABLE_ITER_INIT { 0, 0 }
 struct page *ptable_next(const struct ptable *t, struct ptable_iter *it);
 
 /* The page at path, or NULL (borrowed for as long as t is). */
 struct page *ptable_get(const struct ptable *t, const char *path, size_t len);
+
+/* Leaves that a and b share (the same leaf, not a copy), and leaves in t: for tests. */
+size_t ptable_shared_leaves(const struct ptable *a, const struct ptable *b);
+size_t ptable_leaves(const struct ptable *t);
 
 struct snapshot {
 	atomic_long refs;
