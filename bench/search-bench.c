@@ -4,11 +4,14 @@
  * Reads the Markdown notes of a corpus (default ../shared/corpus/pwsh-docs,
  * or $QUIRE_CORPUS/pwsh-docs), strips frontmatter, and resamples whole
  * notes deterministically up to N documents (default 10,000). Then times:
- * building the index in one transaction, one note's update and commit
- * (200 times: median and p99), and queries on one thread through one
- * reader: single words drawn uniformly from the corpus vocabulary, word
- * pairs that occur next to each other in the text, and the 100 most
- * frequent words (the worst case: most notes match).
+ * building the index in one transaction; filling a second, fresh one as
+ * the loader does (words first, in transactions of 250 notes, then
+ * substrings: search_fill_substrings() in steps of 250); one note's update
+ * and commit (200 times: median and p99); and queries on one thread
+ * through one reader: single words drawn uniformly from the corpus
+ * vocabulary, word pairs that occur next to each other in the text, the
+ * 100 most frequent words (the worst case: most notes match), fragments
+ * of words (their end, "rameter", and their start as typed, "para").
  *
  *	cc -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc bench/search-bench.c \
  *	   src/search.c src/buf.c src/xalloc.c src/log.c src/unicode.c \
@@ -321,6 +324,75 @@ static void run_queries(struct search_reader *r, const char *label, char **qs, s
 	free(cpu);
 }
 
+/*
+ * A fresh index next to db filled as the loader fills one: every note's
+ * words in transactions of 250 notes with substrings deferred, the index
+ * merged, then search_fill_substrings() in steps of 250 until done. Prints
+ * the CPU time of each part and the file's size; removes the file.
+ */
+static void fill_as_loader(const char *db, const size_t *pick, size_t ndocs)
+{
+	struct buf path = BUF_INIT, aux = BUF_INIT;
+	struct search *s;
+	double c0, c_words, c_subs;
+	size_t i;
+	int fresh = 0, rc = 0, steps = 0;
+	FILE *f;
+	long size = 0;
+
+	buf_addf(&path, "%s-fill", db);
+	unlink(path.ptr); /* left by a run that stopped: fresh, or it measures nothing */
+	s = search_open(path.ptr, &fresh);
+	if (!s || !fresh) {
+		fprintf(stderr, "search-bench: cannot create %s\n", path.ptr);
+		search_free(s);
+		buf_release(&path);
+		return;
+	}
+	search_defer_substrings(s, 1);
+	c0 = cpu_now();
+	for (i = 0; i < ndocs && rc == 0; i++) {
+		const struct note *n = &notes[pick[i]];
+		char url[64];
+
+		if (i % 250 == 0)
+			rc = search_begin(s);
+		snprintf(url, sizeof(url), "/doc/%05zu", i);
+		if (rc == 0)
+			rc = search_put(s, url, n->title, n->headings, "powershell reference",
+					n->body);
+		if (rc == 0 && (i % 250 == 249 || i + 1 == ndocs))
+			rc = search_commit(s);
+	}
+	search_defer_substrings(s, 0);
+	if (rc == 0)
+		rc = search_optimize(s);
+	c_words = cpu_now() - c0;
+	c0 = cpu_now();
+	while (rc == 0 && (rc = search_fill_substrings(s, 250)) == 0)
+		steps++;
+	c_subs = cpu_now() - c0;
+	search_free(s);
+	f = fopen(path.ptr, "rb");
+	if (f) {
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fclose(f);
+	}
+	printf("fill:   as the loader fills a fresh index (CPU): words %.2f s (with the merge), "
+	       "substrings %.2f s in %d steps, together %.2f s; file %.0f MB%s\n",
+	       c_words, c_subs, steps + 1, c_words + c_subs, (double)size / 1e6,
+	       rc < 0 ? " (FAILED)" : "");
+	unlink(path.ptr);
+	buf_addf(&aux, "%s-wal", path.ptr);
+	unlink(aux.ptr);
+	buf_reset(&aux);
+	buf_addf(&aux, "%s-shm", path.ptr);
+	unlink(aux.ptr);
+	buf_release(&aux);
+	buf_release(&path);
+}
+
 /* The figure after "total": in a response, or -1. */
 static long long total_of(const struct buf *out)
 {
@@ -400,7 +472,8 @@ int main(int argc, char **argv)
 	size_t i, bytes = 0, updates = 200;
 	struct search *s;
 	struct search_reader *r;
-	char **q1, **q2, **q3, **q5, **q6, w[32], w2[32];
+	char **q1, **q2, **q3, **q5, **q6, **q7, w[32], w2[32];
+	size_t *pick;
 	double t0, c0, t_build, t_opt, *upd, *upd_cpu;
 	int fresh, keep = 0;
 	char tmpl[] = "/tmp/quire-search-bench-XXXXXX";
@@ -445,11 +518,12 @@ int main(int argc, char **argv)
 
 	/* build: whole notes resampled deterministically */
 	bytes = 0;
+	pick = xcalloc(ndocs, sizeof(*pick));
 	t0 = now();
 	if (search_begin(s) < 0)
 		return 1;
 	for (i = 0; i < ndocs; i++) {
-		const struct note *n = &notes[i < nnotes ? i : next_rand() % nnotes];
+		const struct note *n = &notes[pick[i] = i < nnotes ? i : next_rand() % nnotes];
 		char url[64];
 
 		snprintf(url, sizeof(url), "/doc/%05zu", i);
@@ -471,6 +545,8 @@ int main(int argc, char **argv)
 	printf("build:  %.2f s for %zu documents (%.1f MB of text, %.0f docs/s), optimize %.2f s, "
 	       "file %.0f MB\n",
 	       t_build, ndocs, (double)bytes / 1e6, (double)ndocs / t_build, t_opt, (double)size / 1e6);
+	fill_as_loader(dbp.ptr, pick, ndocs);
+	free(pick);
 
 	/* one note's update and commit, as the loader does after an edit */
 	upd = xcalloc(updates, sizeof(*upd));
@@ -538,6 +614,18 @@ queries:
 		while (strlen(word) < 7);
 		q6[i] = xstrdup(word + 2); /* "rameter" of "parameter" */
 	}
+	q7 = xcalloc(nq, sizeof(*q7));
+	for (i = 0; i < nq; i++) { /* what the search box sends while a word is typed */
+		const char *word;
+		size_t len;
+
+		do
+			word = vocab[next_rand() % nvocab].w;
+		while (strlen(word) < 6);
+		len = 3 + next_rand() % 3;
+		q7[i] = xmemdup(word, len + 1);
+		q7[i][len] = '\0';
+	}
 	qsort(vocab, nvocab, sizeof(*vocab), by_count);
 	for (i = 0; i < nq; i++)
 		q3[i] = xstrdup(vocab[i % (nvocab < 100 ? nvocab : 100)].w);
@@ -552,6 +640,7 @@ queries:
 	run_queries(r, "100 most frequent words", q3, nq);
 	run_queries(r, "two vocabulary words (independent: mostly no note has both)", q5, nq);
 	run_queries(r, "word fragments (substrings: \"rameter\")", q6, nq);
+	run_queries(r, "word starts as typed (3 to 5 letters: \"par\", \"para\")", q7, nq);
 	{
 		char *q4[8] = { "Get-ChildItem", "\"remote computer\"", "param*", "pipeline -object",
 				"shell", "ession", "東京", "Invoke-Command -ComputerName" };
@@ -569,9 +658,11 @@ queries:
 		free(q3[i]);
 		free(q5[i]);
 		free(q6[i]);
+		free(q7[i]);
 	}
 	free(q5);
 	free(q6);
+	free(q7);
 	free(q1);
 	free(q2);
 	free(q3);

@@ -669,7 +669,11 @@ def folder_rename(client, v, name, count, notes, others, checked, rounds, conns,
         res["swept_ms"].append(round(swept, 2) if swept is not None else None)
         states = {"redirect": 0, "gone": 0, "other": 0}
         for _, o, nu in exp:
-            states[old_state(client, o, nu)] += 1
+            st = old_state(client, o, nu)
+            states[st] += 1
+            if st != "redirect" and len(res.setdefault("old_url_examples", [])) < 10:
+                res["old_url_examples"].append("%s (%s, moved to %s)" % (o, st, nu))
+                log("old URL %s: %s (moved to %s)" % (o, st, nu))
         res["old_urls"].append(states)
         log("folder rename round %d: %d moves answered in %.1f ms, live in %s ms (%d left after "
             "the last one was live, all checked at %s ms); old URLs: %d redirect, %d gone, "

@@ -1,13 +1,14 @@
 /*
  * search.c: the search index on SQLite FTS5.
  *
- * What. A database of one row per published note, two full-text indexes
- * over it, a writer for the loader, read-only connections for the serving
- * threads, and the parser that turns what a visitor typed into an FTS5
- * query that cannot fail to parse.
+ * What. A database of one row per published note, a full-text index of its
+ * words, a trigram index of those words (for substrings), a writer for the
+ * loader, read-only connections for the serving threads, and the parser
+ * that turns what a visitor typed into an FTS5 query that cannot fail to
+ * parse.
  *
  * How, storing. The text lives once, in the plain table `doc` (url UNIQUE,
- * so a put finds its row through a b-tree). Two FTS5 tables index it as
+ * so a put finds its row through a b-tree). An FTS5 table indexes it as
  * external content, kept in step with doc by the writer (not by triggers:
  * see struct staged):
  *
@@ -20,16 +21,26 @@
  *        alone at the last bigram's position. A query of two or more CJK
  *        characters is then a phrase of bigrams, an exact substring match;
  *        a query of one character is the prefix query "東" *.
- *   tri  tokenize 'trigram': substrings, for terms that are no word of any
- *        note ("shell" finds PowerShell, "rameter" finds parameter).
+ *
+ * Substrings ("shell" finds PowerShell, "rameter" finds parameter) come
+ * from the words, not from the text: `vocab` holds every word of fts of
+ * three characters or more (its terms, folded as fts folds them), and
+ * `vocab_tri` (tokenize 'trigram', content vocab) finds the words that have
+ * a fragment inside. Words are never removed: the words of a deleted note
+ * stay, and cost a query only the read of their empty rows. The writer
+ * adds the words of the rows it puts, tokenizing them as fts does. Filling
+ * a fresh index the words can wait (search_defer_substrings()): the rows'
+ * ids go to `vocab_todo`, and search_fill_substrings() lists their words
+ * afterwards, from a pass over fts's own terms in order (fts5vocab) when
+ * many rows wait. On the 10,000 notes of bench/vaults/v10k, as the loader
+ * fills a fresh index (CPU of its thread): words 2.5 s, substrings 0.24 s
+ * in 3 steps (the trigram index of the text this replaced took 9.1 s);
+ * the file is 90 MB (232 MB): doc 63, fts 22, vocab and vocab_tri 1.
  *
  * The writer stages puts and deletes in memory and applies them at commit
  * in the order FTS5 writes cheaply (see struct staged); a put of what is
  * stored costs one lookup and writes nothing, so after a restart only the
- * notes that changed are written again. Filling a fresh index, tri can
- * wait: the rows go to the table tri_todo, and search_fill_substrings()
- * puts them into tri afterwards (on 10,000 notes, words take 2 s of CPU,
- * substrings 9 s: every character of the text is a trigram).
+ * notes that changed are written again.
  *
  * How, querying. The visitor's text never reaches MATCH as such. It is
  * split into terms (words, "phrases", prefix*, -excluded); each term is
@@ -48,11 +59,56 @@
  * end of the snippet once its anchor is sure; about 30 words around the
  * window with most distinct terms, overlapping matches merged, are marked
  * with \x01 and \x02 (which search_put() replaces in any text) and split
- * into JSON segments. When the words find nothing, some positive term is
- * no word of any note and every term has three characters (the least a
- * trigram matches), the query runs again on tri.
+ * into JSON segments.
+ *
+ * When the words find nothing, some positive term is no word of any note
+ * and every term has three characters (the least a trigram matches), the
+ * terms are looked up as substrings (run_substrings()). A term that fts's
+ * tokenizer reads as one token is looked for inside words: vocab_tri gives
+ * the words that hold it, and the term's rows are the union of theirs
+ * (read word by word from fts, summing each row's weighted frequencies); a
+ * term of several tokens is their phrase, the last one a word's start
+ * ("Get-ChildI"). The rows in every positive term's union and in no
+ * excluded one's are ranked with bm25 on those frequencies (IDF left out,
+ * as for one phrase) and the unions are kept per reader with the word
+ * lists, so a fragment asked again (the search box asks while one types)
+ * costs the intersection. A result's snippet comes from tokenizing its
+ * column (sub_snippet()): a word holding the fragment marks the fragment
+ * alone, "Power[Shell]", "Å[snéfj]ord" for snefj. On v10k (bench/search-
+ * bench.c, 5,000 queries a kind, the trigram index of the text before):
+ * ends of words ("rameter") 1,206 queries/s, p99 2.4 ms (411, 11 ms);
+ * starts of words as typed ("par", "para") 801/s, p99 8.8 ms (714, 7.1 ms);
+ * the first ask of 600 random fragments p50 0.5 ms, p99 8.7 ms (0.9, 7.0).
+ * The cost is the rows of the words read, so a short fragment inside
+ * hundreds of frequent words is the worst case: "ion" (909 words, 131,000
+ * rows read) 20 to 24 ms the first time (3 ms), then 0.3 ms.
+ *
+ * What substrings lose against the trigram index of the text: a fragment
+ * across a word boundary that cuts the first word ("et-ChildItem", or the
+ * quoted "ildit lists": a phrase whose first word is no word); and the
+ * separators inside a term of several words are not compared ("a-b" is
+ * the phrase a b). The words of rows put while substrings are deferred are
+ * found once search_fill_substrings() has listed them, as the rows were
+ * before. CJK is as it was: the words (bigrams) answer substrings of CJK.
  *
  * Rejected:
+ * - The trigram index of the text (tri, schema 2), however tuned: every
+ *   character is a token, and FTS5's hash and tokenizer take the time
+ *   whatever is stored. On v10k's 55 MB of text, with automerge off and
+ *   one transaction ('rebuild', then 'optimize'): detail=full 5.9 + 1.3 s
+ *   (140 MB), pgsz 16000 7.5 + 1.6 s, detail=column 4.1 + 0.6 s (36 MB),
+ *   detail=none 4.3 + 0.3 s (12 MB); the words alone take 2.5 s of the
+ *   5 s. And with detail=column or none FTS5 refuses phrases ("phrase
+ *   queries are not supported"): a substring, a phrase of trigrams, would
+ *   be a LIKE per column that SQLite checks against the text, with no
+ *   positions for ranking or snippets.
+ * - A word's rows through FTS5 prefix queries on the shortest prefix that
+ *   holds the fragment ("parameter" * for every word of "rameter"): fewer
+ *   queries (571 for "ion", not 909) but twice the time, FTS5 merging each
+ *   prefix's position lists before the first row. Nor all the words in one
+ *   statement: an OR of them visits every word per row (48 ms for "ion"
+ *   without ranking), and xQueryPhrase() over the OR's phrases pays the
+ *   OR's setup on top (26 ms, not 24).
  * - ORDER BY rank with bm25() and snippet() in the query. bm25() spends
  *   most of its time on a docsize lookup per row (12 ms for a word in 8,000
  *   of 10,000 notes; 1 to 4 ms now, the lengths being cached per reader);
@@ -61,20 +117,20 @@
  *   70 ms for "param*"). And highlight() and snippet() in SQLite 3.40
  *   repeat text when matches overlap (trigram "人人人" in 人人人人 prints the
  *   row twice), which bigrams and trigrams produce routinely.
- * - CJK through the trigram table alone: trigram cannot match one or two
+ * - CJK through a trigram index alone: trigram cannot match one or two
  *   characters, the length of most Chinese and Japanese words, and
  *   LIKE '%東京%' on fewer than three characters reads every row.
- * - Merging trigram hits into word results, or looking for substrings of
+ * - Merging substring hits into word results, or looking for substrings of
  *   words that are in the index but never together: they are the same
- *   notes again or fragments (the "cat" of "concatenate"), ranked on
- *   trigram statistics that cannot be compared with word scores.
+ *   notes again or fragments (the "cat" of "concatenate").
  * - One FTS5 table storing its own content: a put must find the old row by
  *   url, and FTS5 has no index on an UNINDEXED column (a full scan per
- *   put); and the trigram table would store the text a second time.
+ *   put).
  *
  * The index is a cache: a file that is not a database, corrupt on the first
  * reads, or of another user_version is deleted and recreated, and the
- * caller is told to put every note again.
+ * caller is told to put every note again; one of schema 1 or 2 is upgraded
+ * in place (see SCHEMA_VERSION).
  */
 #include "search.h"
 #include "log.h"
@@ -91,13 +147,15 @@
 
 /*
  * Bump when the tables, the tokenizers or the rank change. 1 kept fts and
- * tri in step with triggers on doc; 2 is the same tables without them,
- * which open_writer() makes of a 1 by dropping the triggers.
+ * tri in step with triggers on doc; 2 is the same tables without them; 3
+ * replaces tri (a trigram index of the text) with vocab and vocab_tri (a
+ * trigram index of the words). open_writer() makes a 3 of a 1 or a 2 in
+ * place: the rows of doc and fts are kept, and the words are listed again.
  */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define BUSY_TIMEOUT_MS 5000
 
-/* Columns of fts and tri, in order. */
+/* Columns of fts, in order. */
 enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
 
 /* The snippet: words around the anchor, bytes at most (whole words win). */
@@ -111,13 +169,28 @@ enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
 /* The fewest letters or digits a prefix query needs. */
 #define PREFIX_MIN 3
 
+/* The fewest characters of a substring, and of a word worth listing in vocab. */
+#define SUBSTRING_MIN 3
+
 #define MARK_OPEN '\x01'
 #define MARK_CLOSE '\x02'
 
 /*
- * The tokenizers must be those of index_tokenizer[], which readers run for
- * snippets. The writer keeps fts and tri in step with doc itself (see
- * apply_staged()).
+ * The words of fts (of SUBSTRING_MIN characters or more) in vocab, and
+ * their trigrams in vocab_tri; vocab_todo holds the rows of doc whose words
+ * may be missing from vocab, and id 0 stands for every row: a pass over
+ * fts's terms in order, done up to `after`. Words are never removed.
+ */
+#define VOCAB_SQL \
+	"CREATE TABLE IF NOT EXISTS vocab(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);" \
+	"CREATE VIRTUAL TABLE IF NOT EXISTS vocab_tri USING fts5(term," \
+	" content='vocab', content_rowid='id', tokenize='trigram');" \
+	"CREATE TABLE IF NOT EXISTS vocab_todo(id INTEGER PRIMARY KEY, after TEXT);"
+
+/*
+ * The tokenizer must be that of index_tokenizer, which readers run for
+ * snippets and substrings, and the writer for the words of vocab. The
+ * writer keeps fts and vocab in step with doc itself (see apply_staged()).
  */
 static const char schema_sql[] =
 	"CREATE TABLE doc("
@@ -130,19 +203,34 @@ static const char schema_sql[] =
 	"CREATE VIRTUAL TABLE fts USING fts5(url UNINDEXED, title, headings, tags, body,"
 	" content='doc', content_rowid='id',"
 	" tokenize='cjk unicode61 remove_diacritics 2');"
-	"CREATE VIRTUAL TABLE tri USING fts5(url UNINDEXED, title, headings, tags, body,"
-	" content='doc', content_rowid='id', tokenize='trigram');"
-	"CREATE TABLE tri_todo(id INTEGER PRIMARY KEY);";
+	VOCAB_SQL;
 
-/* What makes an index of schema 1 one of schema 2: the same rows, no triggers. */
+/*
+ * What makes an index of schema 1 or 2 one of schema 3: the same doc and
+ * fts, no triggers (1), no tri, and the vocabulary to be listed from fts.
+ */
 static const char upgrade_sql[] =
 	"BEGIN IMMEDIATE;"
 	" DROP TRIGGER IF EXISTS doc_insert;"
 	" DROP TRIGGER IF EXISTS doc_delete;"
 	" DROP TRIGGER IF EXISTS doc_update;"
-	" CREATE TABLE IF NOT EXISTS tri_todo(id INTEGER PRIMARY KEY);"
-	" PRAGMA user_version = 2;"
+	" DROP TABLE IF EXISTS tri;"
+	" DROP TABLE IF EXISTS tri_todo;"
+	VOCAB_SQL
+	" DELETE FROM vocab_todo;"
+	" INSERT INTO vocab_todo(id, after) VALUES(0, '');"
+	" PRAGMA user_version = 3;"
 	"COMMIT;";
+
+/* Characters in s (n bytes of UTF-8), counting up to max at most. */
+static int chars_upto(const char *s, int n, int max)
+{
+	int i, chars = 0;
+
+	for (i = 0; i < n && chars < max; i++)
+		chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return chars;
+}
 
 /* ---- CJK ---------------------------------------------------------------- */
 
@@ -565,11 +653,13 @@ static void emit_window(struct buf *out, const char *t, int len, int start, int 
 		buf_adds(out, "\xE2\x80\xA6");
 }
 
-/* A tokenizer of the reader's own, to find a row's matches in its text. */
+/*
+ * An instance of fts's tokenizer: a reader's, to find a row's matches in
+ * its text; the writer's, for the words of new rows.
+ */
 struct row_tokenizer {
 	fts5_tokenizer api;
 	Fts5Tokenizer *inst;     /* owned */
-	int words;               /* unicode61's: ASCII tokens are runs of letters and digits */
 };
 
 static int is_ascii_alnum(unsigned char c)
@@ -616,12 +706,14 @@ static int ascii_skip(const char *text, int len, int target, int *pos)
  * the end of the snippet when its window has every phrase (map_token()).
  * An SQLite code.
  */
+static void emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n);
+
 static int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
 			struct row_tokenizer *tk)
 {
 	struct hit_map map = { hits, n, 0, 0, 0, -1, 0, 0, -1 };
 	uint64_t phrases = 0;
-	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i, rc;
+	int i, rc;
 
 	for (i = 0; i < n; i++) {
 		hits[i].start = hits[i].end = -1;
@@ -632,18 +724,29 @@ static int make_snippet(struct buf *out, const char *text, int len, struct hit *
 	for (; phrases; phrases &= phrases - 1)
 		map.nphrase++;
 	if (n > 0) {
-		if (tk->words)
-			map.base = ascii_skip(text, len, hits[0].first, &map.pos);
+		map.base = ascii_skip(text, len, hits[0].first, &map.pos);
 		rc = tk->api.xTokenize(tk->inst, &map, FTS5_TOKENIZE_DOCUMENT, text + map.base,
 				       len - map.base, map_token);
 		if (rc != SQLITE_OK && rc != SQLITE_DONE)
 			return rc;
 	}
 	/*
-	 * The anchor: the hit followed closely by most distinct phrases. When
-	 * tokenizing stopped early, the hits past map.stop are not mapped:
+	 * When tokenizing stopped early, the hits past map.stop are not mapped:
 	 * those before it count the same, and none after the anchor can beat it.
 	 */
+	emit_snippet(out, text, len, hits, n);
+	return SQLITE_OK;
+}
+
+/*
+ * Appends to out the snippet of text (len bytes) around the anchor: the
+ * hit (sorted, mapped to bytes; those with start or end -1 are skipped)
+ * followed closely by most distinct phrases. The first words when none.
+ */
+static void emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n)
+{
+	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i;
+
 	for (i = 0; i < n; i++) {
 		int score;
 
@@ -664,6 +767,268 @@ static int make_snippet(struct buf *out, const char *text, int len, struct hit *
 		start++;
 	end = window_end(text, len, start, anchor_end);
 	emit_window(out, text, len, start, end, hits, n);
+}
+
+/* ---- Substring queries: terms, and their matches in a row -------------- */
+
+/*
+ * A term of a substring query (see run_substrings()) as fts's tokenizer
+ * reads it: one token of SUBSTRING_MIN characters or more is looked for
+ * inside words (SUB_CONTAINS: "shell" in powershell); several are a phrase
+ * whose last token may be the start of a word (SUB_PHRASE: "Get-ChildI").
+ */
+enum sub_kind { SUB_CONTAINS, SUB_PHRASE };
+
+/* The tokens of a phrase the snippet matches: a bit each. */
+#define SUB_TOKENS_MAX 64
+
+struct row_list;
+
+struct sub_term {
+	enum sub_kind kind;
+	struct buf text;         /* its tokens, each followed by a NUL */
+	int ntok;
+	int tok[SUB_TOKENS_MAX]; /* where the first tokens start in text */
+	int toklen[SUB_TOKENS_MAX];
+	struct row_list *list;   /* the rows it is in, kept in the reader's lists */
+};
+
+/* The first occurrence of needle (len > 0 bytes) in s (n bytes), or NULL. */
+static const char *find_bytes(const char *s, int n, const char *needle, int len)
+{
+	const char *end = s + n - len + 1, *p;
+
+	for (p = s; p < end && (p = memchr(p, needle[0], (size_t)(end - p))); p++)
+		if (memcmp(p, needle, (size_t)len) == 0)
+			return p;
+	return NULL;
+}
+
+static int add_query_token(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	struct sub_term *t = p;
+
+	if (tflags & FTS5_TOKEN_COLOCATED)
+		return SQLITE_OK;
+	if (t->ntok < SUB_TOKENS_MAX) {
+		t->tok[t->ntok] = (int)t->text.len;
+		t->toklen[t->ntok] = n;
+	}
+	t->ntok++;
+	buf_add(&t->text, tok, (size_t)n);
+	buf_addc(&t->text, '\0');
+	return SQLITE_OK;
+}
+
+/* Reads the query term s (n bytes) into t. An SQLite code. */
+static int sub_term_read(struct sub_term *t, struct row_tokenizer *tk, const char *s, size_t n)
+{
+	int rc;
+
+	buf_reset(&t->text);
+	t->ntok = 0;
+	t->list = NULL;
+	rc = tk->api.xTokenize(tk->inst, t, FTS5_TOKENIZE_QUERY, s, (int)n, add_query_token);
+	t->kind =
+	    t->ntok == 1 && chars_upto(t->text.ptr, t->toklen[0], SUBSTRING_MIN) >= SUBSTRING_MIN
+		? SUB_CONTAINS
+		: SUB_PHRASE;
+	return rc;
+}
+
+/* The matches of a substring query's positive terms in one column of a row. */
+struct sub_scan {
+	const struct sub_term *terms;
+	int nterms;
+	const char *text;        /* the column */
+	struct hit *hits;        /* SNIP_HITS_MAX, their byte ranges set */
+	int n;
+	/* per hit: where the term starts in the folded word (in characters) when
+	   the word's bytes are not those of its token (not ASCII); -1 when mapped */
+	int fold_at[SNIP_HITS_MAX];
+	int pos;                 /* the position of the next token */
+	int starts[SUB_TOKENS_MAX]; /* where the last positions start, by position */
+	uint64_t state[SEARCH_TERMS_MAX], next[SEARCH_TERMS_MAX]; /* phrases' prefixes matched */
+};
+
+static int ascii_only(const char *s, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
+static void scan_hit(struct sub_scan *sc, int term, int first, int last, int start, int end,
+		     int fold_at)
+{
+	struct hit *h = &sc->hits[sc->n];
+
+	h->phrase = term;
+	h->first = first;
+	h->last = last;
+	h->start = start;
+	h->end = end;
+	sc->fold_at[sc->n++] = fold_at;
+}
+
+/*
+ * A token of the column: a SUB_CONTAINS term matches a word that has it
+ * inside; a SUB_PHRASE term matches where its tokens follow each other
+ * (shift-and: bit k of state[i] says that its first k + 1 tokens end at
+ * the last position), the last as a prefix; tokens at one position (CJK's
+ * last character) are alternatives.
+ */
+static int scan_token(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	struct sub_scan *sc = p;
+	int colocated = (tflags & FTS5_TOKEN_COLOCATED) != 0, pos, i, k;
+
+	if (!colocated) {
+		memcpy(sc->state, sc->next, sizeof(sc->state));
+		memset(sc->next, 0, sizeof(sc->next));
+		pos = sc->pos++;
+		sc->starts[pos % SUB_TOKENS_MAX] = start;
+	} else {
+		pos = sc->pos - 1;
+	}
+	for (i = 0; i < sc->nterms && sc->n < SNIP_HITS_MAX; i++) {
+		const struct sub_term *t = &sc->terms[i];
+
+		if (t->kind == SUB_CONTAINS) {
+			const char *needle = t->text.ptr, *at;
+			int len = t->toklen[0], ascii = end - start == n, off;
+
+			if (colocated || !(at = find_bytes(tok, n, needle, len)))
+				continue;
+			off = (int)(at - tok);
+			/* the word's bytes are its token's, case aside */
+			if (ascii && ascii_only(sc->text + start, n))
+				scan_hit(sc, i, pos, pos, start + off, start + off + len, -1);
+			else
+				scan_hit(sc, i, pos, pos, start, end, chars_upto(tok, off, off));
+		} else if (t->ntok <= SUB_TOKENS_MAX) {
+			uint64_t m = sc->state[i] << 1 | 1, b = 0;
+			int last = t->ntok - 1, to = end;
+
+			for (k = 0; k <= last; k++) {
+				const char *want = t->text.ptr + t->tok[k];
+				int wn = t->toklen[k];
+
+				if ((m >> k & 1) && (k < last ? n == wn : n >= wn) &&
+				    memcmp(tok, want, (size_t)wn) == 0)
+					b |= (uint64_t)1 << k;
+			}
+			sc->next[i] |= b;
+			if (!(b >> last & 1))
+				continue;
+			/* where the last token ends in a longer word of the same bytes */
+			if (n > t->toklen[last] && end - start == n &&
+			    ascii_only(sc->text + start, n))
+				to = start + t->toklen[last];
+			scan_hit(sc, i, pos - last, pos, sc->starts[(pos - last) % SUB_TOKENS_MAX],
+				 to, -1);
+		}
+	}
+	return sc->n == SNIP_HITS_MAX ? SQLITE_DONE : SQLITE_OK;
+}
+
+static int count_fold(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	*(int *)p += chars_upto(tok, n, n);
+	return SQLITE_OK;
+}
+
+/* The characters the tokenizer folds the character s (n bytes) into: 1, or 0 for a mark. */
+static int folded_chars(struct row_tokenizer *tk, const char *s, int n)
+{
+	int chars = 0;
+
+	if (n == 1)
+		return 1;
+	tk->api.xTokenize(tk->inst, &chars, FTS5_TOKENIZE_DOCUMENT, s, n, count_fold);
+	return chars;
+}
+
+/*
+ * Narrows h, a word of text, to the characters that fold into the term's
+ * len characters from at on (the word folded): é or É for an e.
+ */
+static void narrow_hit(struct row_tokenizer *tk, const char *text, struct hit *h, int at, int len)
+{
+	int p = h->start, folded = 0, from = -1, to = -1;
+
+	while (p < h->end && to < 0) {
+		int q = next_char(text, h->end, p), f = folded_chars(tk, text + p, q - p);
+
+		if (from < 0 && f > 0 && folded + f > at)
+			from = p;
+		folded += f;
+		if (from >= 0 && folded >= at + len)
+			to = q;
+		p = q;
+	}
+	/* and the marks on the last character */
+	while (to >= 0 && to < h->end) {
+		int q = next_char(text, h->end, to);
+		if (folded_chars(tk, text + to, q - to) != 0)
+			break;
+		to = q;
+	}
+	if (from >= 0 && to > from) {
+		h->start = from;
+		h->end = to;
+	}
+}
+
+/*
+ * Appends the snippet of a row for a substring query: of the first of
+ * body, title, headings and tags where a positive term matches, found by
+ * tokenizing the column (up to SNIP_HITS_MAX matches; a substring marks
+ * the part of the word it is); the body's first words when none does.
+ * row holds the columns of doc. An SQLite code.
+ */
+static int sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms, int nterms,
+		       struct row_tokenizer *tk)
+{
+	static const int order[] = { COL_BODY, COL_TITLE, COL_HEADINGS, COL_TAGS };
+	struct hit hits[SNIP_HITS_MAX];
+	struct sub_scan sc;
+	const char *text = NULL;
+	int i, len = 0, rc;
+
+	for (i = 0; i < 4; i++) {
+		text = (const char *)sqlite3_column_text(row, order[i]);
+		len = sqlite3_column_bytes(row, order[i]);
+		memset(&sc, 0, sizeof(sc));
+		sc.terms = terms;
+		sc.nterms = nterms;
+		sc.text = text;
+		sc.hits = hits;
+		if (!text || len == 0)
+			continue;
+		rc =
+		    tk->api.xTokenize(tk->inst, &sc, FTS5_TOKENIZE_DOCUMENT, text, len, scan_token);
+		if (rc != SQLITE_OK && rc != SQLITE_DONE)
+			return rc;
+		if (sc.n > 0)
+			break;
+	}
+	if (i == 4) {
+		text = (const char *)sqlite3_column_text(row, COL_BODY);
+		len = sqlite3_column_bytes(row, COL_BODY);
+		sc.n = 0;
+	}
+	for (i = 0; i < sc.n; i++)
+		if (sc.fold_at[i] >= 0)
+			narrow_hit(tk, text, &hits[i], sc.fold_at[i],
+				   chars_upto(terms[hits[i].phrase].text.ptr,
+					      terms[hits[i].phrase].toklen[0],
+					      terms[hits[i].phrase].toklen[0]));
+	qsort(hits, (size_t)sc.n, sizeof(*hits), by_position);
+	emit_snippet(out, text ? text : "", text ? len : 0, hits, sc.n);
 	return SQLITE_OK;
 }
 
@@ -721,6 +1086,38 @@ static int register_fts(sqlite3 *db)
 	return rc;
 }
 
+/* The tokenizer of fts, as schema_sql declares it. */
+static const struct {
+	const char *name;
+	const char *args[3];
+	int nargs;
+} index_tokenizer = { "cjk", { "unicode61", "remove_diacritics", "2" }, 3 };
+
+/* An instance of fts's tokenizer on db, where register_fts() ran. An SQLite code. */
+static int tokenizer_open(sqlite3 *db, struct row_tokenizer *tk)
+{
+	fts5_api *api = NULL;
+	void *user = NULL;
+	int rc = fts5_api_of(db, &api);
+
+	if (rc == SQLITE_OK)
+		rc = api->xFindTokenizer(api, index_tokenizer.name, &user, &tk->api);
+	if (rc == SQLITE_OK)
+		rc = tk->api.xCreate(user, (const char **)index_tokenizer.args,
+				     index_tokenizer.nargs, &tk->inst);
+	return rc;
+}
+
+/* FNV-1a */
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3u;
+	return h;
+}
+
 /* Opens path with flags, ready for the schema. An SQLite code; *out NULL on error. */
 static int open_db(const char *path, int flags, sqlite3 **out)
 {
@@ -773,13 +1170,16 @@ static int probe(sqlite3 *db, long long *version)
 
 	*version = 0;
 	rc = query_int(db, "PRAGMA user_version", version);
-	if (rc != SQLITE_OK || (*version != SCHEMA_VERSION && *version != 1))
+	if (rc != SQLITE_OK || *version < 1 || *version > SCHEMA_VERSION)
 		return rc;
 	rc = query_int(db, "SELECT count(*) FROM (SELECT id FROM doc LIMIT 1)", &n);
 	if (rc == SQLITE_OK)
 		rc = query_int(db, "SELECT rowid FROM fts WHERE fts MATCH '\"quire\"' LIMIT 1", &n);
-	if (rc == SQLITE_OK)
-		rc = query_int(db, "SELECT rowid FROM tri WHERE tri MATCH '\"quire\"' LIMIT 1", &n);
+	/* an older index's tri goes in the upgrade */
+	if (rc == SQLITE_OK && *version == SCHEMA_VERSION)
+		rc = query_int(
+		    db, "SELECT rowid FROM vocab_tri WHERE vocab_tri MATCH '\"quire\"' LIMIT 1",
+		    &n);
 	return rc;
 }
 
@@ -811,19 +1211,29 @@ static int remove_files(const char *path)
  * so replacing rows in place (delete 7, insert 7, delete 3, ...) would
  * write a segment, and start merge work, for every note.
  *
- * The writer inserts into fts and tri itself, one single-row statement
- * each, not through triggers on doc (schema 1). A statement that writes
- * through a trigger may have to be undone alone, so SQLite opens a
- * statement savepoint for it, and FTS5 (3.40) flushes its hash to a new
- * segment at every savepoint: a segment per note and per index, and the
- * merges they bring, were a third of filling 10,000 notes (19 s of CPU in
- * 100-note transactions, 12.7 s without). Each index is written in a pass
- * of its own, so that one hash at a time is being filled.
+ * The writer inserts into fts itself, one single-row statement each, not
+ * through triggers on doc (schema 1). A statement that writes through a
+ * trigger may have to be undone alone, so SQLite opens a statement
+ * savepoint for it, and FTS5 (3.40) flushes its hash to a new segment at
+ * every savepoint: a segment per note and per index, and the merges they
+ * bring, were a third of filling 10,000 notes (19 s of CPU in 100-note
+ * transactions, 12.7 s without). The words of the new rows then go into
+ * vocab (see vocab_flush()), or their ids into vocab_todo when substrings
+ * are deferred.
  */
 #define STAGE_MAX (8 << 20)
 
-/* Rows waiting for tri from which it is filled with merges off (search_fill_substrings()). */
-#define TRI_BULK_ROWS 1000
+/*
+ * Rows waiting in vocab_todo from which search_fill_substrings() lists the
+ * words of the whole index (a pass over fts's terms, 0.2 s for 10,000
+ * notes) instead of tokenizing each row again, and the terms of that pass
+ * each row of its argument stands for (a step of 250 rows: 5,000 terms).
+ */
+#define VOCAB_BULK_ROWS 1000
+#define VOCAB_TERMS_PER_ROW 20
+
+/* FTS5 keeps the first this many bytes of a longer token (FTS5_MAX_TOKEN_SIZE). */
+#define TOKEN_MAX 32768
 
 enum stage_op { OP_PUT, OP_DELETE, OP_KEEP };
 
@@ -837,25 +1247,32 @@ struct staged {
 	size_t seq;              /* the last call for a url wins */
 };
 
-/* The two full-text indexes the writer keeps in step with doc. */
-static const char *const index_put_sql[2] = {
-	"INSERT INTO fts(rowid, url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-	"INSERT INTO tri(rowid, url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-};
-static const char *const index_del_sql[2] = {
+/* The full-text index the writer keeps in step with doc. */
+static const char index_put_sql[] =
+	"INSERT INTO fts(rowid, url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5, ?6)";
+static const char index_del_sql[] =
 	"INSERT INTO fts(fts, rowid, url, title, headings, tags, body)"
-	" VALUES('delete', ?1, ?2, ?3, ?4, ?5, ?6)",
-	"INSERT INTO tri(tri, rowid, url, title, headings, tags, body)"
-	" VALUES('delete', ?1, ?2, ?3, ?4, ?5, ?6)",
+	" VALUES('delete', ?1, ?2, ?3, ?4, ?5, ?6)";
+
+/* A set of words: those of the rows being written, on their way to vocab. */
+struct term_set {
+	char **slot;             /* open addressing, NUL-terminated words; NULL: free */
+	size_t cap, n;           /* cap is 0 or a power of two */
 };
+
+static void terms_clear(struct term_set *t);
 
 struct search {
 	sqlite3 *db;
 	sqlite3_stmt *find, *insert, *old_row, *remove, *begin, *commit, *rollback;
-	sqlite3_stmt *index_put[2], *index_del[2];
-	sqlite3_stmt *todo_add, *todo_del, *todo_next, *todo_done, *todo_left, *tri_merging;
+	sqlite3_stmt *index_put, *index_del;
+	sqlite3_stmt *todo_add, *todo_del, *todo_next, *todo_done, *todo_left;
+	sqlite3_stmt *scan_after, *scan_next, *scan_save, *scan_end;
+	sqlite3_stmt *vocab_add, *vocab_max, *vocab_sync;
+	struct row_tokenizer tok; /* fts's, for the words of new rows */
+	struct term_set terms;
 	int in_tx;
-	int defer;               /* new rows go to tri_todo, not tri */
+	int defer;               /* new rows' ids go to vocab_todo, their words later */
 	struct staged *staged;
 	size_t nstaged, astaged, staged_bytes;
 	struct buf field[5];     /* sanitized copies for put, reused */
@@ -909,16 +1326,27 @@ static int set_wal(sqlite3 *db, const char *path)
 	return rc;
 }
 
-/* Makes an index of schema 1 one of schema 2 (*version). An SQLite code. */
+/*
+ * Makes an index of schema 1 or 2 one of schema 3 (*version), then gives
+ * back the pages tri took (two thirds of the file; VACUUM copies the rest,
+ * once). An SQLite code.
+ */
 static int upgrade(sqlite3 *db, long long *version)
 {
+	char *msg = NULL;
 	int rc = exec(db, upgrade_sql, "upgrading the index");
 
 	if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
 		exec(db, "ROLLBACK", "rolling back");
-	if (rc == SQLITE_OK)
-		*version = SCHEMA_VERSION;
-	return rc;
+	if (rc != SQLITE_OK)
+		return rc;
+	*version = SCHEMA_VERSION;
+	rc = sqlite3_exec(db, "VACUUM", NULL, NULL, &msg);
+	if (rc != SQLITE_OK) /* the index works all the same, in a bigger file */
+		log_warn("search: cannot vacuum the upgraded index: %s",
+			 msg ? msg : sqlite3_errstr(rc));
+	sqlite3_free(msg);
+	return is_corruption(rc) ? rc : SQLITE_OK;
 }
 
 /*
@@ -939,7 +1367,7 @@ static int open_writer(const char *path, sqlite3 **out, int *fresh)
 		if (rc != SQLITE_OK)
 			return rc;
 		rc = probe(db, &version);
-		if (rc == SQLITE_OK && version == 1)
+		if (rc == SQLITE_OK && version >= 1 && version < SCHEMA_VERSION)
 			rc = upgrade(db, &version);
 		if (rc == SQLITE_OK && version == SCHEMA_VERSION)
 			break;
@@ -1017,30 +1445,52 @@ struct search *search_open(const char *path, int *fresh)
 			     &s->old_row);
 	if (rc == SQLITE_OK)
 		rc = prepare(s->db, "DELETE FROM doc WHERE id = ?1", &s->remove);
-	for (i = 0; i < 2 && rc == SQLITE_OK; i++) {
-		rc = prepare(s->db, index_put_sql[i], &s->index_put[i]);
-		if (rc == SQLITE_OK)
-			rc = prepare(s->db, index_del_sql[i], &s->index_del[i]);
-	}
 	if (rc == SQLITE_OK)
-		rc = prepare(s->db, "INSERT INTO tri_todo(id) VALUES(?1)", &s->todo_add);
+		rc = prepare(s->db, index_put_sql, &s->index_put);
 	if (rc == SQLITE_OK)
-		rc = prepare(s->db, "DELETE FROM tri_todo WHERE id = ?1", &s->todo_del);
+		rc = prepare(s->db, index_del_sql, &s->index_del);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "INSERT INTO vocab_todo(id) VALUES(?1)", &s->todo_add);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "DELETE FROM vocab_todo WHERE id = ?1", &s->todo_del);
 	if (rc == SQLITE_OK)
 		rc = prepare(s->db,
-			     "SELECT t.id, d.url, d.title, d.headings, d.tags, d.body"
-			     " FROM tri_todo t JOIN doc d ON d.id = t.id ORDER BY t.id LIMIT ?1",
+			     "SELECT t.id, d.title, d.headings, d.tags, d.body FROM vocab_todo t"
+			     " LEFT JOIN doc d ON d.id = t.id"
+			     " WHERE t.id > 0 ORDER BY t.id LIMIT ?1",
 			     &s->todo_next);
 	if (rc == SQLITE_OK)
-		rc = prepare(s->db, "DELETE FROM tri_todo WHERE id <= ?1", &s->todo_done);
+		rc = prepare(s->db, "DELETE FROM vocab_todo WHERE id > 0 AND id <= ?1",
+			     &s->todo_done);
 	if (rc == SQLITE_OK)
-		rc = prepare(s->db, "SELECT count(*) FROM (SELECT 1 FROM tri_todo LIMIT ?1)",
-			     &s->todo_left);
+		rc = prepare(
+		    s->db, "SELECT count(*) FROM (SELECT 1 FROM vocab_todo WHERE id > 0 LIMIT ?1)",
+		    &s->todo_left);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int(s->todo_left, 1, TRI_BULK_ROWS);
+		rc = sqlite3_bind_int(s->todo_left, 1, VOCAB_BULK_ROWS);
+	/* fts's terms in order, from the index itself (a temporary table of this connection) */
 	if (rc == SQLITE_OK)
-		rc = prepare(s->db, "SELECT v = 0 FROM tri_config WHERE k = 'automerge'",
-			     &s->tri_merging);
+		rc = exec(s->db, "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms"
+				 " USING fts5vocab(main, fts, row)", "setting up");
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "SELECT after FROM vocab_todo WHERE id = 0", &s->scan_after);
+	if (rc == SQLITE_OK)
+		rc = prepare(
+		    s->db, "SELECT term FROM temp.fts_terms WHERE term > ?1 ORDER BY term LIMIT ?2",
+		    &s->scan_next);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "UPDATE vocab_todo SET after = ?1 WHERE id = 0", &s->scan_save);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "DELETE FROM vocab_todo WHERE id = 0", &s->scan_end);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "INSERT OR IGNORE INTO vocab(term) VALUES(?1)", &s->vocab_add);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "SELECT coalesce(max(id), 0) FROM vocab", &s->vocab_max);
+	if (rc == SQLITE_OK)
+		rc = prepare(s->db, "INSERT INTO vocab_tri(rowid, term) SELECT id, term FROM vocab"
+				    " WHERE id > ?1", &s->vocab_sync);
+	if (rc == SQLITE_OK)
+		rc = tokenizer_open(s->db, &s->tok);
 	if (rc == SQLITE_OK)
 		rc = prepare(s->db, "BEGIN IMMEDIATE", &s->begin);
 	if (rc == SQLITE_OK)
@@ -1065,16 +1515,24 @@ void search_free(struct search *s)
 	sqlite3_finalize(s->insert);
 	sqlite3_finalize(s->old_row);
 	sqlite3_finalize(s->remove);
-	for (i = 0; i < 2; i++) {
-		sqlite3_finalize(s->index_put[i]);
-		sqlite3_finalize(s->index_del[i]);
-	}
+	sqlite3_finalize(s->index_put);
+	sqlite3_finalize(s->index_del);
 	sqlite3_finalize(s->todo_add);
 	sqlite3_finalize(s->todo_del);
 	sqlite3_finalize(s->todo_next);
 	sqlite3_finalize(s->todo_done);
 	sqlite3_finalize(s->todo_left);
-	sqlite3_finalize(s->tri_merging);
+	sqlite3_finalize(s->scan_after);
+	sqlite3_finalize(s->scan_next);
+	sqlite3_finalize(s->scan_save);
+	sqlite3_finalize(s->scan_end);
+	sqlite3_finalize(s->vocab_add);
+	sqlite3_finalize(s->vocab_max);
+	sqlite3_finalize(s->vocab_sync);
+	if (s->tok.inst)
+		s->tok.api.xDelete(s->tok.inst);
+	terms_clear(&s->terms);
+	free(s->terms.slot);
 	sqlite3_finalize(s->begin);
 	sqlite3_finalize(s->commit);
 	sqlite3_finalize(s->rollback);
@@ -1136,31 +1594,125 @@ static int step_done(sqlite3_stmt *st)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
+/* Empties the set (keeping its slots). */
+static void terms_clear(struct term_set *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->cap; i++) {
+		free(t->slot[i]);
+		t->slot[i] = NULL;
+	}
+	t->n = 0;
+}
+
+/* The slot of the word s (n bytes) in t: its own, or the free one it would take. */
+static char **terms_slot(struct term_set *t, const char *s, size_t n)
+{
+	size_t mask = t->cap - 1, i;
+
+	for (i = hash_bytes(s, n) & mask; t->slot[i]; i = (i + 1) & mask)
+		if (strncmp(t->slot[i], s, n) == 0 && t->slot[i][n] == '\0')
+			break;
+	return &t->slot[i];
+}
+
+static void terms_add(struct term_set *t, const char *s, size_t n)
+{
+	char **slot;
+
+	if (2 * (t->n + 1) > t->cap) {
+		struct term_set bigger = { NULL, t->cap ? 2 * t->cap : 1024, 0 };
+		size_t i;
+
+		bigger.slot = xcalloc(bigger.cap, sizeof(*bigger.slot));
+		for (i = 0; i < t->cap; i++)
+			if (t->slot[i])
+				*terms_slot(&bigger, t->slot[i], strlen(t->slot[i])) = t->slot[i];
+		bigger.n = t->n;
+		free(t->slot);
+		*t = bigger;
+	}
+	slot = terms_slot(t, s, n);
+	if (!*slot) {
+		*slot = xmalloc(n + 1);
+		memcpy(*slot, s, n);
+		(*slot)[n] = '\0';
+		t->n++;
+	}
+}
+
+/* A token of a new row: a word for vocab if it is long enough to hold a substring. */
+static int collect_term(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	if (n > TOKEN_MAX)
+		n = TOKEN_MAX;
+	if (chars_upto(tok, n, SUBSTRING_MIN) >= SUBSTRING_MIN)
+		terms_add(p, tok, (size_t)n);
+	return SQLITE_OK;
+}
+
+/* Adds the words of text (n bytes) to s->terms, as fts tokenizes it. An SQLite code. */
+static int collect_terms(struct search *s, const char *text, int n)
+{
+	if (!text || n <= 0)
+		return SQLITE_OK;
+	return s->tok.api.xTokenize(s->tok.inst, &s->terms, FTS5_TOKENIZE_DOCUMENT, text, n,
+				    collect_term);
+}
+
 /*
- * Removes row id from doc and from the indexes that hold it (tri does not
- * while it waits in tri_todo), which need its old values. An SQLite code.
+ * Puts the words of s->terms that vocab lacks into vocab and vocab_tri, and
+ * empties the set. An SQLite code.
  */
+static int vocab_flush(struct search *s)
+{
+	sqlite3_int64 max = 0;
+	size_t i;
+	int rc;
+
+	if (!s->terms.n)
+		return SQLITE_OK;
+	rc = sqlite3_step(s->vocab_max);
+	if (rc == SQLITE_ROW) {
+		max = sqlite3_column_int64(s->vocab_max, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_reset(s->vocab_max);
+	for (i = 0; i < s->terms.cap && rc == SQLITE_OK; i++) {
+		if (!s->terms.slot[i])
+			continue;
+		rc = sqlite3_bind_text(s->vocab_add, 1, s->terms.slot[i], -1, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = step_done(s->vocab_add);
+	}
+	sqlite3_clear_bindings(s->vocab_add);
+	/* the new words have the ids above the old maximum */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(s->vocab_sync, 1, max);
+	if (rc == SQLITE_OK)
+		rc = step_done(s->vocab_sync);
+	terms_clear(&s->terms);
+	return rc;
+}
+
+/* Removes row id from doc and fts, which needs its old values. An SQLite code. */
 static int remove_row(struct search *s, sqlite3_int64 id)
 {
-	int rc, i, k, nidx = 2;
+	int rc, k;
 
 	rc = sqlite3_bind_int64(s->todo_del, 1, id);
 	if (rc == SQLITE_OK)
 		rc = step_done(s->todo_del);
-	if (rc == SQLITE_OK && sqlite3_changes(s->db) > 0)
-		nidx = 1;
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s->old_row, 1, id);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(s->old_row)) == SQLITE_ROW) {
-		rc = SQLITE_OK;
-		for (i = 0; i < nidx && rc == SQLITE_OK; i++) {
-			rc = sqlite3_bind_int64(s->index_del[i], 1, id);
-			for (k = 0; k < NCOLS && rc == SQLITE_OK; k++)
-				rc = sqlite3_bind_value(s->index_del[i], k + 2,
-							sqlite3_column_value(s->old_row, k));
-			if (rc == SQLITE_OK)
-				rc = step_done(s->index_del[i]);
-		}
+		rc = sqlite3_bind_int64(s->index_del, 1, id);
+		for (k = 0; k < NCOLS && rc == SQLITE_OK; k++)
+			rc = sqlite3_bind_value(s->index_del, k + 2,
+						sqlite3_column_value(s->old_row, k));
+		if (rc == SQLITE_OK)
+			rc = step_done(s->index_del);
 	}
 	sqlite3_reset(s->old_row);
 	if (rc == SQLITE_DONE)
@@ -1184,13 +1736,13 @@ static int bind_row(sqlite3_stmt *st, int first, const struct staged *c)
 }
 
 /*
- * Inserts the staged puts: into doc, then into each index in a pass of its
- * own (tri's rows into tri_todo instead when it is deferred).
+ * Inserts the staged puts: into doc, then into fts, then their words into
+ * vocab (their ids into vocab_todo instead when substrings are deferred).
  */
 static int insert_rows(struct search *s)
 {
 	size_t i;
-	int rc = SQLITE_OK, idx;
+	int rc = SQLITE_OK, k;
 
 	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
 		struct staged *c = &s->staged[i];
@@ -1204,26 +1756,35 @@ static int insert_rows(struct search *s)
 		s->counts.written++;
 	}
 	sqlite3_clear_bindings(s->insert);
-	for (idx = 0; idx < 2; idx++) {
-		for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
-			struct staged *c = &s->staged[i];
+	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
+		struct staged *c = &s->staged[i];
 
-			if (c->op != OP_PUT)
-				continue;
-			if (idx == 1 && s->defer) {
-				rc = sqlite3_bind_int64(s->todo_add, 1, c->new_id);
-				if (rc == SQLITE_OK)
-					rc = step_done(s->todo_add);
-				continue;
-			}
-			rc = sqlite3_bind_int64(s->index_put[idx], 1, c->new_id);
-			if (rc == SQLITE_OK)
-				rc = bind_row(s->index_put[idx], 2, c);
-			if (rc == SQLITE_OK)
-				rc = step_done(s->index_put[idx]);
-		}
-		sqlite3_clear_bindings(s->index_put[idx]);
+		if (c->op != OP_PUT)
+			continue;
+		rc = sqlite3_bind_int64(s->index_put, 1, c->new_id);
+		if (rc == SQLITE_OK)
+			rc = bind_row(s->index_put, 2, c);
+		if (rc == SQLITE_OK)
+			rc = step_done(s->index_put);
 	}
+	sqlite3_clear_bindings(s->index_put);
+	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
+		struct staged *c = &s->staged[i];
+
+		if (c->op != OP_PUT)
+			continue;
+		if (s->defer) {
+			rc = sqlite3_bind_int64(s->todo_add, 1, c->new_id);
+			if (rc == SQLITE_OK)
+				rc = step_done(s->todo_add);
+			continue;
+		}
+		for (k = 0; k < 4 && rc == SQLITE_OK; k++)
+			rc = collect_terms(s, c->field[k], (int)c->len[k]);
+	}
+	if (rc == SQLITE_OK)
+		rc = vocab_flush(s);
+	terms_clear(&s->terms);
 	return rc;
 }
 
@@ -1437,23 +1998,8 @@ void search_defer_substrings(struct search *s, int on)
 	s->defer = on;
 }
 
-/*
- * Whether tri's automatic merges are off: search_fill_substrings() turns
- * them off while it fills, and on again once it is done. 1, 0, or an
- * SQLite error code below 0.
- */
-static int tri_merges_off(struct search *s)
-{
-	int rc = sqlite3_step(s->tri_merging), off = 0;
-
-	if (rc == SQLITE_ROW)
-		off = sqlite3_column_int(s->tri_merging, 0);
-	sqlite3_reset(s->tri_merging);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? off : -1;
-}
-
-/* Rows in tri_todo, up to TRI_BULK_ROWS, or -1 on an error. */
-static int tri_behind(struct search *s)
+/* Rows in vocab_todo (the pass aside), up to VOCAB_BULK_ROWS, or -1 on an error. */
+static int vocab_behind(struct search *s)
 {
 	int rc = sqlite3_step(s->todo_left), n = 0;
 
@@ -1463,8 +2009,11 @@ static int tri_behind(struct search *s)
 	return rc == SQLITE_ROW ? n : -1;
 }
 
-/* Puts up to n rows of tri_todo into tri, *left set when some remain. An SQLite code. */
-static int fill_tri(struct search *s, size_t n, int *left)
+/*
+ * Puts the words of up to n rows of vocab_todo into vocab, *left set when
+ * some remain. An SQLite code.
+ */
+static int vocab_fill_rows(struct search *s, size_t n, int *left)
 {
 	sqlite3_stmt *next = s->todo_next;
 	sqlite3_int64 last = 0;
@@ -1476,22 +2025,23 @@ static int fill_tri(struct search *s, size_t n, int *left)
 	while (rc == SQLITE_OK && (rc = sqlite3_step(next)) == SQLITE_ROW) {
 		last = sqlite3_column_int64(next, 0);
 		rc = SQLITE_OK;
-		for (k = 0; k <= NCOLS && rc == SQLITE_OK; k++)
-			rc = sqlite3_bind_value(s->index_put[1], k + 1, sqlite3_column_value(next, k));
-		if (rc == SQLITE_OK)
-			rc = step_done(s->index_put[1]);
+		for (k = 1; k <= 4 && rc == SQLITE_OK; k++) /* title, headings, tags, body */
+			rc = collect_terms(s, (const char *)sqlite3_column_text(next, k),
+					   sqlite3_column_bytes(next, k));
 		done++;
 	}
 	sqlite3_reset(next);
-	sqlite3_clear_bindings(s->index_put[1]);
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
+	if (rc == SQLITE_OK)
+		rc = vocab_flush(s);
+	terms_clear(&s->terms);
 	if (rc == SQLITE_OK && last > 0)
 		rc = sqlite3_bind_int64(s->todo_done, 1, last);
 	if (rc == SQLITE_OK && last > 0)
 		rc = step_done(s->todo_done);
 	if (rc == SQLITE_OK && done == n) {
-		int behind = tri_behind(s);
+		int behind = vocab_behind(s);
 		*left = behind != 0;
 		rc = behind < 0 ? SQLITE_ERROR : SQLITE_OK;
 	}
@@ -1499,17 +2049,85 @@ static int fill_tri(struct search *s, size_t n, int *left)
 }
 
 /*
- * Filling tri row after row, FTS5's automatic merges (automerge=4) rewrote
- * its segments again and again: a quarter of the fill. When TRI_BULK_ROWS
- * rows or more wait, they are off until tri_todo is worked off, and one
- * merge into a single segment ('optimize', a rewrite of tri: 2 s for 10,000
- * notes) ends it; the setting is stored, so a fill cut short by a restart
- * still ends with the merge. Fewer rows, the notes changed while the
- * server was down, are written with merges on.
+ * The pass over fts's terms: puts up to n of them, from where it stopped
+ * on, into vocab; *done set when it reached the last. An SQLite code.
+ */
+static int vocab_fill_scan(struct search *s, size_t n, int *done)
+{
+	sqlite3_int64 max = 0;
+	char *after = NULL;
+	size_t seen = 0;
+	int rc;
+
+	*done = 0;
+	rc = sqlite3_step(s->scan_after);
+	if (rc == SQLITE_ROW) {
+		const char *a = (const char *)sqlite3_column_text(s->scan_after, 0);
+		after = xstrdup(a ? a : "");
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_ERROR; /* the caller saw the pass under way */
+	}
+	sqlite3_reset(s->scan_after);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s->vocab_max)) == SQLITE_ROW) {
+		max = sqlite3_column_int64(s->vocab_max, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_reset(s->vocab_max);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(s->scan_next, 1, after, -1, SQLITE_TRANSIENT);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(s->scan_next, 2,
+					n > INT64_MAX ? INT64_MAX : (sqlite3_int64)n);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(s->scan_next)) == SQLITE_ROW) {
+		const char *term = (const char *)sqlite3_column_text(s->scan_next, 0);
+		int len = sqlite3_column_bytes(s->scan_next, 0);
+
+		rc = SQLITE_OK;
+		seen++;
+		if (!term)
+			continue;
+		free(after);
+		after = xmemdup(term, (size_t)len + 1);
+		if (chars_upto(term, len, SUBSTRING_MIN) < SUBSTRING_MIN)
+			continue;
+		rc = sqlite3_bind_text(s->vocab_add, 1, term, len, SQLITE_STATIC);
+		if (rc == SQLITE_OK)
+			rc = step_done(s->vocab_add);
+	}
+	sqlite3_reset(s->scan_next);
+	sqlite3_clear_bindings(s->vocab_add);
+	if (rc == SQLITE_DONE)
+		rc = SQLITE_OK;
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_int64(s->vocab_sync, 1, max);
+	if (rc == SQLITE_OK)
+		rc = step_done(s->vocab_sync);
+	if (rc == SQLITE_OK && seen < n) {
+		*done = 1;
+		rc = step_done(s->scan_end);
+	} else if (rc == SQLITE_OK) {
+		rc = sqlite3_bind_text(s->scan_save, 1, after, -1, SQLITE_TRANSIENT);
+		if (rc == SQLITE_OK)
+			rc = step_done(s->scan_save);
+	}
+	free(after);
+	return rc;
+}
+
+/*
+ * The words of rows put while substrings were deferred go into vocab here:
+ * of each row in vocab_todo, tokenized again, when they are few; when
+ * VOCAB_BULK_ROWS or more wait (a fresh index, an upgraded one), of the
+ * whole index at once, in a pass over its terms that fts5vocab lists from
+ * fts in order (which costs a read of fts, not a tokenizing of the text),
+ * in steps that each take n * VOCAB_TERMS_PER_ROW terms. The pass's
+ * progress is kept in the file, so a restart resumes it; rows deferred
+ * while it runs wait for it to end.
  */
 int search_fill_substrings(struct search *s, size_t n)
 {
-	int rc, left = 0, off, behind;
+	int rc, left = 0, scan = 0, behind = 0, done = 0;
 
 	if (s->in_tx)
 		return log_error("search: filling substrings inside a transaction");
@@ -1517,22 +2135,39 @@ int search_fill_substrings(struct search *s, size_t n)
 		n = 1;
 	if (search_begin(s) < 0)
 		return -1;
-	off = tri_merges_off(s);
-	behind = off < 0 ? off : tri_behind(s);
-	if (off == 0 && behind == 0) { /* nothing to do: the usual case after a restart */
+	rc = sqlite3_step(s->scan_after);
+	sqlite3_reset(s->scan_after);
+	scan = rc == SQLITE_ROW;
+	rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+	if (rc == SQLITE_OK && !scan && (behind = vocab_behind(s)) < 0)
+		rc = SQLITE_ERROR;
+	/* nothing to do: the usual case after a restart */
+	if (rc == SQLITE_OK && !scan && behind == 0) {
 		search_rollback(s);
 		return 1;
 	}
-	rc = off < 0 || behind < 0 ? SQLITE_ERROR : SQLITE_OK;
-	if (rc == SQLITE_OK && !off && behind >= TRI_BULK_ROWS) {
-		rc = exec(s->db, "INSERT INTO tri(tri, rank) VALUES('automerge', 0)", "automerge");
-		off = 1;
+	if (rc == SQLITE_OK && !scan && behind >= VOCAB_BULK_ROWS) {
+		rc = exec(s->db,
+			  "DELETE FROM vocab_todo;"
+			  " INSERT INTO vocab_todo(id, after) VALUES(0, '');",
+			  "listing the words");
+		scan = 1;
 	}
-	if (rc == SQLITE_OK)
-		rc = fill_tri(s, n, &left);
-	if (rc == SQLITE_OK && !left && off)
-		rc = exec(s->db, "INSERT INTO tri(tri) VALUES('optimize');"
-				 " INSERT INTO tri(tri, rank) VALUES('automerge', 4);", "optimize");
+	if (rc == SQLITE_OK && scan) {
+		rc = vocab_fill_scan(
+		    s, n > SIZE_MAX / VOCAB_TERMS_PER_ROW ? SIZE_MAX : n * VOCAB_TERMS_PER_ROW,
+		    &done);
+		left = !done;
+		if (rc == SQLITE_OK && done && (behind = vocab_behind(s)) != 0)
+			left = 1; /* rows deferred during the pass */
+		if (rc == SQLITE_OK && behind < 0)
+			rc = SQLITE_ERROR;
+		if (rc == SQLITE_OK && done)
+			rc = exec(s->db, "INSERT INTO vocab_tri(vocab_tri) VALUES('optimize')",
+				  "optimize");
+	} else if (rc == SQLITE_OK) {
+		rc = vocab_fill_rows(s, n, &left);
+	}
 	if (rc != SQLITE_OK) {
 		db_error(s->db, "filling the substring index");
 		search_rollback(s);
@@ -1543,13 +2178,34 @@ int search_fill_substrings(struct search *s, size_t n)
 	return !left;
 }
 
+/*
+ * FTS5's integrity-check of fts and vocab_tri against their content, and,
+ * when no row waits in vocab_todo, that every word of fts long enough for a
+ * substring is in vocab.
+ */
 int search_check(struct search *s)
 {
+	long long behind = 0, missing = 0;
+	int rc;
+
 	if (s->in_tx)
 		return log_error("search: check inside a transaction");
-	if (exec(s->db, "INSERT INTO fts(fts) VALUES('integrity-check');"
-			" INSERT INTO tri(tri) VALUES('integrity-check');", "check") != SQLITE_OK)
+	if (exec(s->db,
+		 "INSERT INTO fts(fts) VALUES('integrity-check');"
+		 " INSERT INTO vocab_tri(vocab_tri) VALUES('integrity-check');",
+		 "check") != SQLITE_OK)
 		return -1;
+	rc = query_int(s->db, "SELECT count(*) FROM vocab_todo", &behind);
+	if (rc == SQLITE_OK && behind == 0)
+		rc = query_int(s->db,
+			       "SELECT count(*) FROM temp.fts_terms t WHERE length(t.term) >= 3"
+			       " AND NOT EXISTS (SELECT 1 FROM vocab v WHERE v.term = t.term)",
+			       &missing);
+	if (rc != SQLITE_OK)
+		return db_error(s->db, "check");
+	if (missing > 0)
+		return log_error("search: %lld words of the index are not in its vocabulary",
+				 missing);
 	return 0;
 }
 
@@ -1558,7 +2214,7 @@ int search_optimize(struct search *s)
 	if (s->in_tx)
 		return log_error("search: optimize inside a transaction");
 	if (exec(s->db, "INSERT INTO fts(fts) VALUES('optimize');"
-			" INSERT INTO tri(tri) VALUES('optimize');"
+			" INSERT INTO vocab_tri(vocab_tri) VALUES('optimize');"
 			" PRAGMA wal_checkpoint(TRUNCATE);", "optimize") != SQLITE_OK)
 		return -1;
 	return 0;
@@ -1739,26 +2395,23 @@ static void add_term(struct buf *b, const struct term *t)
 		buf_adds(b, " *");
 }
 
-/* Whether every term has the three characters a trigram needs. */
-static int trigram_terms(const struct query *q)
+/* Whether every term has the SUBSTRING_MIN characters a substring needs (vocab_tri's trigram). */
+static int substring_terms(const struct query *q)
 {
 	int i;
 
 	for (i = 0; i < q->n; i++)
-		if (q->t[i].chars < 3)
+		if (q->t[i].chars < SUBSTRING_MIN)
 			return 0;
 	return q->n > 0;
 }
 
 /*
- * The MATCH expression: (p1 AND p2 ..) NOT (n1 OR n2 ..). For the trigram
- * table (substrings), each term's core without prefix stars; returns -1
- * when a term is too short for trigrams. FTS5 numbers the phrases in this
- * order: phrase i < q->npos is positive term i, whose text in b is
- * span[i][0] bytes from the start, span[i][1] long.
+ * The MATCH expression: (p1 AND p2 ..) NOT (n1 OR n2 ..). FTS5 numbers
+ * the phrases in this order: phrase i < q->npos is positive term i, whose
+ * text in b is span[i][0] bytes from the start, span[i][1] long.
  */
-static int build_match(const struct query *q, int trigram, struct buf *b,
-		       size_t span[SEARCH_TERMS_MAX][2])
+static void build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2])
 {
 	size_t start;
 	int neg, i, first, k = 0;
@@ -1771,18 +2424,13 @@ static int build_match(const struct query *q, int trigram, struct buf *b,
 
 			if (t->neg != neg)
 				continue;
-			if (trigram && t->chars < 3)
-				return -1;
 			if (first)
 				buf_adds(b, neg ? " NOT (" : "(");
 			else
 				buf_adds(b, neg ? " OR " : " AND ");
 			first = 0;
 			start = b->len;
-			if (trigram)
-				add_string(b, t->core, t->core_n);
-			else
-				add_term(b, t);
+			add_term(b, t);
 			if (!neg) {
 				span[k][0] = start;
 				span[k++][1] = b->len - start;
@@ -1791,28 +2439,15 @@ static int build_match(const struct query *q, int trigram, struct buf *b,
 		if (!first)
 			buf_addc(b, ')');
 	}
-	return 0;
 }
 
 /* ---- Readers ------------------------------------------------------------ */
-
-enum { IDX_WORDS, IDX_TRIGRAM };
 
 /* Rows (times phrases) whose position lists each reader reads both ways first. */
 #define POSLIST_CHECKS 1000
 
 /* The most row ids the length cache covers; beyond, FTS5 is asked per row. */
 #define LENGTHS_MAX (1 << 24)
-
-/* The tokenizers of fts and tri, as schema_sql declares them. */
-static const struct {
-	const char *name;
-	const char *args[3];
-	int nargs;
-} index_tokenizer[2] = {
-	{ "cjk", { "unicode61", "remove_diacritics", "2" }, 3 },
-	{ "trigram", { NULL, NULL, NULL }, 0 },
-};
 
 /*
  * A phrase's document frequency (the rows it is in) for its IDF, as the
@@ -1899,9 +2534,8 @@ struct slot {
 struct search_reader {
 	sqlite3 *db;
 	sqlite3_stmt *begin, *commit, *rollback, *version, *doc, *exists;
-	sqlite3_stmt *scan[2];     /* per index, prepared on first use */
-	sqlite3_stmt *sizes[2];
-	struct index_state idx[2];
+	sqlite3_stmt *scan, *sizes; /* prepared on first use */
+	struct index_state idx;
 	long long data_version;    /* of the open read transaction */
 	/* the query under way: the best k rows in a heap with the worst at the root */
 	struct ranked *top;
@@ -1917,7 +2551,13 @@ struct search_reader {
 	long lists_min_rows;     /* rank from row lists when the query allows (rank_lists()); -1: never */
 	unsigned long long nquery;
 	long long nlisted;       /* queries ranked from lists */
-	sqlite3_stmt *list_scan, *hit_scan;
+	sqlite3_stmt *list_scan, *hit_scan, *vocab_scan;
+	/* a substring query under way (run_substrings()): its terms, the positive ones first */
+	struct sub_term sub[SEARCH_TERMS_MAX];
+	int nsub;                /* its positive terms */
+	int substrings;          /* add_result() finds the matches in the row itself */
+	double *acc;             /* by row id from a base: frequencies summed, else 0 */
+	size_t acc_cap;
 };
 
 /*
@@ -1926,18 +2566,13 @@ struct search_reader {
  * not allowed as an aggregate's argument; in the select list, it was a
  * step and a row handed back per match.
  */
-static const char *const scan_sql[2] = {
-	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_rank_fts(fts, ?2, ?3) IS NOT NULL",
-	"SELECT count(*) FROM tri WHERE tri MATCH ?1 AND quire_rank_tri(tri, ?2, ?3) IS NOT NULL",
-};
+static const char scan_sql[] =
+	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_rank_fts(fts, ?2, ?3) IS NOT NULL";
 static const char list_sql[] =
 	"SELECT count(*) FROM fts WHERE fts MATCH ?1 AND quire_list_fts(fts) IS NOT NULL";
 static const char hit_sql[] = "SELECT count(*) FROM fts WHERE fts MATCH ?1 AND rowid = ?2 "
 			      "AND quire_hits_fts(fts, ?3) IS NOT NULL";
-static const char *const sizes_sql[2] = {
-	"SELECT id, sz FROM fts_docsize",
-	"SELECT id, sz FROM tri_docsize",
-};
+static const char sizes_sql[] = "SELECT id, sz FROM fts_docsize";
 
 /* ---- quire_rank() ------------------------------------------------------- */
 
@@ -1995,16 +2630,6 @@ static void df_clear(struct index_state *st)
 		free(st->df[i].key);
 		st->df[i].key = NULL;
 	}
-}
-
-/* FNV-1a */
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325u;
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 0x100000001b3u;
-	return h;
 }
 
 /*
@@ -2437,11 +3062,20 @@ static void lists_make_room(struct index_state *st, unsigned long long query)
 	}
 }
 
+static struct row_list *find_list(struct search_reader *r, struct index_state *st, const char *key,
+				  size_t len);
+
 /* Phrase i's list if it is kept, else NULL. */
 static struct row_list *kept_list(struct search_reader *r, struct index_state *st, int i)
 {
-	const char *key = r->match.ptr + r->phrase[i][0];
-	size_t len = r->phrase[i][1], j;
+	return find_list(r, st, r->match.ptr + r->phrase[i][0], r->phrase[i][1]);
+}
+
+/* The list kept under key (len bytes), marked as used by this query; NULL when none. */
+static struct row_list *find_list(struct search_reader *r, struct index_state *st, const char *key,
+				  size_t len)
+{
+	size_t j;
 
 	for (j = 0; j < st->nlists; j++) {
 		struct row_list *l = st->lists[j];
@@ -2465,40 +3099,61 @@ static int seen_before(struct search_reader *r, struct index_state *st, int i)
 	return 0;
 }
 
-/* Reads phrase i's list and keeps it; NULL on an error (logged). */
-static struct row_list *read_list(struct search_reader *r, struct index_state *st, int i)
+/* Appends the rows of the one phrase match (len bytes) to l. 0 or -1 (logged). */
+static int read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
+		     struct row_list *l)
 {
-	const char *key = r->match.ptr + r->phrase[i][0];
-	size_t len = r->phrase[i][1];
-	struct row_list *l;
 	sqlite3_stmt *q;
 	int rc;
 
 	if (!(q = cached(r, &r->list_scan, list_sql)))
-		return NULL;
-	lists_make_room(st, r->nquery);
-	l = xcalloc(1, sizeof(*l));
-	l->key = xmemdup(key, len);
-	l->len = len;
-	l->used = r->nquery;
+		return -1;
 	st->building = l;
-	rc = sqlite3_bind_text(q, 1, key, (int)len, SQLITE_STATIC);
+	rc = sqlite3_bind_text(q, 1, match, (int)len, SQLITE_STATIC);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW)
 		rc = sqlite3_step(q);
 	sqlite3_reset(q);
 	st->building = NULL;
-	if (rc != SQLITE_DONE) {
-		list_free(l);
-		db_error(r->db, "reading a phrase's rows");
-		return NULL;
-	}
-	if (l->alloc > l->n + l->n / 8) { /* kept for as long as the index does not change */
+	if (rc != SQLITE_DONE)
+		return db_error(r->db, "reading a phrase's rows");
+	return 0;
+}
+
+static struct row_list *new_list(struct search_reader *r, const char *key, size_t len)
+{
+	struct row_list *l = xcalloc(1, sizeof(*l));
+
+	l->key = xmemdup(key, len);
+	l->len = len;
+	l->used = r->nquery;
+	return l;
+}
+
+/* Keeps l, read for this query, for as long as the index does not change. */
+static void keep_list(struct search_reader *r, struct index_state *st, struct row_list *l)
+{
+	lists_make_room(st, r->nquery);
+	if (l->alloc > l->n + l->n / 8) {
 		l->alloc = l->n ? l->n : 1;
 		l->rowid = xrealloc(l->rowid, l->alloc * sizeof(*l->rowid));
 		l->freq = xrealloc(l->freq, l->alloc * sizeof(*l->freq));
 	}
 	st->lists[st->nlists++] = l;
 	st->list_bytes += list_size(l);
+}
+
+/* Reads phrase i's list and keeps it; NULL on an error (logged). */
+static struct row_list *read_list(struct search_reader *r, struct index_state *st, int i)
+{
+	const char *key = r->match.ptr + r->phrase[i][0];
+	size_t len = r->phrase[i][1];
+	struct row_list *l = new_list(r, key, len);
+
+	if (read_rows(r, st, key, len, l) < 0) {
+		list_free(l);
+		return NULL;
+	}
+	keep_list(r, st, l);
 	return l;
 }
 
@@ -2540,7 +3195,7 @@ static size_t list_seek(const struct row_list *l, size_t at, sqlite3_int64 id)
  */
 static int rank_lists(struct search_reader *r, int npos, long long *total)
 {
-	struct index_state *st = &r->idx[IDX_WORDS];
+	struct index_state *st = &r->idx;
 	struct row_list *l[SEARCH_TERMS_MAX];
 	size_t at[SEARCH_TERMS_MAX] = { 0 }, k;
 	double idf[SEARCH_TERMS_MAX], avgdl;
@@ -2642,6 +3297,230 @@ static int list_hits(struct search_reader *r, size_t from)
 	return rc == SQLITE_OK ? 0 : db_error(r->db, "reading a result's matches");
 }
 
+/* ---- Substring queries: rows --------------------------------------------- */
+
+static void list_add(struct row_list *l, sqlite3_int64 rowid, double freq)
+{
+	if (l->n == l->alloc) {
+		l->alloc = l->alloc ? l->alloc * 2 : 64;
+		l->rowid = xrealloc(l->rowid, l->alloc * sizeof(*l->rowid));
+		l->freq = xrealloc(l->freq, l->alloc * sizeof(*l->freq));
+	}
+	l->rowid[l->n] = rowid;
+	l->freq[l->n++] = freq;
+}
+
+struct row_freq {
+	sqlite3_int64 rowid;
+	double freq;
+};
+
+static int by_rowid(const void *a, const void *b)
+{
+	const struct row_freq *x = a, *y = b;
+
+	return x->rowid < y->rowid ? -1 : x->rowid > y->rowid;
+}
+
+/*
+ * Appends to l the union of the rows of all (several lists end to end, ids
+ * from lo to hi), a row's frequencies summed: through an array indexed by
+ * row id (which the reader keeps zeroed) when the ids are dense enough,
+ * else a sort.
+ */
+static void union_rows(struct search_reader *r, const struct row_list *all, sqlite3_int64 lo,
+		       sqlite3_int64 hi, struct row_list *l)
+{
+	size_t i, span = (size_t)(hi - lo) + 1;
+
+	if (!all->n)
+		return;
+	if (span <= 16 * all->n + 4096) {
+		if (r->acc_cap < span) {
+			r->acc = xrealloc(r->acc, span * sizeof(*r->acc));
+			memset(r->acc + r->acc_cap, 0, (span - r->acc_cap) * sizeof(*r->acc));
+			r->acc_cap = span;
+		}
+		for (i = 0; i < all->n; i++)
+			r->acc[all->rowid[i] - lo] += all->freq[i];
+		for (i = 0; i < span; i++) {
+			if (r->acc[i] > 0) {
+				list_add(l, lo + (sqlite3_int64)i, r->acc[i]);
+				r->acc[i] = 0;
+			}
+		}
+	} else {
+		struct row_freq *v = xcalloc(all->n, sizeof(*v));
+
+		for (i = 0; i < all->n; i++) {
+			v[i].rowid = all->rowid[i];
+			v[i].freq = all->freq[i];
+		}
+		qsort(v, all->n, sizeof(*v), by_rowid);
+		for (i = 0; i < all->n; i++) {
+			if (l->n > 0 && l->rowid[l->n - 1] == v[i].rowid)
+				l->freq[l->n - 1] += v[i].freq;
+			else
+				list_add(l, v[i].rowid, v[i].freq);
+		}
+		free(v);
+	}
+}
+
+/*
+ * The rows of the words that have t (a SUB_CONTAINS term) inside, appended
+ * to l: vocab_tri gives the words, and the union of their rows is read
+ * word by word (not through FTS5 prefix queries, "parameter" * for the
+ * words of "rameter", which are fewer but merge their words' position
+ * lists first: twice the time). 0 or -1 (logged).
+ */
+static int contains_rows(struct search_reader *r, struct index_state *st, const struct sub_term *t,
+			 struct row_list *l)
+{
+	sqlite3_stmt *q =
+	    cached(r, &r->vocab_scan, "SELECT term FROM vocab_tri WHERE vocab_tri MATCH ?1");
+	struct buf match = BUF_INIT, words = BUF_INIT;
+	struct row_list all = { 0 };
+	const char *needle = t->text.ptr, *w;
+	int len = t->toklen[0], rc, ret = 0;
+	size_t n = 0;
+	sqlite3_int64 lo = INT64_MAX, hi = -1;
+
+	if (!q)
+		return -1;
+	add_string(&match, needle, (size_t)len);
+	rc = sqlite3_bind_text(q, 1, match.ptr, (int)match.len, SQLITE_STATIC);
+	while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *term = (const char *)sqlite3_column_text(q, 0);
+		int tn = sqlite3_column_bytes(q, 0);
+
+		rc = SQLITE_OK;
+		if (!term || !find_bytes(term, tn, needle, len)) /* the trigrams, case aside */
+			continue;
+		buf_add(&words, term, (size_t)tn);
+		buf_addc(&words, '\0');
+		n++;
+	}
+	sqlite3_reset(q);
+	if (rc != SQLITE_DONE)
+		ret = db_error(r->db, "looking up words");
+	for (w = words.ptr; ret == 0 && n > 0; w += strlen(w) + 1, n--) {
+		size_t before = all.n;
+
+		buf_reset(&match);
+		add_string(&match, w, strlen(w));
+		ret = read_rows(r, st, match.ptr, match.len, &all);
+		if (all.n > before) {
+			if (all.rowid[before] < lo)
+				lo = all.rowid[before];
+			if (all.rowid[all.n - 1] > hi)
+				hi = all.rowid[all.n - 1];
+		}
+	}
+	if (ret == 0)
+		union_rows(r, &all, lo, hi, l);
+	free(all.rowid);
+	free(all.freq);
+	buf_release(&words);
+	buf_release(&match);
+	return ret;
+}
+
+/*
+ * The rows of term q of a substring query (read into t), from the lists
+ * the reader keeps, or read and kept: a phrase's from FTS5, the last token
+ * a prefix; a substring's from contains_rows(). NULL on an error (logged).
+ */
+static struct row_list *sub_rows(struct search_reader *r, const struct term *q, struct sub_term *t)
+{
+	struct index_state *st = &r->idx;
+	struct buf key = BUF_INIT;
+	struct row_list *l;
+	int ret;
+
+	if (t->kind == SUB_PHRASE) {
+		add_string(&key, q->core, q->core_n);
+		buf_adds(&key, " *");
+	} else { /* not a phrase's key: those start with a quote */
+		buf_addc(&key, '~');
+		buf_add(&key, t->text.ptr, (size_t)t->toklen[0]);
+	}
+	l = find_list(r, st, key.ptr, key.len);
+	if (!l) {
+		l = new_list(r, key.ptr, key.len);
+		ret = t->kind == SUB_PHRASE ? read_rows(r, st, key.ptr, key.len, l)
+					    : contains_rows(r, st, t, l);
+		if (ret < 0) {
+			list_free(l);
+			l = NULL;
+		} else {
+			keep_list(r, st, l);
+		}
+	}
+	buf_release(&key);
+	return l;
+}
+
+/*
+ * Ranks the rows in every list of pos and in none of neg, with bm25 (the
+ * IDF left out, as for one phrase: the caller scales), into r->top; *total
+ * gets their number.
+ */
+static void rank_sub(struct search_reader *r, struct row_list **pos, int npos,
+		     struct row_list **neg, int nneg, long long *total)
+{
+	struct index_state *st = &r->idx;
+	size_t at[SEARCH_TERMS_MAX] = { 0 }, nat[SEARCH_TERMS_MAX] = { 0 }, k;
+	double avgdl = st->have_totals && st->nrow_all > 0 && st->ntok_all > 0
+			       ? (double)st->ntok_all / (double)st->nrow_all
+			       : 1.0;
+	int i, j, drive = 0;
+
+	*total = 0;
+	for (i = 1; i < npos; i++)
+		if (pos[i]->n < pos[drive]->n)
+			drive = i;
+	for (k = 0; k < pos[drive]->n; k++) {
+		struct ranked row = { 0, pos[drive]->rowid[k], 0 };
+		double dl;
+
+		for (i = 0; i < npos; i++) {
+			if (i == drive) {
+				at[i] = k;
+				continue;
+			}
+			at[i] = list_seek(pos[i], at[i], row.rowid);
+			if (at[i] == pos[i]->n)
+				return; /* no later row is in every list */
+			if (pos[i]->rowid[at[i]] != row.rowid)
+				break;
+		}
+		if (i < npos)
+			continue;
+		for (j = 0; j < nneg; j++) {
+			nat[j] = list_seek(neg[j], nat[j], row.rowid);
+			if (nat[j] < neg[j]->n && neg[j]->rowid[nat[j]] == row.rowid)
+				break;
+		}
+		if (j < nneg)
+			continue;
+		dl = row.rowid >= 0 && (size_t)row.rowid < st->cap && st->len[row.rowid]
+			 ? st->len[row.rowid]
+			 : avgdl;
+		for (i = 0; i < npos; i++) {
+			double freq = pos[i]->freq[at[i]];
+
+			row.score += freq * (BM25_K1 + 1.0) /
+				     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
+		}
+		++*total;
+		if (r->ntop < r->k || above(&row, &r->top[0])) {
+			row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
+			heap_put(r, row);
+		}
+	}
+}
+
 void search_reader_use_lists(struct search_reader *r, long min_rows)
 {
 	r->lists_min_rows = min_rows;
@@ -2669,33 +3548,24 @@ struct search_reader *search_reader_open(const char *path)
 	r->lists_min_rows = LISTS_MIN_ROWS;
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
+	for (i = 0; i < SEARCH_TERMS_MAX; i++)
+		buf_init(&r->sub[i].text, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
 	/* map the file: readers share the OS page cache instead of each caching pages */
 	rc = exec(db, "PRAGMA mmap_size = 268435456;", "setting up a reader");
 	if (rc == SQLITE_OK)
 		rc = fts5_api_of(db, &api);
-	for (i = 0; i < 2; i++) {
-		struct index_state *st = &r->idx[i];
-		void *user = NULL;
-
-		st->reader = r;
-		st->version = -1;
-		st->lists_version = -1;
-		st->tok.words = i == IDX_WORDS;
-		if (rc == SQLITE_OK)
-			rc = api->xFindTokenizer(api, index_tokenizer[i].name, &user, &st->tok.api);
-		if (rc == SQLITE_OK)
-			rc = st->tok.api.xCreate(user, (const char **)index_tokenizer[i].args,
-						 index_tokenizer[i].nargs, &st->tok.inst);
-	}
+	r->idx.reader = r;
+	r->idx.version = -1;
+	r->idx.lists_version = -1;
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_rank_fts", &r->idx[IDX_WORDS], rank_fn, NULL);
+		rc = tokenizer_open(db, &r->idx.tok);
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_rank_tri", &r->idx[IDX_TRIGRAM], rank_fn, NULL);
+		rc = api->xCreateFunction(api, "quire_rank_fts", &r->idx, rank_fn, NULL);
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_list_fts", &r->idx[IDX_WORDS], list_fn, NULL);
+		rc = api->xCreateFunction(api, "quire_list_fts", &r->idx, list_fn, NULL);
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_hits_fts", &r->idx[IDX_WORDS], hits_fn, NULL);
+		rc = api->xCreateFunction(api, "quire_hits_fts", &r->idx, hits_fn, NULL);
 	if (rc == SQLITE_OK)
 		rc = prepare(db, "BEGIN", &r->begin);
 	if (rc == SQLITE_OK)
@@ -2718,16 +3588,14 @@ void search_reader_free(struct search_reader *r)
 
 	if (!r)
 		return;
-	for (i = 0; i < 2; i++) {
-		sqlite3_finalize(r->scan[i]);
-		sqlite3_finalize(r->sizes[i]);
-		free(r->idx[i].len);
-		df_clear(&r->idx[i]);
-		free(r->idx[i].df);
-		lists_clear(&r->idx[i]);
-		if (r->idx[i].tok.inst)
-			r->idx[i].tok.api.xDelete(r->idx[i].tok.inst);
-	}
+	sqlite3_finalize(r->scan);
+	sqlite3_finalize(r->sizes);
+	free(r->idx.len);
+	df_clear(&r->idx);
+	free(r->idx.df);
+	lists_clear(&r->idx);
+	if (r->idx.tok.inst)
+		r->idx.tok.api.xDelete(r->idx.tok.inst);
 	sqlite3_finalize(r->begin);
 	sqlite3_finalize(r->commit);
 	sqlite3_finalize(r->rollback);
@@ -2736,7 +3604,11 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->exists);
 	sqlite3_finalize(r->list_scan);
 	sqlite3_finalize(r->hit_scan);
+	sqlite3_finalize(r->vocab_scan);
 	close_db(r->db);
+	for (i = 0; i < SEARCH_TERMS_MAX; i++)
+		buf_release(&r->sub[i].text);
+	free(r->acc);
 	buf_release(&r->match);
 	buf_release(&r->snippet);
 	free(r->top);
@@ -2787,15 +3659,15 @@ static int get_varint(const unsigned char *p, int n, uint64_t *v)
  * Reads every row's length (the sum of its column sizes) from the index's
  * docsize table, unless they were read at this data_version. 0 or -1.
  */
-static int load_lengths(struct search_reader *r, int idx)
+static int load_lengths(struct search_reader *r)
 {
-	struct index_state *st = &r->idx[idx];
+	struct index_state *st = &r->idx;
 	sqlite3_stmt *q;
 	int rc;
 
 	if (st->version == r->data_version)
 		return 0;
-	q = cached(r, &r->sizes[idx], sizes_sql[idx]);
+	q = cached(r, &r->sizes, sizes_sql);
 	if (!q)
 		return -1;
 	if (st->cap)
@@ -2876,10 +3748,10 @@ static void add_marked_html(struct buf *out, const char *s, size_t n)
 }
 
 /* Appends one result: the row's URL, title, score and snippet. 0 or -1. */
-static int add_result(struct search_reader *r, int idx, const struct ranked *row, double scale,
-		      int first, struct buf *out)
+static int add_result(struct search_reader *r, const struct ranked *row, double scale, int first,
+		      struct buf *out)
 {
-	struct slot *sl = &r->slots[row->slot];
+	struct slot *sl = r->substrings ? NULL : &r->slots[row->slot];
 	sqlite3_stmt *st = cached(r, &r->doc,
 				  "SELECT url, title, headings, tags, body FROM doc WHERE id = ?1");
 	const char *url, *title, *text;
@@ -2900,10 +3772,15 @@ static int add_result(struct search_reader *r, int idx, const struct ranked *row
 	}
 	url = (const char *)sqlite3_column_text(st, COL_URL);
 	title = (const char *)sqlite3_column_text(st, COL_TITLE);
-	text = (const char *)sqlite3_column_text(st, sl->col);
 	buf_reset(&r->snippet);
-	rc = make_snippet(&r->snippet, text ? text : "", text ? sqlite3_column_bytes(st, sl->col) : 0,
-			  sl->hits, sl->n, &r->idx[idx].tok);
+	if (r->substrings) {
+		rc = sub_snippet(&r->snippet, st, r->sub, r->nsub, &r->idx.tok);
+	} else {
+		text = (const char *)sqlite3_column_text(st, sl->col);
+		rc = make_snippet(&r->snippet, text ? text : "",
+				  text ? sqlite3_column_bytes(st, sl->col) : 0, sl->hits, sl->n,
+				  &r->idx.tok);
+	}
 	if (rc == SQLITE_OK && r->html) {
 		buf_adds(out, "<li class=\"search-result\"><a class=\"listing-link\" href=\"");
 		buf_adds_html(out, url ? url : "");
@@ -2932,8 +3809,8 @@ static int add_result(struct search_reader *r, int idx, const struct ranked *row
  * offset + limit, then appends the page's results to out; *total gets the
  * number of matching rows. Inside a read transaction. 0 or -1 (logged).
  */
-static int run_query(struct search_reader *r, int idx, int npos, int limit, int offset,
-		     struct buf *out, long long *total)
+static int run_query(struct search_reader *r, int npos, int limit, int offset, struct buf *out,
+		     long long *total)
 {
 	sqlite3_stmt *st;
 	double scale = 1.0;
@@ -2947,9 +3824,9 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 		r->slots = xrealloc(r->slots, r->k * sizeof(*r->slots));
 		r->nslots = r->k;
 	}
-	if (load_lengths(r, idx) < 0)
+	if (load_lengths(r) < 0)
 		return -1;
-	rc = idx == IDX_WORDS ? rank_lists(r, npos, total) : 0;
+	rc = rank_lists(r, npos, total);
 	if (rc < 0)
 		return -1;
 	if (rc == 1) {
@@ -2959,19 +3836,17 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 		r->nlisted++;
 		goto results;
 	}
-	if (!(st = cached(r, &r->scan[idx], scan_sql[idx])))
+	if (!(st = cached(r, &r->scan, scan_sql)))
 		return -1;
 	rc = sqlite3_bind_text(st, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(st, 2, npos);
 	/*
 	 * Several phrases need their IDFs to be weighed against each other,
-	 * one pass over each phrase's rows unless phrase_rows() has the count;
-	 * substrings go without (a pass over a trigram phrase costs as much as
-	 * the query).
+	 * one pass over each phrase's rows unless phrase_rows() has the count.
 	 */
 	if (rc == SQLITE_OK)
-		rc = sqlite3_bind_int(st, 3, npos > 1 && idx == IDX_WORDS);
+		rc = sqlite3_bind_int(st, 3, npos > 1);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		*total = sqlite3_column_int64(st, 0);
 		rc = sqlite3_step(st);
@@ -2983,11 +3858,72 @@ static int run_query(struct search_reader *r, int idx, int npos, int limit, int 
 results:
 	/* one phrase was ranked without its IDF: every row has the same one */
 	if (npos == 1)
-		scale = idf_of(r->idx[idx].nrow, *total);
+		scale = idf_of(r->idx.nrow, *total);
 	for (i = (size_t)offset; i < r->ntop; i++)
-		if (add_result(r, idx, &r->top[i], scale, i == (size_t)offset, out) < 0)
+		if (add_result(r, &r->top[i], scale, i == (size_t)offset, out) < 0)
 			return -1;
 	return 0;
+}
+
+/*
+ * The query on substrings, once the words found nothing (see the opening
+ * comment): each term's rows (sub_rows()), those in every positive term's
+ * and no excluded one's ranked (rank_sub()), and the page's results with
+ * the matches found in their text (sub_snippet()). Inside a read
+ * transaction. 0 or -1 (logged).
+ */
+static int run_substrings(struct search_reader *r, const struct query *q, int limit, int offset,
+			  struct buf *out, long long *total)
+{
+	struct index_state *st = &r->idx;
+	struct row_list *pos[SEARCH_TERMS_MAX], *neg[SEARCH_TERMS_MAX];
+	double scale = 1.0;
+	size_t k;
+	int npos = 0, nneg = 0, i, neg_pass, ret = 0;
+
+	*total = 0;
+	r->ntop = 0;
+	r->k = (size_t)offset + (size_t)limit;
+	if (load_lengths(r) < 0)
+		return -1;
+	if (st->lists_version != r->data_version) {
+		lists_clear(st);
+		st->lists_version = r->data_version;
+	}
+	r->nquery++;
+	for (neg_pass = 0; neg_pass < 2; neg_pass++) {
+		for (i = 0; i < q->n; i++) {
+			struct sub_term *t = &r->sub[npos + nneg];
+
+			if (q->t[i].neg != neg_pass)
+				continue;
+			if (sub_term_read(t, &st->tok, q->t[i].core, q->t[i].core_n) != SQLITE_OK)
+				return log_error("search: cannot tokenize a query");
+			if (t->ntok == 0) /* nothing to look for, as FTS5 drops such a phrase */
+				continue;
+			if (!(t->list = sub_rows(r, &q->t[i], t)))
+				return -1;
+			if (!neg_pass)
+				pos[npos++] = t->list;
+			else if (t->list->n > 0)
+				neg[nneg++] = t->list;
+		}
+	}
+	r->nsub = npos;
+	for (i = 0; i < npos; i++)
+		if (pos[i]->n == 0)
+			return 0;
+	if (npos == 0)
+		return 0;
+	rank_sub(r, pos, npos, neg, nneg, total);
+	qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
+	if (npos == 1)
+		scale = idf_of(st->nrow_all, *total);
+	r->substrings = 1;
+	for (k = (size_t)offset; ret == 0 && k < r->ntop; k++)
+		ret = add_result(r, &r->top[k], scale, k == (size_t)offset, out);
+	r->substrings = 0;
+	return ret;
 }
 
 /*
@@ -3079,15 +4015,12 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 			ret = -1;
 		} else {
 			r->nterms = parsed.n;
-			build_match(&parsed, 0, &r->match, r->phrase);
-			ret = run_query(r, IDX_WORDS, parsed.npos, limit, offset, &results, &total);
-			if (ret == 0 && total == 0 && trigram_terms(&parsed))
+			build_match(&parsed, &r->match, r->phrase);
+			ret = run_query(r, parsed.npos, limit, offset, &results, &total);
+			if (ret == 0 && total == 0 && substring_terms(&parsed))
 				ret = want_substrings(r, &parsed);
-			if (ret == 1) {
-				build_match(&parsed, 1, &r->match, r->phrase);
-				ret = run_query(r, IDX_TRIGRAM, parsed.npos, limit, offset, &results,
-						&total);
-			}
+			if (ret == 1)
+				ret = run_substrings(r, &parsed, limit, offset, &results, &total);
 			if (ret == 0)
 				ret = run_once(r->db, r->commit, "commit");
 			else if (!sqlite3_get_autocommit(r->db))

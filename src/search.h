@@ -101,17 +101,19 @@ void search_counts(const struct search *s, struct search_counts *out);
 
 /*
  * With on set, the rows that puts write go into the word index at once and
- * into the substring index later, by search_fill_substrings(): filling the
- * substring index is three quarters of filling a fresh one, and words are
- * what most queries need. Until then a query of substrings does not find
- * those rows. Deferred rows stay deferred across search_free() and a
- * restart. Off by default.
+ * their words into the substring index (the vocabulary's trigrams, see
+ * search.c) later, by search_fill_substrings(): words are what most queries
+ * need, and a fresh fill then reads every word of the index in one pass
+ * instead of each row's. Until then a query of substrings does not find
+ * the words of those rows. Deferred rows stay deferred across
+ * search_free() and a restart. Off by default.
  */
 void search_defer_substrings(struct search *s, int on);
 /*
- * Puts up to n deferred rows into the substring index, in a transaction of
- * its own (call it outside one). Returns 1 when no row is left deferred,
- * 0 when some may be, -1 on an error (logged).
+ * Adds the words of deferred rows to the substring index, a step of up to
+ * about n rows' worth, in a transaction of its own (call it outside one).
+ * Returns 1 when nothing is left deferred, 0 when some may be, -1 on an
+ * error (logged).
  */
 int search_fill_substrings(struct search *s, size_t n);
 /*

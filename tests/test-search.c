@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -678,7 +679,7 @@ static void test_substrings(void)
 	put("/pwsh", "PowerShell", "", "", "Get-ChildItem lists the items in a PowerShell drive.");
 	CHECK(search_commit(writer) == 0);
 
-	/* no word "shell" anywhere: the trigram index finds the substring */
+	/* no word "shell" anywhere: the words that have it inside find it */
 	v = query("shell");
 	CHECK_STR(urls_of(v), "/pwsh");
 	CHECK_INT(total_of(v), 1);
@@ -703,6 +704,77 @@ static void test_substrings(void)
 	CHECK_STR(urls("cat dog"), "");
 	CHECK_STR(urls("cat hotdo"), "/sub/both");
 	CHECK_STR(urls("atena"), "/sub/both");
+
+	/* a term of several words is their phrase, the last one a word's start */
+	v = query("Get-ChildI");
+	CHECK_STR(urls_of(v), "/pwsh");
+	CHECK_STR(segments_of(v, 0), "[Get-ChildI]tem lists the items in a PowerShell drive.");
+	jfree(v);
+	CHECK_STR(urls("shell -\"Get-ChildI\""), "");
+	CHECK_STR(urls("\"items in a Pow\""), "/pwsh");
+
+	/* a substring inside a word with accents marks what folds into it */
+	CHECK(search_begin(writer) == 0);
+	put("/sub/units", "Units", "", "",
+	    "The \xC3\x85sn\xC3\xA9"
+	    "fjord unit, and the na\xC3\xAFvet\xC3\xA9 of it.");
+	put("/sub/zebrafish", "Zebrafish facts", "", "", "Nothing in the body about it.");
+	/* 東京タワーでPowerShellを使う。 */
+	put("/sub/cjk", "\xE6\x9D\xB1\xE4\xBA\xAC", "", "",
+	    "\xE6\x9D\xB1\xE4\xBA\xAC\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC\xE3\x81\xA7PowerShell"
+	    "\xE3\x82\x92\xE4\xBD\xBF\xE3\x81\x86\xE3\x80\x82");
+	CHECK(search_commit(writer) == 0);
+	v = query("snefj"); /* in Åsnéfjord */
+	CHECK_STR(urls_of(v), "/sub/units");
+	CHECK_STR(segments_of(v, 0), "The \xC3\x85[sn\xC3\xA9"
+				     "fj]ord unit, and the na\xC3\xAFvet\xC3\xA9 of it.");
+	jfree(v);
+	v = query("AIVET");
+	CHECK_STR(segments_of(v, 0), "The \xC3\x85sn\xC3\xA9"
+				     "fjord unit, and the n[a\xC3\xAFvet]\xC3\xA9 of it.");
+	jfree(v);
+	v = query("\xC3\xA5sn\xC3\xA9" "f"); /* åsnéf: accents in the query fold too */
+	CHECK_STR(segments_of(v, 0), "The [\xC3\x85sn\xC3\xA9"
+				     "f]jord unit, and the na\xC3\xAFvet\xC3\xA9 of it.");
+	jfree(v);
+	/* only the title has it: the title is the snippet */
+	v = query("ebrafi");
+	CHECK_STR(urls_of(v), "/sub/zebrafish");
+	CHECK_STR(segments_of(v, 0), "Z[ebrafi]sh facts");
+	jfree(v);
+	/* CJK terms are phrases of bigrams, next to a substring */
+	v = query("\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC shell"); /* タワー shell */
+	CHECK_STR(urls_of(v), "/sub/cjk");
+	CHECK_STR(
+	    segments_of(v, 0),
+	    "\xE6\x9D\xB1\xE4\xBA\xAC[\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC]\xE3\x81\xA7Power[Shell]"
+	    "\xE3\x82\x92\xE4\xBD\xBF\xE3\x81\x86\xE3\x80\x82");
+	jfree(v);
+	CHECK_STR(sorted_urls("shell"), "/pwsh /sub/cjk");
+	/* the search page marks the substring too */
+	{
+		struct buf out = BUF_INIT;
+		long long n = -1;
+
+		CHECK(search_query_html(reader, "snefj", 10, 0, &out, &n) == 0);
+		CHECK_INT(n, 1);
+		CHECK(strstr(out.ptr, "\xC3\x85<mark>sn\xC3\xA9" "fj</mark>ord") != NULL);
+		buf_release(&out);
+	}
+
+	/* a note deleted or changed: its words stay in the vocabulary, its rows go */
+	CHECK(search_begin(writer) == 0);
+	put("/sub/gone", "Gone", "", "", "An ephemeral xylophonist.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("ylophon"), "/sub/gone");
+	CHECK(search_begin(writer) == 0);
+	CHECK(search_delete(writer, "/sub/gone") == 0);
+	put("/sub/zebrafish", "Lionfish facts", "", "", "Nothing in the body about it.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("ylophon"), "");
+	CHECK_STR(urls("ebrafi"), "");
+	CHECK_STR(urls("ionfi"), "/sub/zebrafish");
+	CHECK(search_check(writer) == 0);
 }
 
 static void test_update_replaces(void)
@@ -1616,6 +1688,8 @@ out:
 	for (i = 0; i < nmd; i++)
 		free(md_paths[i]);
 	free(md_paths);
+	md_paths = NULL;
+	nmd = amd = 0;
 	free(wc);
 }
 
@@ -1740,6 +1814,8 @@ static void use_index(const char *name, int want_fresh)
 		search_free(writer);
 		writer = shared_writer;
 		reader = shared_reader;
+		shared_writer = NULL;
+		shared_reader = NULL;
 		return;
 	}
 	if (!shared_writer) {
@@ -1781,14 +1857,14 @@ static long long total(const char *q)
 /*
  * Deferred rows are searchable by words at once and by substrings once
  * search_fill_substrings() has put them; deleting or replacing one before
- * then never asks tri to delete what it does not hold (which would damage
- * it); deferred rows survive closing the writer. More than 1,000 rows wait:
- * they are put with FTS5's merges off, and the index is merged at the end.
+ * then is no error; deferred rows survive closing the writer. More than
+ * 1,000 rows wait: their words are listed by a pass over the index's words,
+ * in steps, which a writer opened again resumes.
  */
 static void test_deferred_substrings(void)
 {
 	char url[64], text[160];
-	int i, rc;
+	int i, rc, steps = 0;
 
 	if (!writer)
 		return;
@@ -1815,12 +1891,14 @@ static void test_deferred_substrings(void)
 	put("/d/6", "Deferred", "", "", "Replaced with substrings at once: the axolotl.");
 	CHECK_INT(total("olotl"), 1);
 
-	/* cut short: the rest waits in the file */
-	CHECK_INT(search_fill_substrings(writer, 500), 0);
+	/* cut short: the rest waits in the file (a step of 1 row is 20 of the 2,400 terms) */
+	CHECK_INT(search_fill_substrings(writer, 1), 0);
+	CHECK_INT(total("xotic7zebr"), 0);
 	use_index("deferred.db", 0);
-	while ((rc = search_fill_substrings(writer, 500)) == 0)
-		;
+	while ((rc = search_fill_substrings(writer, 1)) == 0)
+		steps++;
 	CHECK_INT(rc, 1);
+	CHECK(steps > 10);
 	CHECK_INT(search_fill_substrings(writer, 500), 1);
 	CHECK_INT(total("xotic7zebr"), 1);
 	CHECK_INT(total("xotic3zebr"), 0);
@@ -1953,6 +2031,366 @@ static void test_restart_writes_changes_only(void)
 	tv_remove(vault);
 }
 
+/* ---- Substrings on real notes ------------------------------------------------ */
+
+/* A note of the corpus as the oracle sees it: its text lowercased, and its words. */
+struct real_note {
+	char url[32];
+	char *title, *body;   /* as put */
+	char *lower;          /* title, a newline, body: lowercased */
+	int gone;             /* deleted */
+};
+
+static int is_ascii_text(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return 0;
+	return 1;
+}
+
+static void real_lower(struct real_note *n)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+
+	free(n->lower);
+	buf_addf(&b, "%s\n%s", n->title, n->body);
+	for (i = 0; i < b.len; i++)
+		b.ptr[i] = (char)tolower((unsigned char)b.ptr[i]);
+	n->lower = buf_detach(&b, NULL);
+}
+
+/* The words of ASCII text as unicode61 makes them: runs of letters and digits, lowercased. */
+static void real_words(const char *s, char ***words, size_t *n, size_t *alloc)
+{
+	while (*s) {
+		size_t k = 0;
+
+		while (*s && !isalnum((unsigned char)*s))
+			s++;
+		while (isalnum((unsigned char)s[k]))
+			k++;
+		if (k) {
+			ALLOC_GROW(*words, *n + 1, *alloc);
+			(*words)[(*n)++] = xmemdup(s, k + 1);
+			(*words)[*n - 1][k] = '\0';
+		}
+		s += k;
+	}
+}
+
+static int real_is_word(char **words, size_t n, const char *w)
+{
+	return bsearch(&w, words, n, sizeof(*words), by_cstr) != NULL;
+}
+
+/*
+ * One substring query of the real notes against the oracle: the total is
+ * the number of notes whose text has every positive fragment and no
+ * excluded one, each result (up to 50) is such a note, and its snippet
+ * marks runs that are the fragments (any when several may overlap).
+ */
+static void real_check(struct real_note *notes, size_t nnotes, const char *q, const char *f1,
+		       const char *f2, int exclude)
+{
+	struct jv *v = query_page(q, 50, 0), *results = v ? jget(v, "results") : NULL;
+	long long want = 0;
+	size_t i, k;
+
+	for (i = 0; i < nnotes; i++)
+		if (!notes[i].gone && strstr(notes[i].lower, f1) &&
+		    (!f2 || (strstr(notes[i].lower, f2) != NULL) != exclude))
+			want++;
+	if (v && total_of(v) != want)
+		fprintf(stderr, "  [%s]: total %lld, want %lld\n", q, total_of(v), want);
+	CHECK(v && total_of(v) == want);
+	for (i = 0; results && i < results->n; i++) {
+		const char *url = jget(results->items[i], "url")->str;
+		struct jv *segs = jget(results->items[i], "segments");
+		struct real_note *n = NULL;
+		int marks = 0;
+
+		for (k = 0; k < nnotes && !n; k++)
+			if (strcmp(notes[k].url, url) == 0)
+				n = &notes[k];
+		CHECK(n && !n->gone && strstr(n->lower, f1) &&
+		      (!f2 || (strstr(n->lower, f2) != NULL) != exclude));
+		for (k = 0; segs && k < segs->n; k++) {
+			char mark[256];
+			size_t c;
+
+			if (!jget(segs->items[k], "match")->b)
+				continue;
+			marks++;
+			snprintf(mark, sizeof(mark), "%s", jget(segs->items[k], "text")->str);
+			for (c = 0; mark[c]; c++)
+				mark[c] = (char)tolower((unsigned char)mark[c]);
+			if (f2 && !exclude ? !strstr(mark, f1) && !strstr(mark, f2)
+					   : strcmp(mark, f1) != 0) {
+				fprintf(stderr, "  [%s] %s: marked \"%s\"\n", q, url, mark);
+				CHECK(0);
+			}
+		}
+		CHECK(marks > 0);
+	}
+	jfree(v);
+}
+
+/*
+ * Substrings on real notes: the ASCII ones of the PowerShell corpus (1,059
+ * of 1,120), whose words are their runs of letters and digits, so that the
+ * notes a fragment must find are those whose lowercased text has it. For
+ * fragments of their words that are no word themselves (the middle of long
+ * words, the start of shorter ones, pairs, exclusions), the totals, the
+ * results and the marks are checked. The words of 1,000 notes go into the
+ * vocabulary in the pass over the index (substrings deferred, filled in
+ * small steps, resumed by a writer opened again), those of the others as
+ * they are put; a note changed and one deleted after the fill are found as
+ * they are now.
+ */
+static void test_substrings_real(void)
+{
+	char path[512], frag[64];
+	struct real_note *notes = NULL;
+	size_t nnotes = 0, anotes = 0, i, k, nfrag = 0, nshort = 0, nwords = 0, awords = 0;
+	char **words = NULL, **frags = NULL;
+	size_t afrags = 0;
+	int rc, steps = 0;
+
+	if (!writer)
+		return;
+	for (i = 0; i < nmd; i++)
+		free(md_paths[i]);
+	free(md_paths);
+	md_paths = NULL;
+	nmd = amd = 0;
+	snprintf(path, sizeof(path), "%s/pwsh-docs", tv_corpus());
+	nftw(path, add_md, 16, FTW_PHYS);
+	qsort(md_paths, nmd, sizeof(*md_paths), by_cstr);
+	for (i = 0; i < nmd; i++) {
+		struct buf text = BUF_INIT;
+		struct real_note *n;
+
+		if (read_file(md_paths[i], &text) != 0 || !is_ascii_text(text.ptr, text.len)) {
+			buf_release(&text);
+			continue;
+		}
+		ALLOC_GROW(notes, nnotes + 1, anotes);
+		n = &notes[nnotes];
+		memset(n, 0, sizeof(*n));
+		snprintf(n->url, sizeof(n->url), "/r/%zu", nnotes);
+		n->title = xstrdup(strrchr(md_paths[i], '/') + 1);
+		n->body = buf_detach(&text, NULL);
+		nnotes++;
+	}
+	CHECK(nnotes > 1000);
+	if (nnotes <= 1000)
+		return;
+
+	use_index("real.db", 1);
+	search_defer_substrings(writer, 1);
+	CHECK(search_begin(writer) == 0);
+	for (i = 0; i < 1000; i++)
+		put(notes[i].url, notes[i].title, "", "", notes[i].body);
+	CHECK(search_commit(writer) == 0);
+	CHECK_INT(total("arameterset"), 0); /* not yet */
+	CHECK_INT(search_fill_substrings(writer, 20), 0);
+	use_index("real.db", 0);
+	while ((rc = search_fill_substrings(writer, 20)) == 0)
+		steps++;
+	CHECK_INT(rc, 1);
+	CHECK(steps > 3);
+	CHECK(search_begin(writer) == 0);
+	for (i = 1000; i < nnotes; i++)
+		put(notes[i].url, notes[i].title, "", "", notes[i].body);
+	CHECK(search_commit(writer) == 0);
+	/* changed, and deleted, after the fill */
+	{
+		struct buf b = BUF_INIT;
+
+		buf_addf(&b,
+			 "%s\nAdded later: the quadrilateralisation of hyperparameterised cmdlets.",
+			 notes[0].body);
+		free(notes[0].body);
+		notes[0].body = buf_detach(&b, NULL);
+		put(notes[0].url, notes[0].title, "", "", notes[0].body);
+		CHECK(search_delete(writer, notes[1].url) == 0);
+		notes[1].gone = 1;
+	}
+	CHECK(search_check(writer) == 0);
+
+	for (i = 0; i < nnotes; i++) {
+		real_lower(&notes[i]);
+		if (!notes[i].gone)
+			real_words(notes[i].lower, &words, &nwords, &awords);
+	}
+	qsort(words, nwords, sizeof(*words), by_cstr);
+	/* fragments: the middle of long words, and the first four letters of shorter ones */
+	for (i = 0; i < nwords; i += 97) {
+		const char *w = words[i];
+		size_t len = strlen(w), c;
+		int letters = 1;
+
+		for (c = 0; c < len; c++)
+			letters &= isalpha((unsigned char)w[c]) != 0;
+		if (!letters || len < 6)
+			continue;
+		if (len >= 9)
+			snprintf(frag, sizeof(frag), "%.*s", (int)(len - 2), w + 1);
+		else if (nshort < 40)
+			snprintf(frag, sizeof(frag), "%.4s", w + 1);
+		else
+			continue;
+		if (real_is_word(words, nwords, frag))
+			continue;
+		for (k = 0; k < nfrag && strcmp(frags[k], frag) != 0; k++)
+			;
+		if (k < nfrag)
+			continue;
+		nshort += len < 9;
+		ALLOC_GROW(frags, nfrag + 1, afrags);
+		frags[nfrag++] = xstrdup(frag);
+	}
+	CHECK(nfrag > 100);
+	for (i = 0; i < nfrag; i++)
+		real_check(notes, nnotes, frags[i], frags[i], NULL, 0);
+	for (i = 0; i + 1 < nfrag && i < 60; i += 2) {
+		char q[160];
+
+		snprintf(q, sizeof(q), "%s %s", frags[i], frags[i + 1]);
+		real_check(notes, nnotes, q, frags[i], frags[i + 1], 0);
+		snprintf(q, sizeof(q), "%s -%s", frags[i], frags[i + 1]);
+		real_check(notes, nnotes, q, frags[i], frags[i + 1], 1);
+	}
+	/* upper case, and the words added after the fill */
+	real_check(notes, nnotes, "ARAMETERSET", "arameterset", NULL, 0);
+	real_check(notes, nnotes, "uadrilateralisatio", "uadrilateralisatio", NULL, 0);
+	CHECK_INT(total("uadrilateralisatio"), 1);
+	real_check(notes, nnotes, "yperparameteris", "yperparameteris", NULL, 0);
+
+	use_index(NULL, 0);
+	remove_index("real.db");
+	for (i = 0; i < nmd; i++)
+		free(md_paths[i]);
+	free(md_paths);
+	md_paths = NULL;
+	nmd = amd = 0;
+	for (i = 0; i < nwords; i++)
+		free(words[i]);
+	free(words);
+	for (i = 0; i < nfrag; i++)
+		free(frags[i]);
+	free(frags);
+	for (i = 0; i < nnotes; i++) {
+		free(notes[i].title);
+		free(notes[i].body);
+		free(notes[i].lower);
+	}
+	free(notes);
+}
+
+/*
+ * An index of schema 2 (tri, a trigram index of doc, beside fts) becomes
+ * one of schema 3 in place: its rows kept, tri dropped and its pages given
+ * back, the words listed by the next fill. And the check finds a word of
+ * fts missing from the vocabulary.
+ */
+static void test_upgrade_from_2(void)
+{
+	char path[300], url[64], text[200];
+	long long pages2 = 0, pages3 = 0, tri = -1, free_pages = -1;
+	sqlite3 *db = NULL;
+	int i, rc;
+
+	if (!writer)
+		return;
+	use_index("v2.db", 1);
+	CHECK(search_begin(writer) == 0);
+	put("/v2/a", "Rodents", "", "", "The capybara is the largest rodent.");
+	for (i = 0; i < 300; i++) {
+		snprintf(url, sizeof(url), "/v2/filler/%d", i);
+		snprintf(text, sizeof(text),
+			 "Filler note %d: lorem ipsum dolor sit amet, consectetur"
+			 " adipiscing elit, sed do eiusmod tempor incididunt%dut labore.",
+			 i, i);
+		put(url, "Filler", "", "", text);
+	}
+	CHECK(search_commit(writer) == 0);
+	use_index(NULL, 0);
+	snprintf(path, sizeof(path), "%s/v2.db", dir);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	rc = sqlite3_exec(
+	    db,
+	    "DROP TABLE vocab_tri; DROP TABLE vocab; DROP TABLE vocab_todo;"
+	    "CREATE VIRTUAL TABLE tri USING fts5(url UNINDEXED, title, headings, tags, body,"
+	    " content='doc', content_rowid='id', tokenize='trigram');"
+	    "INSERT INTO tri(tri) VALUES('rebuild');"
+	    "CREATE TABLE tri_todo(id INTEGER PRIMARY KEY);"
+	    "PRAGMA user_version = 2;",
+	    NULL, NULL, NULL);
+	CHECK_INT(rc, SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
+	{
+		sqlite3_stmt *st = NULL;
+
+		CHECK(sqlite3_prepare_v2(db, "PRAGMA page_count", -1, &st, NULL) == SQLITE_OK);
+		if (st && sqlite3_step(st) == SQLITE_ROW)
+			pages2 = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	CHECK(sqlite3_close(db) == SQLITE_OK);
+
+	use_index("v2.db", 0);
+	CHECK_STR(urls("capybara"), "/v2/a");
+	CHECK_STR(urls("apybar"), ""); /* the words are not listed yet */
+	CHECK(search_check(writer) == 0);
+	while ((rc = search_fill_substrings(writer, 250)) == 0)
+		;
+	CHECK_INT(rc, 1);
+	CHECK_STR(urls("apybar"), "/v2/a");
+	CHECK_INT(total("cididunt7"), 11); /* 7, 70..79 */
+	CHECK(search_check(writer) == 0);
+	use_index(NULL, 0);
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL) == SQLITE_OK);
+	{
+		sqlite3_stmt *st = NULL;
+
+		CHECK(
+		    sqlite3_prepare_v2(db,
+				       "SELECT (SELECT count(*) FROM sqlite_schema WHERE name LIKE"
+				       " 'tri%'), (SELECT page_count FROM pragma_page_count),"
+				       " (SELECT freelist_count FROM pragma_freelist_count)",
+				       -1, &st, NULL) == SQLITE_OK);
+		if (st && sqlite3_step(st) == SQLITE_ROW) {
+			tri = sqlite3_column_int64(st, 0);
+			pages3 = sqlite3_column_int64(st, 1);
+			free_pages = sqlite3_column_int64(st, 2);
+		}
+		sqlite3_finalize(st);
+	}
+	CHECK_INT(tri, 0);
+	CHECK_INT(free_pages, 0);
+	CHECK(pages3 > 0 && pages3 < pages2);
+	/* a word of fts missing from the vocabulary: the check says so */
+	rc = sqlite3_exec(db,
+			  "INSERT INTO vocab_tri(vocab_tri, rowid, term)"
+			  " SELECT 'delete', id, term FROM vocab WHERE term = 'capybara';"
+			  "DELETE FROM vocab WHERE term = 'capybara';",
+			  NULL, NULL, NULL);
+	CHECK_INT(rc, SQLITE_OK);
+	CHECK(sqlite3_close(db) == SQLITE_OK);
+	use_index("v2.db", 0);
+	CHECK_STR(urls("apybar"), "");
+	CHECK(search_check(writer) < 0);
+	use_index(NULL, 0);
+	remove_index("v2.db");
+}
+
 static void test_unwritable(void)
 {
 	int fresh = -1;
@@ -1988,6 +2426,8 @@ int main(void)
 	RUN(test_lists_match_fts);
 	RUN(test_deferred_substrings);
 	RUN(test_restart_writes_changes_only);
+	RUN(test_substrings_real);
+	RUN(test_upgrade_from_2);
 	RUN(test_reopen_keeps);
 	RUN(test_corrupt_rebuilds);
 	RUN(test_old_version_rebuilds);
