@@ -6,7 +6,7 @@
  *
  * edit() changes files under root (bodies, titles, links, embeds, tags,
  * aliases, slugs, publish flags, notes added, deleted and renamed,
- * attachments added and removed, folders removed) and records the paths it
+ * attachments added and removed, folders removed and renamed) and records the paths it
  * touched; compare() returns how many pages differ, printing the first.
  */
 #ifndef QUIRE_EDITS_H
@@ -392,6 +392,28 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 		nftw(name.ptr, tv_rm_one, 16, FTW_DEPTH | FTW_PHYS);
 		tv_write(root, rel.ptr, "# Back\n\nA note again, linking [[Future note 1]].\n");
 		touched(st, rel.ptr);
+		goto out;
+	}
+	case 16: { /* a folder renamed with everything in it (a move in the editor's file tree) */
+		const char *slash = strrchr(target, '/');
+		struct buf from = BUF_INIT, to = BUF_INIT;
+		st->what = "rename folder";
+		if (!slash) { /* a note at the root: no folder to move */
+			touched(st, target);
+			goto out;
+		}
+		buf_add(&rel, target, (size_t)(slash - target));
+		buf_addf(&name, "%s moved %u", rel.ptr, counter);
+		buf_addf(&from, "%s/%s", root, rel.ptr);
+		buf_addf(&to, "%s/%s", root, name.ptr);
+		if (rename(from.ptr, to.ptr) != 0) {
+			perror(from.ptr);
+			test_current_failed = 1;
+		}
+		touched(st, rel.ptr);
+		touched(st, name.ptr);
+		buf_release(&from);
+		buf_release(&to);
 		goto out;
 	}
 	case 19: { /* deleted and written back before anyone looked; reported with its folder */
