@@ -2220,6 +2220,16 @@ int search_optimize(struct search *s)
 	return 0;
 }
 
+int search_settle(struct search *s)
+{
+	if (s->in_tx)
+		return log_error("search: settle inside a transaction");
+	if (exec(s->db, "PRAGMA cache_size = -2000;", "settling") != SQLITE_OK)
+		return -1;
+	sqlite3_db_release_memory(s->db);
+	return 0;
+}
+
 /* ---- Parsing queries ---------------------------------------------------- */
 
 struct term {

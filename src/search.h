@@ -122,6 +122,13 @@ int search_fill_substrings(struct search *s, size_t n);
  */
 int search_optimize(struct search *s);
 /*
+ * The writer's page cache back to SQLite's default size, its pages freed:
+ * the 32 MB it opens with serve filling the index, and once the index is
+ * full a change writes a row or two. 0, or -1 (logged). Outside a
+ * transaction.
+ */
+int search_settle(struct search *s);
+/*
  * Checks both indexes against the stored rows (FTS5's integrity-check,
  * which reads all of them: for tests and repairs, not for serving), when
  * no row waits for the substring index. Outside a transaction. 0, or -1
