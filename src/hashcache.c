@@ -395,16 +395,6 @@ size_t hash_cache_sweep(struct hash_cache *c, uint64_t pass)
 	return n;
 }
 
-size_t hash_cache_size(struct hash_cache *c)
-{
-	size_t n;
-
-	pthread_mutex_lock(&c->lock);
-	n = c->map.len;
-	pthread_mutex_unlock(&c->lock);
-	return n;
-}
-
 int hash_cache_dirty(struct hash_cache *c)
 {
 	int d;

@@ -78,8 +78,7 @@ void hash_cache_remove(struct hash_cache *c, const char *path);
 uint64_t hash_cache_mark(struct hash_cache *c);
 size_t hash_cache_sweep(struct hash_cache *c, uint64_t pass);
 
-/* Entries held now, and whether anything changed since the last save. */
-size_t hash_cache_size(struct hash_cache *c);
+/* Whether anything changed since the last save. */
 int hash_cache_dirty(struct hash_cache *c);
 
 /* CLOCK_REALTIME in nanoseconds: the clock file timestamps use. */

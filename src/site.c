@@ -800,7 +800,6 @@ static void before_parse(struct site_note *n)
 		return;
 	free(n->old_title);
 	n->old_title = n->note.title && !n->added ? xstrdup(n->note.title) : NULL;
-	n->was_published = n->published;
 }
 
 /*

@@ -117,7 +117,6 @@ struct site_note {
 	uint64_t dsig;        /* hash of what listings show of it (0: not listed) */
 	char ddate[11];       /* the date its feeds order it by, while listed */
 	char *dtitle;         /* the title its listings order it by, while listed */
-	int was_published;
 };
 
 struct site_file {
