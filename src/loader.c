@@ -276,12 +276,12 @@ static void fill_step(struct loader *l)
 	if (rc == 0)
 		return;
 	l->filling = 0;
-	if (rc > 0)
+	if (rc > 0) {
 		search_settle(l->search);
-	if (rc > 0)
 		log_info("search index ready in %.0f ms (%.0f ms of CPU): %lld rows written, "
 			 "%lld unchanged, %lld removed", mono_ms() - l->fill_start,
 			 cpu_ms() - l->fill_cpu_start, c.written, c.unchanged, c.removed);
+	}
 }
 
 /*

@@ -3192,6 +3192,75 @@ static size_t list_seek(const struct row_list *l, size_t at, sqlite3_int64 id)
 }
 
 /*
+ * The rows in every list of pos and in none of neg, ranked with bm25 into
+ * r->top, term i weighted by idf[i] (NULL: 1); *total gets their number.
+ * The lists are intersected from the shortest. A row whose length the
+ * reader does not know takes the mean length, or with strict ends the
+ * ranking: 0 (r->top and *total emptied; the caller asks FTS5), else 1.
+ */
+static int rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
+		     struct row_list **neg, int nneg, int strict, long long *total)
+{
+	struct index_state *st = &r->idx;
+	size_t at[SEARCH_TERMS_MAX] = { 0 }, nat[SEARCH_TERMS_MAX] = { 0 }, k;
+	double avgdl = st->have_totals && st->nrow_all > 0 && st->ntok_all > 0
+			       ? (double)st->ntok_all / (double)st->nrow_all
+			       : 1.0;
+	int i, j, drive = 0;
+
+	*total = 0;
+	for (i = 1; i < npos; i++)
+		if (pos[i]->n < pos[drive]->n)
+			drive = i;
+	for (k = 0; k < pos[drive]->n; k++) {
+		struct ranked row = { 0, pos[drive]->rowid[k], 0 };
+		double dl;
+
+		for (i = 0; i < npos; i++) {
+			if (i == drive) {
+				at[i] = k;
+				continue;
+			}
+			at[i] = list_seek(pos[i], at[i], row.rowid);
+			if (at[i] == pos[i]->n)
+				return 1; /* no later row is in every list */
+			if (pos[i]->rowid[at[i]] != row.rowid)
+				break;
+		}
+		if (i < npos)
+			continue;
+		for (j = 0; j < nneg; j++) {
+			nat[j] = list_seek(neg[j], nat[j], row.rowid);
+			if (nat[j] < neg[j]->n && neg[j]->rowid[nat[j]] == row.rowid)
+				break;
+		}
+		if (j < nneg)
+			continue;
+		if (row.rowid >= 0 && (size_t)row.rowid < st->cap && st->len[row.rowid]) {
+			dl = st->len[row.rowid];
+		} else if (strict) {
+			r->ntop = 0;
+			*total = 0;
+			return 0;
+		} else {
+			dl = avgdl;
+		}
+		for (i = 0; i < npos; i++) {
+			double freq = pos[i]->freq[at[i]];
+
+			row.score += (idf ? idf[i] : 1.0) * freq * (BM25_K1 + 1.0) /
+				     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
+		}
+		++*total;
+		if (r->ntop < r->k || above(&row, &r->top[0])) {
+			row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
+			heap_put(r, row);
+		}
+	}
+	return 1;
+}
+
+/*
  * Ranks the rows matching r->match (index IDX_WORDS, every term positive)
  * from the phrases' row lists, as quire_rank() would: the rows in every
  * list, each scored with the same bm25 in the same order of operations,
@@ -3207,10 +3276,9 @@ static int rank_lists(struct search_reader *r, int npos, long long *total)
 {
 	struct index_state *st = &r->idx;
 	struct row_list *l[SEARCH_TERMS_MAX];
-	size_t at[SEARCH_TERMS_MAX] = { 0 }, k;
-	double idf[SEARCH_TERMS_MAX], avgdl;
+	double idf[SEARCH_TERMS_MAX];
 	size_t rows = 0;
-	int i, drive = 0, fresh = 0;
+	int i, fresh = 0;
 
 	if (r->lists_min_rows < 0 || npos < 1 || npos != r->nterms || npos > SEARCH_TERMS_MAX)
 		return 0;
@@ -3232,53 +3300,14 @@ static int rank_lists(struct search_reader *r, int npos, long long *total)
 			return -1;
 		if (l[i]->n == 0)
 			return 0;
-		if (l[i]->n < l[drive]->n)
-			drive = i;
 		rows += l[i]->n;
 	}
 	if (!st->have_totals || rows < (size_t)r->lists_min_rows)
 		return 0;
-	avgdl = st->nrow_all > 0 && st->ntok_all > 0 ? (double)st->ntok_all / (double)st->nrow_all
-						     : 1.0;
 	st->nrow = st->nrow_all;
 	for (i = 0; i < npos; i++)
 		idf[i] = npos > 1 ? idf_of(st->nrow_all, (sqlite3_int64)l[i]->n) : 1.0;
-	for (k = 0; k < l[drive]->n; k++) {
-		struct ranked row = { 0, l[drive]->rowid[k], 0 };
-		double dl;
-
-		for (i = 0; i < npos; i++) {
-			if (i == drive) {
-				at[i] = k;
-				continue;
-			}
-			at[i] = list_seek(l[i], at[i], row.rowid);
-			if (at[i] == l[i]->n)
-				return 1; /* no later row is in every list */
-			if (l[i]->rowid[at[i]] != row.rowid)
-				break;
-		}
-		if (i < npos)
-			continue;
-		if (row.rowid < 0 || (size_t)row.rowid >= st->cap || !st->len[row.rowid]) {
-			r->ntop = 0;
-			*total = 0;
-			return 0;
-		}
-		dl = st->len[row.rowid];
-		for (i = 0; i < npos; i++) {
-			double freq = l[i]->freq[at[i]];
-
-			row.score += idf[i] * freq * (BM25_K1 + 1.0) /
-				     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
-		}
-		++*total;
-		if (r->ntop < r->k || above(&row, &r->top[0])) {
-			row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
-			heap_put(r, row);
-		}
-	}
-	return 1;
+	return rank_rows(r, l, npos, idf, NULL, 0, 1, total);
 }
 
 /* Reads where the matches of the rows ranked from lists are, for rows from..r->ntop. 0 or -1. */
@@ -3469,66 +3498,6 @@ static struct row_list *sub_rows(struct search_reader *r, const struct term *q, 
 	}
 	buf_release(&key);
 	return l;
-}
-
-/*
- * Ranks the rows in every list of pos and in none of neg, with bm25 (the
- * IDF left out, as for one phrase: the caller scales), into r->top; *total
- * gets their number.
- */
-static void rank_sub(struct search_reader *r, struct row_list **pos, int npos,
-		     struct row_list **neg, int nneg, long long *total)
-{
-	struct index_state *st = &r->idx;
-	size_t at[SEARCH_TERMS_MAX] = { 0 }, nat[SEARCH_TERMS_MAX] = { 0 }, k;
-	double avgdl = st->have_totals && st->nrow_all > 0 && st->ntok_all > 0
-			       ? (double)st->ntok_all / (double)st->nrow_all
-			       : 1.0;
-	int i, j, drive = 0;
-
-	*total = 0;
-	for (i = 1; i < npos; i++)
-		if (pos[i]->n < pos[drive]->n)
-			drive = i;
-	for (k = 0; k < pos[drive]->n; k++) {
-		struct ranked row = { 0, pos[drive]->rowid[k], 0 };
-		double dl;
-
-		for (i = 0; i < npos; i++) {
-			if (i == drive) {
-				at[i] = k;
-				continue;
-			}
-			at[i] = list_seek(pos[i], at[i], row.rowid);
-			if (at[i] == pos[i]->n)
-				return; /* no later row is in every list */
-			if (pos[i]->rowid[at[i]] != row.rowid)
-				break;
-		}
-		if (i < npos)
-			continue;
-		for (j = 0; j < nneg; j++) {
-			nat[j] = list_seek(neg[j], nat[j], row.rowid);
-			if (nat[j] < neg[j]->n && neg[j]->rowid[nat[j]] == row.rowid)
-				break;
-		}
-		if (j < nneg)
-			continue;
-		dl = row.rowid >= 0 && (size_t)row.rowid < st->cap && st->len[row.rowid]
-			 ? st->len[row.rowid]
-			 : avgdl;
-		for (i = 0; i < npos; i++) {
-			double freq = pos[i]->freq[at[i]];
-
-			row.score += freq * (BM25_K1 + 1.0) /
-				     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
-		}
-		++*total;
-		if (r->ntop < r->k || above(&row, &r->top[0])) {
-			row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
-			heap_put(r, row);
-		}
-	}
 }
 
 void search_reader_use_lists(struct search_reader *r, long min_rows)
@@ -3878,7 +3847,7 @@ results:
 /*
  * The query on substrings, once the words found nothing (see the opening
  * comment): each term's rows (sub_rows()), those in every positive term's
- * and no excluded one's ranked (rank_sub()), and the page's results with
+ * and no excluded one's ranked (rank_rows()), and the page's results with
  * the matches found in their text (sub_snippet()). Inside a read
  * transaction. 0 or -1 (logged).
  */
@@ -3925,7 +3894,7 @@ static int run_substrings(struct search_reader *r, const struct query *q, int li
 			return 0;
 	if (npos == 0)
 		return 0;
-	rank_sub(r, pos, npos, neg, nneg, total);
+	rank_rows(r, pos, npos, NULL, neg, nneg, 0, total); /* no IDF: the caller scales */
 	qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
 	if (npos == 1)
 		scale = idf_of(st->nrow_all, *total);

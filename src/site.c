@@ -135,25 +135,26 @@ static void mark_dirty(struct site *s, const char *key, size_t len)
 }
 
 /* Puts p in the table (a new reference); the next snapshot will carry it. */
-static void table_put(struct site *s, struct page *p)
+/*
+ * Puts p in the table for the next snapshot; an uncompressed page
+ * (gzip_later) also waits for site_gzip_pending(), with the path of the
+ * note whose page it is (note), or NULL. Every page is made anew and put
+ * once, so it waits once.
+ */
+static void table_put_as(struct site *s, struct page *p, const char *note)
 {
 	mark_dirty(s, p->path, p->path_len);
 	page_unref(map_put(&s->pages, p->path, p->path_len, page_ref(p)));
-	if (p->gz_later && p->kind != PAGE_NOTE) {
+	if (p->gz_later) {
 		ALLOC_GROW(s->gz_pending, s->ngz_pending + 1, s->agz_pending);
-		s->gz_pending[s->ngz_pending++] = (struct gz_pending){ page_ref(p), NULL };
+		s->gz_pending[s->ngz_pending++] =
+			(struct gz_pending){ page_ref(p), note ? xstrdup(note) : NULL };
 	}
 }
 
-/* A note's composed page into the table (and, uncompressed, into the queue of gzip_later). */
-static void table_put_note(struct site *s, struct site_note *n)
+static void table_put(struct site *s, struct page *p)
 {
-	table_put(s, n->page);
-	if (n->page->gz_later) {
-		ALLOC_GROW(s->gz_pending, s->ngz_pending + 1, s->agz_pending);
-		s->gz_pending[s->ngz_pending++] =
-			(struct gz_pending){ page_ref(n->page), xstrdup(n->note.path) };
-	}
+	table_put_as(s, p, NULL);
 }
 
 static void table_del(struct site *s, const char *key)
@@ -1507,7 +1508,7 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		run_parallel(s, &live, compose_one);
 		for (i = 0; i < live.n; i++) {
 			render_note_adopt(live.v[i]);
-			table_put_note(s, live.v[i]);
+			table_put_as(s, live.v[i]->page, live.v[i]->note.path);
 		}
 		for (i = 0; i < embedded.n; i++)
 			embedded.v[i]->embedded = 0;
@@ -1955,27 +1956,22 @@ static void gzip_one(void *arg, size_t i)
 size_t site_gzip_pending(struct site *s)
 {
 	struct gz_job j = { s->gz_pending, NULL };
-	struct map seen = MAP_INIT;
 	size_t n = s->ngz_pending, i, live = 0, done = 0;
 
 	if (!n)
 		return 0;
 	s->gz_pending = NULL;
 	s->ngz_pending = s->agz_pending = 0;
-	/* the pages still current, once each: a later apply may have replaced some */
+	/* the pages still current: a later apply may have replaced some */
 	for (i = 0; i < n; i++) {
 		struct gz_pending e = j.v[i];
-		const struct page *cur = map_get(&s->pages, e.page->path, e.page->path_len);
-		if (cur == e.page && !map_get(&seen, (const char *)&e.page, sizeof(e.page))) {
+		if (map_get(&s->pages, e.page->path, e.page->path_len) == e.page) {
 			j.v[live++] = e;
-			/* the key points into the array: keep it where the key says */
-			map_put(&seen, (const char *)&j.v[live - 1].page, sizeof(e.page), e.page);
 		} else {
 			page_unref(e.page);
 			free(e.note);
 		}
 	}
-	map_release(&seen);
 	j.out = xcalloc(live + 1, sizeof(*j.out));
 	parallel_for(live, s->threads, gzip_one, &j);
 	for (i = 0; i < live; i++) {

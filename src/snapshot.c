@@ -67,24 +67,19 @@ void page_set_body_later(struct page *p, char *body, size_t len, int level)
 
 struct page *page_gzipped(const struct page *p)
 {
-	struct buf gz = BUF_INIT;
 	struct page *q;
 
-	if (!p->gz_later || !p->body || gzip_compress(p->body, p->body_len, p->gz_later, &gz) < 0 ||
-	    gz.len + 32 >= p->body_len) {
-		buf_release(&gz);
+	if (!p->gz_later || !p->body)
 		return NULL;
-	}
 	q = page_new(p->kind, p->path, p->path_len);
 	q->content_type = p->content_type;
-	q->body_len = p->body_len;
-	if (atomic_load_explicit(&keep_identity, memory_order_relaxed))
-		q->body = xmemdup(p->body, p->body_len);
-	memcpy(q->etag, p->etag, ETAG_SIZE);
-	hash_etag(gz.ptr, gz.len, q->gz_etag);
-	q->gz = buf_detach(&gz, &q->gz_len);
 	q->mtime = p->mtime;
 	q->immutable = p->immutable;
+	/* the same ETag (same bytes), the same size rule, the same identity policy */
+	if (page_set_body(q, xmemdup(p->body, p->body_len), p->body_len, p->gz_later) < 0 || !q->gz) {
+		page_unref(q);
+		return NULL;
+	}
 	return q;
 }
 
