@@ -29,12 +29,12 @@
  * is printed last. Figures, not
  * assertions.
  */
-#include "markdown.h"
-#include "search.h"
-#include "snapshot.h"
-#include "site.h"
-#include "vault.h"
-#include "xalloc.h"
+#include "markdown/markdown.h"
+#include "search/search.h"
+#include "site/snapshot.h"
+#include "site/site.h"
+#include "vault/vault.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,6 +354,7 @@ int main(int argc, char **argv)
 	struct site *s;
 	double *t, *ct, *gt, total = 0, t0, c0;
 	size_t parsed = 0, rendered = 0, composed = 0;
+	double phase[6] = { 0 }; /* parse, render, compose, derived, hosts, the rest: summed over the timed applies */
 
 	int with_search = argc > 4 && !strcmp(argv[4], "search");
 	struct site_options so = { .search = with_search };
@@ -442,6 +443,13 @@ int main(int argc, char **argv)
 		}
 		gt[i] = now_ms() - t0;
 		parsed += s->napplied;
+		phase[0] += s->phase_ms[0];
+		phase[1] += s->phase_ms[1];
+		phase[2] += s->phase_ms[2];
+		phase[3] += s->derived_ms;
+		phase[4] += s->hosts_ms;
+		phase[5] += t[i] - s->phase_ms[0] - s->phase_ms[1] - s->phase_ms[2] - s->derived_ms -
+			    s->hosts_ms;
 		rendered += s->nrendered;
 		composed += s->ncomposed;
 		/* the vault as it was (not timed), so the next change meets the same vault */
@@ -467,6 +475,10 @@ int main(int argc, char **argv)
 	printf("per edit on average: %.1f notes parsed, %.1f rendered, %.1f pages composed\n",
 	       (double)parsed / (double)edits, (double)rendered / (double)edits,
 	       (double)composed / (double)edits);
+	printf("of which on average: parse and resolve %.2f ms, render %.2f, compose %.2f, "
+	       "derived resources %.2f, hosts %.2f, the rest (moves, claims, search rows, snapshot) %.2f\n",
+	       phase[0] / (double)edits, phase[1] / (double)edits, phase[2] / (double)edits,
+	       phase[3] / (double)edits, phase[4] / (double)edits, phase[5] / (double)edits);
 	if (s->gzip_later) {
 		qsort(gt, edits, sizeof(*gt), cmp_double);
 		printf("then compressed (site_gzip_pending and a snapshot): p50 %.2f ms, p90 %.2f ms, "

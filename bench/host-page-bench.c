@@ -11,9 +11,9 @@
  * the distribution of both, and the mean page size. Figures, not
  * assertions.
  */
-#include "hosts.h"
-#include "markdown.h"
-#include "site.h"
+#include "site/hosts.h"
+#include "markdown/markdown.h"
+#include "site/site.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -9,11 +9,11 @@
  * same bytes), plus a 404 page, and runs http_server until SIGINT/SIGTERM.
  * Prints "ready PORT" on stdout once listening.
  */
-#include "hash.h"
-#include "http.h"
-#include "log.h"
-#include "snapshot.h"
-#include "xalloc.h"
+#include "util/hash.h"
+#include "http/http.h"
+#include "util/log.h"
+#include "site/snapshot.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -54,8 +54,8 @@ else
 	server=$tmp/http-bench-server
 	# shellcheck disable=SC2046
 	cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/src" \
-		"$root/src/http.c" "$root/src/snapshot.c" "$root/src/map.c" "$root/src/hash.c" \
-		"$root/src/gzip.c" "$root/src/buf.c" "$root/src/xalloc.c" "$root/src/log.c" \
+		"$root/src/http/http.c" "$root/src/site/snapshot.c" "$root/src/util/map.c" "$root/src/util/hash.c" \
+		"$root/src/util/gzip.c" "$root/src/util/buf.c" "$root/src/util/xalloc.c" "$root/src/util/log.c" \
 		"$root/bench/http-bench-server.c" -o "$server" \
 		$(pkg-config --cflags --libs libevent libxxhash libcrypto zlib) -lpthread
 fi

@@ -14,7 +14,7 @@
  * of words (their end, "rameter", and their start as typed, "para").
  *
  *	cc -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc bench/search-bench.c \
- *	   src/search.c src/buf.c src/xalloc.c src/log.c src/unicode.c \
+ *	   src/search/search.c src/util/buf.c src/util/xalloc.c src/util/log.c src/util/unicode.c \
  *	   $(pkg-config --cflags --libs sqlite3 libutf8proc) -lpthread -o /tmp/search-bench
  *	/tmp/search-bench [corpus-dir] [N] [queries]
  *
@@ -34,10 +34,10 @@
 #define _XOPEN_SOURCE 700 /* nftw() */
 #include <ftw.h>
 
-#include "buf.h"
-#include "log.h"
-#include "search.h"
-#include "xalloc.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "search/search.h"
+#include "util/xalloc.h"
 
 #include <ctype.h>
 #include <stdint.h>

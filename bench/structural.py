@@ -56,7 +56,7 @@ editor's changes are apart, so that a change does not measure the last
 one's leftovers. A change not visible after 30 s counts as "never", with
 what was still missing.
 
-A note's URL is computed like src/vault.c (vault_note_url: each segment
+A note's URL is computed like src/vault/vault.c (vault_note_url: each segment
 lowercased, runs of other characters than letters, digits, '-', '_', '.'
 made one '-'; `slug:` honoured) and kept only if the server's explorer
 documents list it (so drafts, and any URL this gets wrong, are left out of
@@ -99,7 +99,7 @@ def log(msg):
 
 
 def slugify(seg):
-    """src/vault.c vault_slugify."""
+    """src/vault/vault.c vault_slugify."""
     out, dash = [], False
     for ch in seg.lower():
         if ch in "-_." or ch.isalnum():
@@ -114,7 +114,7 @@ def slugify(seg):
 
 
 def note_url(path, slug=None):
-    """src/vault.c vault_note_url for a vault path ending in .md."""
+    """src/vault/vault.c vault_note_url for a vault path ending in .md."""
     if slug and slug.startswith("/"):
         segs = [s for s in slug.split("/") if s]
         url = "".join("/" + slugify(s) for s in segs)

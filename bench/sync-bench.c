@@ -35,8 +35,8 @@
  */
 #define _GNU_SOURCE
 #include "../tests/testhttp.h"
-#include "vault.h"
-#include "xalloc.h"
+#include "vault/vault.h"
+#include "util/xalloc.h"
 
 #include <dirent.h>
 #include <fcntl.h>

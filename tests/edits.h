@@ -14,10 +14,10 @@
 
 #include "testutil.h"
 
-#include "gzip.h"
-#include "snapshot.h"
+#include "util/gzip.h"
+#include "site/snapshot.h"
 #include "test.h"
-#include "vault.h"
+#include "vault/vault.h"
 
 #include <stdint.h>
 

@@ -7,9 +7,9 @@
  *	      -Db_lundef=false --buildtype=debug   (with CC=clang)
  *	ninja -C build-fuzz && build-fuzz/tests/fuzz-note -max_total_time=60 tests/spec
  */
-#include "diag.h"
-#include "markdown.h"
-#include "note.h"
+#include "util/diag.h"
+#include "markdown/markdown.h"
+#include "vault/note.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "xalloc.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
 
 /* ---- a raw HTTP/1.1 client ---- */
 

@@ -1,8 +1,8 @@
 /* test-buf.c: the byte buffer, the hash map and the escaping appenders. */
-#include "buf.h"
-#include "map.h"
+#include "util/buf.h"
+#include "util/map.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <stdlib.h>
 

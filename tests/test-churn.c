@@ -24,7 +24,7 @@
 #include "edits.h"
 #include "test.h"
 #include "testhttp.h"
-#include "vault.h"
+#include "vault/vault.h"
 
 #include <fcntl.h>
 #include <pthread.h>

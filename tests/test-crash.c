@@ -22,11 +22,11 @@
  */
 #include "testutil.h" /* first: it defines _GNU_SOURCE */
 
-#include "hash.h"
-#include "json.h"
+#include "util/hash.h"
+#include "util/json.h"
 #include "test.h"
 #include "testhttp.h"
-#include "vault.h"
+#include "vault/vault.h"
 
 #include <dirent.h>
 #include <fcntl.h>

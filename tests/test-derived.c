@@ -7,10 +7,10 @@
  */
 #include "testutil.h"
 
-#include "markdown.h"
-#include "site.h"
+#include "markdown/markdown.h"
+#include "site/site.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 static struct site *load(const char *dir)
 {

@@ -11,12 +11,12 @@
  */
 #include "testutil.h"
 
-#include "hosts.h"
-#include "http.h"
+#include "site/hosts.h"
+#include "http/http.h"
 #include "httpc.h"
-#include "loader.h"
-#include "markdown.h"
-#include "searchapi.h"
+#include "site/loader.h"
+#include "markdown/markdown.h"
+#include "http/searchapi.h"
 #include "test.h"
 
 #include <pthread.h>

@@ -7,14 +7,14 @@
  * HTTP/1.1 client written here, so that every byte on the wire is checked
  * rather than what a client library makes of it.
  */
-#include "buf.h"
-#include "gzip.h"
-#include "hash.h"
-#include "http.h"
-#include "log.h"
-#include "snapshot.h"
+#include "util/buf.h"
+#include "util/gzip.h"
+#include "util/hash.h"
+#include "http/http.h"
+#include "util/log.h"
+#include "site/snapshot.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

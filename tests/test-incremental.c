@@ -20,8 +20,8 @@
  */
 #include "edits.h"
 
-#include "markdown.h"
-#include "site.h"
+#include "markdown/markdown.h"
+#include "site/site.h"
 #include "test.h"
 
 #include <dirent.h>

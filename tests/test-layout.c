@@ -2,7 +2,7 @@
  * test-layout.c: the page shell: escaping of every field, what each page
  * must contain, the path prefix everywhere, determinism.
  */
-#include "layout.h"
+#include "site/layout.h"
 #include "test.h"
 
 #include <string.h>

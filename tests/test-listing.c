@@ -8,11 +8,11 @@
  * each flush that map must equal the one a new listing of the same notes
  * writes from scratch.
  */
-#include "listing.h"
-#include "map.h"
-#include "site.h"
+#include "site/listing.h"
+#include "util/map.h"
+#include "site/site.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  */
 #include "testutil.h"
 
-#include "loader.h"
+#include "site/loader.h"
 #include "test.h"
 
 #include <dirent.h>

@@ -14,12 +14,12 @@
  * `test-markdown --render < note.md` prints the HTML against the same fake
  * vault: the way to write the expected half of a new example.
  */
-#include "markdown.h"
+#include "markdown/markdown.h"
 #include "test.h"
 
 #include <pthread.h>
-#include "unicode.h"
-#include "xalloc.h"
+#include "util/unicode.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* test-note.c: frontmatter, publish rules and quire.yml. */
-#include "config.h"
-#include "note.h"
+#include "vault/config.h"
+#include "vault/note.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

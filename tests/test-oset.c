@@ -2,9 +2,9 @@
  * test-oset.c: the ordered set against a sorted array, through random
  * adds and removes, with iteration checked after each step.
  */
-#include "oset.h"
+#include "util/oset.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * core must not start helper threads that only take turns with it).
  */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
-#include "parallel.h"
+#include "util/parallel.h"
 #include "test.h"
 
 #include <sched.h>

@@ -4,7 +4,7 @@
  * back, memory bounded under many addresses, and threads sharing one
  * address never taking more tokens than there are.
  */
-#include "ratelimit.h"
+#include "util/ratelimit.h"
 #include "test.h"
 
 #include <pthread.h>

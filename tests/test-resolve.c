@@ -3,7 +3,7 @@
  * shortest path, same folder first, relative paths, the same name in two
  * folders, notes against attachments, special characters.
  */
-#include "resolve.h"
+#include "vault/resolve.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -12,10 +12,10 @@
  * `test-sanitize --html < piece.html` prints the sanitized piece: the way
  * to write the expected half of a new case.
  */
-#include "sanitize.h"
-#include "markdown.h"
+#include "markdown/sanitize.h"
+#include "markdown/markdown.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -7,13 +7,13 @@
  * parser below, which also proves it valid.
  */
 #define _XOPEN_SOURCE 700 /* nftw() */
-#include "search.h"
-#include "site.h"
+#include "search/search.h"
+#include "site/site.h"
 #include "test.h"
 #include "testutil.h"
-#include "unicode.h"
-#include "vault.h"
-#include "xalloc.h"
+#include "util/unicode.h"
+#include "vault/vault.h"
+#include "util/xalloc.h"
 
 #include <ctype.h>
 #include <fcntl.h>

@@ -22,13 +22,13 @@
  */
 #include "testutil.h"
 
-#include "export.h"
-#include "hash.h"
-#include "http.h"
+#include "cmd/export.h"
+#include "util/hash.h"
+#include "http/http.h"
 #include "httpc.h"
-#include "loader.h"
-#include "markdown.h"
-#include "searchapi.h"
+#include "site/loader.h"
+#include "markdown/markdown.h"
+#include "http/searchapi.h"
 #include "test.h"
 
 #include <ctype.h>

@@ -10,15 +10,15 @@
  */
 #include "testutil.h"
 
-#include "export.h"
-#include "gzip.h"
-#include "http.h"
+#include "cmd/export.h"
+#include "util/gzip.h"
+#include "http/http.h"
 #include "httpc.h"
-#include "loader.h"
-#include "markdown.h"
-#include "searchapi.h"
+#include "site/loader.h"
+#include "markdown/markdown.h"
+#include "http/searchapi.h"
 #include "test.h"
-#include "watch.h"
+#include "vault/watch.h"
 
 #include <pthread.h>
 

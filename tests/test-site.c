@@ -7,10 +7,10 @@
  */
 #include "testutil.h"
 
-#include "export.h"
-#include "gzip.h"
-#include "markdown.h"
-#include "site.h"
+#include "cmd/export.h"
+#include "util/gzip.h"
+#include "markdown/markdown.h"
+#include "site/site.h"
 #include "test.h"
 
 #include <dirent.h>

@@ -10,9 +10,9 @@
  * dropping while the main thread publishes must leave every count right
  * (ASan reports any use after free).
  */
-#include "snapshot.h"
+#include "site/snapshot.h"
 #include "test.h"
-#include "xalloc.h"
+#include "util/xalloc.h"
 
 #include <pthread.h>
 #include <sched.h>

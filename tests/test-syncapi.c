@@ -10,15 +10,15 @@
  */
 #include "testutil.h" /* first: it defines _GNU_SOURCE */
 
-#include "hash.h"
-#include "http.h"
-#include "loader.h"
-#include "log.h"
-#include "snapshot.h"
-#include "syncapi.h"
+#include "util/hash.h"
+#include "http/http.h"
+#include "site/loader.h"
+#include "util/log.h"
+#include "site/snapshot.h"
+#include "sync/syncapi.h"
 #include "test.h"
 #include "testhttp.h"
-#include "vault.h"
+#include "vault/vault.h"
 
 #include <dirent.h>
 #include <fcntl.h>

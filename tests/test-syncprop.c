@@ -14,11 +14,11 @@
  */
 #include "edits.h"
 
-#include "http.h"
-#include "loader.h"
-#include "markdown.h"
-#include "site.h"
-#include "syncapi.h"
+#include "http/http.h"
+#include "site/loader.h"
+#include "markdown/markdown.h"
+#include "site/site.h"
+#include "sync/syncapi.h"
 #include "testhttp.h"
 
 #include <pthread.h>

@@ -1,7 +1,7 @@
 /* test-unicode.c: sanitizing, normalization, folding, slugs and URLs. */
 #include "test.h"
-#include "unicode.h"
-#include "vault.h"
+#include "util/unicode.h"
+#include "vault/vault.h"
 
 #include <stdlib.h>
 

@@ -9,8 +9,8 @@
  */
 #include "testutil.h" /* first: it defines _GNU_SOURCE */
 #include "test.h"
-#include "log.h"
-#include "watch.h"
+#include "util/log.h"
+#include "vault/watch.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "util/buf.h"
 #include "httpc.h" /* send_all(), now_s() */
-#include "json.h"
-#include "xalloc.h"
+#include "util/json.h"
+#include "util/xalloc.h"
 
 struct th_resp {
 	int status;

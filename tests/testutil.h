@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "xalloc.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
 
 static inline char *tv_new(void)
 {

@@ -1,0 +1,2722 @@
+/*
+ * http.c: the HTTP/1.1 front on libevent's evhttp.
+ *
+ * What. Serves the live snapshot: pages and assets from memory, attachments
+ * from disk with sendfile, redirects, the themed 404, /healthz and
+ * /metrics, and whatever other modules register with
+ * http_server_add_handler().
+ *
+ * How. One event_base and one evhttp per thread. Each loop owns its own
+ * listening socket, made here (socket, SO_REUSEPORT, bind, listen) and
+ * handed to evhttp_accept_socket_with_handle(), so the kernel balances new
+ * connections and loops share no lock on the request path (the snapshot
+ * slot's two-instruction mutex aside). A request takes a snapshot
+ * reference, looks the decoded path up, and adds the page's bytes to the
+ * response with evbuffer_add_reference() holding a page reference that
+ * the buffer's cleanup callback drops once libevent has written them: a
+ * snapshot published mid-response frees nothing in flight. ETags were
+ * computed at load; dates are formatted by hand and cached per loop.
+ *
+ * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
+ * response side is ours (see respond()): the status line and headers are
+ * written in one block, and the response is written from the request
+ * callback and finished at once with evhttp_send_reply_end() when it fits
+ * in the socket. Both came from profiles (bench/http-vs-nginx.sh): evhttp's
+ * header lists and its wait for EPOLLOUT with epoll_ctl calls around every
+ * request cost about a third of the server's CPU. What is left is mostly
+ * the kernel's send path, which nginx pays too.
+ *
+ * Connections. libevent 2.1 has no per-server connection limit nor an
+ * accept hook, so the bufferevent callback (evhttp_set_bevcb), which runs
+ * once per accepted socket, does the counting: over max_connections it
+ * returns a bufferevent pair, which cannot take a socket, so evhttp closes
+ * the socket at once. Otherwise the new bufferevent is "adopted" by an
+ * event that runs right after evhttp has set the connection up: it finds
+ * the evhttp_connection through the bufferevent's callback argument and
+ * sets the close callback that gives the slot back, the separate read and
+ * write timeouts, and TCP_NODELAY.
+ *
+ * Stopping. A stop writes a byte to each loop's control pipe; the loop
+ * closes its listening socket and its idle connections, answers what is
+ * still in flight with "Connection: close", and exits once no response is
+ * being written (or when the grace period ends).
+ *
+ * Deferred replies. A handler may take a request over
+ * (http_request_defer) and answer from another thread. The answer is
+ * queued on the request's loop under a mutex and the loop is woken by a
+ * byte on a second pipe (written only when the queue was empty), so only
+ * the owning loop ever touches the evhttp_request. evhttp reads nothing
+ * more from a connection while a request on it is unanswered, so the
+ * request stays valid; if the connection is freed anyway (stop, server
+ * teardown), the close callback marks the deferred request dead and its
+ * answer is dropped. Deferred requests count as in flight, and a stop
+ * does not close their connections as idle.
+ *
+ * Rejected:
+ * - evthread_use_pthreads() so that loops can wake each other with
+ *   event_active(): it puts a lock around every event operation of every
+ *   loop; one pipe per loop does the same job for a stop that happens once.
+ * - A hand-written HTTP/1.1 parser and connection state machine: evhttp's
+ *   parsing costs a few percent in the profile, and its limits, bodies and
+ *   pipelining are tested code.
+ * - Shared atomic counters: each loop bumps its own (relaxed stores, no
+ *   read-modify-write) and /metrics sums them.
+ * - Caching open attachment descriptors: a file can change under a
+ *   snapshot; opening per request (with O_NOFOLLOW) is what lets a changed
+ *   or swapped file be refused.
+ */
+#include "http/http.h"
+#include "util/buf.h"
+#include "site/hosts.h"
+#include "util/log.h"
+#include "util/unicode.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/http_struct.h> /* the request's major/minor version */
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+
+#define DEFAULT_MAX_HEADER (8 * 1024)
+#define DEFAULT_MAX_URI (4 * 1024)
+#define DEFAULT_MAX_BODY (1024 * 1024)
+#define DEFAULT_READ_TIMEOUT 15
+#define DEFAULT_WRITE_TIMEOUT 30
+#define DEFAULT_GRACE 10
+#define LISTEN_BACKLOG 4096
+#define LOG_FLUSH_SIZE (32 * 1024)
+#define HTTP_DATE_SIZE 30 /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
+
+/* What a request was, for quire_requests_total{kind=...}. */
+enum kind { K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS, NKINDS };
+static const char *const kind_names[NKINDS] = {
+	"page", "file", "asset", "redirect", "notfound", "api", "health", "metrics",
+};
+
+/*
+ * Per-loop counters. Only the owning loop writes them, with a relaxed load
+ * and store (plain moves on common hardware); /metrics reads them from any
+ * loop with relaxed loads.
+ */
+struct counters {
+	_Atomic uint64_t requests[4][NKINDS]; /* 2xx, 3xx, 4xx, 5xx */
+	_Atomic uint64_t bytes;
+	_Atomic uint64_t not_modified;
+	_Atomic uint64_t refused;
+};
+
+static inline void bump(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static inline uint64_t peek(_Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+struct handler {
+	char *prefix;
+	size_t len;
+	int is_prefix; /* prefix ends with '/': matches everything under it */
+	int raw;       /* also gets refused targets (http_server_add_raw_handler) */
+	enum kind kind;
+	void (*fn)(struct http_request *req, void *ctx);
+	void *ctx;
+};
+
+/* An open connection, known from adoption to close (to close idle ones at stop). */
+struct conn {
+	struct worker *w;
+	struct evhttp_connection *con;
+	struct conn *prev, *next;
+};
+
+/*
+ * A request taken over by a handler. Created and listed on its loop; the
+ * holder fills hdr and body; queued back under the loop's done_lock.
+ */
+struct http_deferred {
+	struct worker *w;
+	struct evhttp_request *ev;  /* loop thread only; NULL once dead */
+	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
+	struct http_deferred *qnext;       /* w->done queue */
+	enum kind kind;
+	int head, absolute;
+	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
+	int status;
+	struct buf hdr;             /* header lines of the answer */
+	struct buf body;
+};
+
+struct worker {
+	struct http_server *srv;
+	int index;
+	pthread_t thread;
+	int thread_started;
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound;
+	int listen_fd;            /* until evhttp's listener owns it, then -1 */
+	int ctl[2];               /* stop pipe: any byte stops this loop */
+	struct event *ctl_ev;
+	struct event *adopt_ev;
+	struct event *grace_ev;
+	struct event *flush_ev;
+	struct event *resume_ev;  /* re-enables accepting after EMFILE */
+	int done_pipe[2];         /* deferred answers waiting: a byte wakes the loop */
+	struct event *done_ev;
+	pthread_mutex_t done_lock;
+	int done_lock_init;
+	struct http_deferred *done_head, *done_tail; /* under done_lock */
+	struct http_deferred *deferred; /* taken over and not yet answered (loop thread) */
+	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
+	struct bufferevent **pending; /* accepted, not yet adopted */
+	size_t npending, apending;
+	struct conn *conns;       /* adopted and open */
+	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
+	int stopping;
+	long inflight;            /* responses handed to evhttp and not yet written */
+	struct timeval deadline;
+	time_t date_sec;          /* second of the cached dates below */
+	char date[HTTP_DATE_SIZE];
+	char clf_date[80];        /* "10/Oct/2000:13:55:36 +0000" */
+	time_t lm_sec;            /* one-entry cache of the last Last-Modified */
+	char lm[HTTP_DATE_SIZE];
+	struct buf hdr;           /* header lines of the response being built */
+	struct buf head;          /* its status line and header block */
+	struct buf log;           /* access log lines not yet written */
+	struct counters c;
+};
+
+struct http_server {
+	struct http_options opt;  /* with the strings below */
+	char *listen;
+	char *prefix;             /* "" or "/docs" (no trailing slash) */
+	size_t prefix_len;
+	char *access_log;
+	int log_fd;
+	size_t max_uri;
+	struct timeval read_tv, write_tv;
+	int grace_s;
+	struct worker **workers;
+	int nworkers;
+	int port;
+	struct handler *handlers;
+	size_t nhandlers, ahandlers;
+	size_t nraw;              /* handlers with raw set */
+	atomic_int nconns;
+	time_t started;
+	int ran;
+	struct event *sig_int, *sig_term, *sig_hup;
+};
+
+struct http_request {
+	struct worker *w;
+	struct evhttp_request *ev;
+	enum http_method method;
+	int head;
+	const char *uri;          /* raw request target */
+	char *path;               /* decoded, without the prefix, in w->scratch */
+	size_t path_len;
+	const char *query;        /* raw, after '?', or NULL */
+	struct snapshot *snap;
+	struct snapshot_host *host; /* the custom domain asked for, or NULL: the main site */
+	enum kind kind;
+	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
+	int replied;              /* answered or deferred */
+	int sandbox;              /* an attachment a browser would run: CSP sandbox */
+	const char *target;       /* http_request_target(), computed on first use */
+};
+
+/* ---- small helpers ---- */
+
+static const char *in_header(struct evhttp_request *ev, const char *name)
+{
+	return evhttp_find_header(evhttp_request_get_input_headers(ev), name);
+}
+
+/* Decimal digits of v into out (at least 21 bytes); returns out. */
+static char *fmt_u64(char *out, uint64_t v)
+{
+	char tmp[21];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+	return out;
+}
+
+static void put2(char *p, int v)
+{
+	p[0] = (char)('0' + v / 10 % 10);
+	p[1] = (char)('0' + v % 10);
+}
+
+static const char wdays[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+				     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT". */
+static void fmt_http_date(time_t t, char out[HTTP_DATE_SIZE])
+{
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 > 9999 || tm.tm_year + 1900 < 0) {
+		memcpy(out, "Thu, 01 Jan 1970 00:00:00 GMT", HTTP_DATE_SIZE);
+		return;
+	}
+	memcpy(out, wdays[tm.tm_wday], 3);
+	out[3] = ',';
+	out[4] = ' ';
+	put2(out + 5, tm.tm_mday);
+	out[7] = ' ';
+	memcpy(out + 8, months[tm.tm_mon], 3);
+	out[11] = ' ';
+	put2(out + 12, (tm.tm_year + 1900) / 100);
+	put2(out + 14, (tm.tm_year + 1900) % 100);
+	out[16] = ' ';
+	put2(out + 17, tm.tm_hour);
+	out[19] = ':';
+	put2(out + 20, tm.tm_min);
+	out[22] = ':';
+	put2(out + 23, tm.tm_sec);
+	memcpy(out + 25, " GMT", 5);
+}
+
+static int month_index(const char *s)
+{
+	int i;
+
+	for (i = 0; i < 12; i++)
+		if (strncasecmp(s, months[i], 3) == 0)
+			return i + 1;
+	return 0;
+}
+
+static int digits(const char **p, int min, int max, int *out)
+{
+	int n = 0, v = 0;
+
+	while (n < max && **p >= '0' && **p <= '9') {
+		v = v * 10 + (**p - '0');
+		(*p)++;
+		n++;
+	}
+	if (n < min)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int hms(const char **p, int *h, int *m, int *s)
+{
+	if (digits(p, 2, 2, h) < 0 || *(*p)++ != ':' || digits(p, 2, 2, m) < 0 ||
+	    *(*p)++ != ':' || digits(p, 2, 2, s) < 0)
+		return -1;
+	return *h < 24 && *m < 60 && *s < 61 ? 0 : -1;
+}
+
+/*
+ * Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime).
+ * Returns 0 or -1; an invalid date is ignored by the callers, as RFC 9110
+ * asks.
+ */
+static int parse_http_date(const char *s, time_t *out)
+{
+	int day, mon, year, h, m, sec;
+
+	while (*s == ' ')
+		s++;
+	while ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))
+		s++;
+	if (*s == ',')
+		s++;
+	while (*s == ' ')
+		s++;
+	if (*s >= '0' && *s <= '9') {
+		/* "06 Nov 1994 08:49:37 GMT" or "06-Nov-94 08:49:37 GMT" */
+		if (digits(&s, 1, 2, &day) < 0 || (*s != ' ' && *s != '-'))
+			return -1;
+		s++;
+		if (!(mon = month_index(s)))
+			return -1;
+		s += 3;
+		if (*s != ' ' && *s != '-')
+			return -1;
+		s++;
+		if (digits(&s, 2, 4, &year) < 0 || *s++ != ' ' || hms(&s, &h, &m, &sec) < 0)
+			return -1;
+		if (year < 100)
+			year += year < 70 ? 2000 : 1900;
+	} else {
+		/* asctime: "Nov  6 08:49:37 1994" */
+		if (!(mon = month_index(s)))
+			return -1;
+		s += 3;
+		while (*s == ' ')
+			s++;
+		if (digits(&s, 1, 2, &day) < 0 || *s++ != ' ' || hms(&s, &h, &m, &sec) < 0 ||
+		    *s++ != ' ' || digits(&s, 4, 4, &year) < 0)
+			return -1;
+	}
+	if (day < 1 || day > 31)
+		return -1;
+	*out = (time_t)(days_from_civil(year, mon, day) * 86400 + h * 3600 + m * 60 + sec);
+	return 0;
+}
+
+/* Refreshes the per-loop Date strings once a second. */
+static void refresh_dates(struct worker *w)
+{
+	struct timeval tv;
+	struct tm tm;
+
+	if (event_base_gettimeofday_cached(w->base, &tv) < 0)
+		gettimeofday(&tv, NULL);
+	if (tv.tv_sec == w->date_sec)
+		return;
+	w->date_sec = tv.tv_sec;
+	fmt_http_date(tv.tv_sec, w->date);
+	if (gmtime_r(&w->date_sec, &tm))
+		snprintf(w->clf_date, sizeof(w->clf_date), "%02d/%s/%04d:%02d:%02d:%02d +0000",
+			 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec);
+}
+
+static const char *last_modified(struct worker *w, time_t t)
+{
+	if (t != w->lm_sec || !w->lm[0]) {
+		fmt_http_date(t, w->lm);
+		w->lm_sec = t;
+	}
+	return w->lm;
+}
+
+/* ---- request parsing ---- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int http_query_param(const char *query, const char *name, struct buf *out)
+{
+	size_t nlen = strlen(name);
+	const char *p = query;
+
+	buf_reset(out);
+	while (p && *p) {
+		const char *end = strchr(p, '&');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+			if (buf_add_urldecoded(out, p + nlen + 1, len - nlen - 1, 1) < 0 ||
+			    memchr(out->ptr, '\0', out->len))
+				return -1;
+			return 1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+
+/*
+ * Decodes the path of a request target into out (room for strlen(uri) + 1
+ * bytes) and points *query at the raw query or NULL. Rejects (-1) what a
+ * vault path can never be and what could escape it: no leading '/', bad
+ * or NUL escapes, control bytes, backslashes, invalid UTF-8, "//", and "."
+ * or ".." segments, raw or encoded alike. Returns the decoded length.
+ */
+static long decode_target(const char *uri, char *out, const char **query)
+{
+	const unsigned char *p = (const unsigned char *)uri;
+	size_t n = 0, i, seg;
+	int high = 0;
+
+	*query = NULL;
+	if (*p != '/')
+		return -1;
+	for (; *p && *p != '?'; p++) {
+		unsigned c = *p;
+		if (c <= 0x20 || c == 0x7f || c == '#' || c == '\\')
+			return -1;
+		if (c == '%') {
+			int a = hexval(p[1]), b = a < 0 ? -1 : hexval(p[2]);
+			if (b < 0)
+				return -1;
+			c = (unsigned)(a * 16 + b);
+			p += 2;
+			if (c < 0x20 || c == 0x7f || c == '\\')
+				return -1;
+		}
+		if (c >= 0x80)
+			high = 1;
+		out[n++] = (char)c;
+	}
+	if (*p == '?') {
+		*query = (const char *)p + 1;
+		for (p++; *p; p++)
+			if (*p <= 0x20 || *p == 0x7f)
+				return -1;
+	}
+	out[n] = '\0';
+	if (high && !utf8_valid(out, n))
+		return -1;
+	/* segments: out[0] == '/' */
+	for (i = 0; i < n; i = seg) {
+		size_t len;
+		seg = i + 1;
+		while (seg < n && out[seg] != '/')
+			seg++;
+		len = seg - i - 1;
+		if (len == 0 && seg < n)
+			return -1; /* "//" */
+		if ((len == 1 && out[i + 1] == '.') ||
+		    (len == 2 && out[i + 1] == '.' && out[i + 2] == '.'))
+			return -1;
+	}
+	return (long)n;
+}
+
+/* A qvalue in thousandths; invalid gives 0 (not acceptable). */
+static int parse_qvalue(const char *p)
+{
+	int q, scale = 100;
+
+	if (*p == '0')
+		q = 0;
+	else if (*p == '1')
+		q = 1000;
+	else
+		return 0;
+	p++;
+	if (*p == '.') {
+		for (p++; *p >= '0' && *p <= '9' && scale; p++, scale /= 10)
+			q += (*p - '0') * scale;
+	}
+	return q > 1000 ? 1000 : q;
+}
+
+static int is_ows(int c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * True when the Accept-Encoding value lets us send gzip and does not
+ * prefer identity: "gzip", "x-gzip" and "*" with q > 0; "gzip;q=0" and
+ * "*;q=0" (with gzip unlisted) refuse it. Identity is never refused in
+ * practice: with gzip refused too, identity is what a client gets.
+ */
+static int accepts_gzip(const char *ae)
+{
+	int q_gzip = -1, q_star = -1, q_id = -1;
+	const char *p = ae;
+
+	while (*p) {
+		const char *name;
+		size_t len;
+		int q = 1000;
+
+		while (*p == ',' || is_ows(*p))
+			p++;
+		if (!*p)
+			break;
+		name = p;
+		while (*p && *p != ',' && *p != ';' && !is_ows(*p))
+			p++;
+		len = (size_t)(p - name);
+		while (is_ows(*p))
+			p++;
+		while (*p == ';') {
+			p++;
+			while (is_ows(*p))
+				p++;
+			if ((*p == 'q' || *p == 'Q') && p[1] == '=') {
+				p += 2;
+				q = parse_qvalue(p);
+			}
+			while (*p && *p != ',' && *p != ';')
+				p++;
+		}
+		while (*p && *p != ',')
+			p++;
+		if ((len == 4 && strncasecmp(name, "gzip", 4) == 0) ||
+		    (len == 6 && strncasecmp(name, "x-gzip", 6) == 0))
+			q_gzip = q;
+		else if (len == 1 && *name == '*')
+			q_star = q;
+		else if (len == 8 && strncasecmp(name, "identity", 8) == 0)
+			q_id = q;
+	}
+	if (q_gzip < 0)
+		q_gzip = q_star < 0 ? 0 : q_star;
+	if (q_gzip == 0)
+		return 0;
+	return q_id < 0 || q_gzip >= q_id;
+}
+
+/*
+ * If-None-Match: true when list ("*", or entity-tags separated by commas)
+ * matches etag under the weak comparison (W/"x" matches "x").
+ */
+static int etag_list_match(const char *list, const char *etag)
+{
+	size_t elen = strlen(etag);
+	const char *p = list;
+
+	for (;;) {
+		const char *q;
+
+		while (*p == ',' || is_ows(*p))
+			p++;
+		if (!*p)
+			return 0;
+		if (*p == '*')
+			return 1;
+		if (p[0] == 'W' && p[1] == '/')
+			p += 2;
+		if (*p != '"') {
+			while (*p && *p != ',')
+				p++;
+			continue;
+		}
+		q = strchr(p + 1, '"');
+		if (!q)
+			return 0;
+		if ((size_t)(q + 1 - p) == elen && memcmp(p, etag, elen) == 0)
+			return 1;
+		p = q + 1;
+	}
+}
+
+/* True when a conditional GET/HEAD should be answered with 304. */
+static int not_modified(struct evhttp_request *ev, const char *etag, time_t mtime)
+{
+	const char *inm = in_header(ev, "If-None-Match"), *ims;
+	time_t t;
+
+	if (inm)
+		return etag[0] && etag_list_match(inm, etag);
+	ims = in_header(ev, "If-Modified-Since");
+	return ims && mtime > 0 && parse_http_date(ims, &t) == 0 && mtime <= t;
+}
+
+/* If-Range: a strong ETag that matches exactly, or the exact Last-Modified date. */
+static int if_range_ok(const char *v, const char *etag, time_t mtime)
+{
+	size_t elen = strlen(etag), n;
+	time_t t;
+
+	while (is_ows(*v))
+		v++;
+	if (*v == '"') {
+		n = strlen(v);
+		while (n && is_ows(v[n - 1]))
+			n--;
+		return etag[0] && n == elen && memcmp(v, etag, elen) == 0;
+	}
+	if (v[0] == 'W' && v[1] == '/')
+		return 0;
+	return mtime > 0 && parse_http_date(v, &t) == 0 && t == mtime;
+}
+
+static int parse_pos(const char **p, uint64_t *out)
+{
+	uint64_t v = 0;
+	int n = 0;
+
+	while (**p >= '0' && **p <= '9') {
+		if (v > (UINT64_MAX - 9) / 10)
+			v = UINT64_MAX / 10; /* saturate: bigger than any file */
+		else
+			v = v * 10 + (uint64_t)(**p - '0');
+		(*p)++;
+		n++;
+	}
+	*out = v;
+	return n ? 0 : -1;
+}
+
+/*
+ * Range: a single "bytes=a-b", "a-" or "-n" range. Returns 1 with the
+ * range in *off and *len, 0 when the header is to be ignored (syntax we do
+ * not serve, multiple ranges: RFC 9110 lets a server answer those with the
+ * whole representation), -1 when it cannot be satisfied (416).
+ */
+static int parse_range(const char *s, uint64_t size, uint64_t *off, uint64_t *len)
+{
+	uint64_t a, b = 0;
+	int has_b = 0;
+
+	while (is_ows(*s))
+		s++;
+	if (strncasecmp(s, "bytes", 5) != 0)
+		return 0;
+	s += 5;
+	while (is_ows(*s))
+		s++;
+	if (*s++ != '=')
+		return 0;
+	while (is_ows(*s))
+		s++;
+	if (strchr(s, ','))
+		return 0;
+	if (*s == '-') {
+		s++;
+		if (parse_pos(&s, &a) < 0)
+			return 0;
+		while (is_ows(*s))
+			s++;
+		if (*s)
+			return 0;
+		if (a == 0 || size == 0)
+			return -1;
+		if (a > size)
+			a = size;
+		*off = size - a;
+		*len = a;
+		return 1;
+	}
+	if (parse_pos(&s, &a) < 0 || *s++ != '-')
+		return 0;
+	if (*s >= '0' && *s <= '9') {
+		if (parse_pos(&s, &b) < 0)
+			return 0;
+		has_b = 1;
+	}
+	while (is_ows(*s))
+		s++;
+	if (*s || (has_b && b < a))
+		return 0;
+	if (a >= size)
+		return -1;
+	if (!has_b || b > size - 1)
+		b = size - 1;
+	*off = a;
+	*len = b - a + 1;
+	return 1;
+}
+
+int http_addr_is_loopback(const char *addr)
+{
+	if (!addr)
+		return 0;
+	if (strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0)
+		return 1;
+	return strncasecmp(addr, "::ffff:127.", 11) == 0;
+}
+
+/* ---- responses ---- */
+
+static void on_complete(struct evhttp_request *ev, void *arg);
+static void check_stop(struct worker *w);
+
+static const char *method_name(enum evhttp_cmd_type t)
+{
+	switch (t) {
+	case EVHTTP_REQ_GET: return "GET";
+	case EVHTTP_REQ_HEAD: return "HEAD";
+	case EVHTTP_REQ_POST: return "POST";
+	case EVHTTP_REQ_PUT: return "PUT";
+	case EVHTTP_REQ_DELETE: return "DELETE";
+	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+	case EVHTTP_REQ_TRACE: return "TRACE";
+	case EVHTTP_REQ_CONNECT: return "CONNECT";
+	case EVHTTP_REQ_PATCH: return "PATCH";
+	default: return "-";
+	}
+}
+
+static void flush_log(struct worker *w)
+{
+	const char *p = w->log.ptr;
+	size_t left = w->log.len;
+
+	while (left > 0) {
+		ssize_t n = write(w->srv->log_fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("http: access log: %s", n < 0 ? strerror(errno) : "short write");
+			break;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	buf_reset(&w->log);
+}
+
+/* One line of the common log format; the URI is escaped as nginx does. */
+static void log_request(struct http_request *r, int status, size_t bytes)
+{
+	struct worker *w = r->w;
+	struct evhttp_connection *con = evhttp_request_get_connection(r->ev);
+	char *host = NULL;
+	ev_uint16_t port = 0;
+	const unsigned char *u;
+	char num[24];
+
+	if (con)
+		evhttp_connection_get_peer(con, &host, &port);
+	buf_adds(&w->log, host ? host : "-");
+	buf_add(&w->log, " - - [", 6);
+	buf_adds(&w->log, w->clf_date);
+	buf_add(&w->log, "] \"", 3);
+	buf_adds(&w->log, method_name(evhttp_request_get_command(r->ev)));
+	buf_addc(&w->log, ' ');
+	for (u = (const unsigned char *)(r->uri ? r->uri : "-"); *u; u++) {
+		if (*u < 0x20 || *u >= 0x7f || *u == '"' || *u == '\\')
+			buf_addf(&w->log, "\\x%02X", *u);
+		else
+			buf_addc(&w->log, *u);
+	}
+	buf_addf(&w->log, " HTTP/%d.%d\" %d ", r->ev->major, r->ev->minor, status);
+	buf_adds(&w->log, fmt_u64(num, bytes));
+	buf_addc(&w->log, '\n');
+	if (w->log.len >= LOG_FLUSH_SIZE)
+		flush_log(w);
+}
+
+/*
+ * Response headers. evhttp keeps headers as a list of three malloc'd
+ * pieces each and prints them one printf at a time; the profile showed
+ * that at a tenth of the server's time. We write the header block
+ * ourselves instead: lines accumulate in the loop's hdr buffer while the
+ * request is handled, and respond() puts the status line, Date and the
+ * lines in the connection's output with one copy.
+ */
+static void hdr_line(struct http_request *r, const char *line, size_t len)
+{
+	buf_add(&r->w->hdr, line, len);
+}
+#define HDR_CONST(r, s) hdr_line((r), (s), sizeof(s) - 1)
+
+static void hdr(struct http_request *r, const char *name, const char *value)
+{
+	struct buf *h = &r->w->hdr;
+
+	buf_adds(h, name);
+	buf_add(h, ": ", 2);
+	buf_adds(h, value);
+	buf_add(h, "\r\n", 2);
+}
+
+static void set_length(struct http_request *r, uint64_t len)
+{
+	char num[24];
+
+	hdr(r, "Content-Length", fmt_u64(num, len));
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 412: return "Precondition Failed";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
+	case 416: return "Range Not Satisfiable";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Status";
+	}
+}
+
+/*
+ * Sends the response whose header lines are in the loop's hdr buffer and
+ * whose body is in the request's output buffer; every response of ours
+ * goes through here.
+ *
+ * The response is written at once rather than on the next loop iteration,
+ * and when it all fits in the socket, evhttp_send_reply_end() finishes the
+ * request right away: the connection goes back to reading within the same
+ * iteration, so a keep-alive request costs no EPOLLOUT round trip and,
+ * with the epoll changelist, the write event's add and remove cancel out
+ * (the first profile had epoll_ctl at a fifth of the server's time; the
+ * one call left per request is evhttp turning reads off and on again).
+ * What does not fit is left to the bufferevent, set up as
+ * evhttp_write_buffer() would (reads off but close detection on), and the
+ * request finishes when the rest is written.
+ *
+ * The request (and the connection) may be freed when this returns, so r's
+ * libevent pointers are cleared.
+ */
+/*
+ * Security headers (docs/security.md). A response from a snapshot carries
+ * the snapshot's (quire's Content-Security-Policy, or quire.yml's); an
+ * attachment a browser would run as a document (HTML, SVG, XML) is
+ * sandboxed, so that its scripts have no origin; the rest (plain-text
+ * errors, API answers given later) may run nothing at all.
+ */
+#define NOSNIFF "X-Content-Type-Options: nosniff\r\n" \
+		"Referrer-Policy: strict-origin-when-cross-origin\r\n"
+#define SANDBOX_HEADERS "Content-Security-Policy: sandbox; default-src 'none'; " \
+			"img-src 'self' data:; style-src 'unsafe-inline'\r\n" NOSNIFF
+#define BARE_HEADERS "Content-Security-Policy: default-src 'none'; " \
+		     "frame-ancestors 'none'\r\n" NOSNIFF
+
+static void respond(struct http_request *r, int status)
+{
+	struct worker *w = r->w;
+	struct evhttp_request *ev = r->ev;
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct evbuffer *body = evhttp_request_get_output_buffer(ev), *out;
+	size_t blen = evbuffer_get_length(body);
+	struct buf *h = &w->head;
+	const char *c = in_header(ev, "Connection");
+	int v10 = ev->major < 1 || (ev->major == 1 && ev->minor == 0);
+	int cls = status / 100 - 2, n;
+	evutil_socket_t fd;
+
+	refresh_dates(w);
+	buf_reset(h);
+	buf_add(h, "HTTP/1.1 ", 9);
+	buf_addc(h, '0' + status / 100 % 10);
+	buf_addc(h, '0' + status / 10 % 10);
+	buf_addc(h, '0' + status % 10);
+	buf_addc(h, ' ');
+	buf_adds(h, reason(status));
+	buf_add(h, "\r\nDate: ", 8);
+	buf_add(h, w->date, HTTP_DATE_SIZE - 1);
+	buf_add(h, "\r\n", 2);
+	/* the same tests evhttp makes to decide whether to close afterwards */
+	if (r->absolute) {
+		c = in_header(ev, "Proxy-Connection");
+		v10 = 1;
+	}
+	if (w->stopping || (c && strcasecmp(c, "close") == 0) ||
+	    (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0))) {
+		buf_add(h, "Connection: close\r\n", 19);
+		if (w->stopping && evhttp_add_header(evhttp_request_get_output_headers(ev),
+						     "Connection", "close") < 0)
+			log_warn("http: cannot mark the connection for closing");
+	} else if (v10) {
+		buf_add(h, "Connection: keep-alive\r\n", 24);
+	}
+	buf_add(h, w->hdr.ptr, w->hdr.len);
+	if (r->sandbox)
+		buf_add(h, SANDBOX_HEADERS, sizeof(SANDBOX_HEADERS) - 1);
+	else if (r->snap && r->snap->headers)
+		buf_adds(h, r->snap->headers);
+	else
+		buf_add(h, BARE_HEADERS, sizeof(BARE_HEADERS) - 1);
+	buf_add(h, "\r\n", 2);
+
+	if (cls < 0)
+		cls = 0;
+	if (cls > 3)
+		cls = 3;
+	bump(&w->c.requests[cls][r->kind], 1);
+	bump(&w->c.bytes, blen);
+	if (status == 304)
+		bump(&w->c.not_modified, 1);
+	if (w->srv->log_fd >= 0)
+		log_request(r, status, blen);
+	r->replied = 1;
+	r->ev = NULL;
+	r->uri = NULL;
+	r->query = NULL;
+	if (!bev) {
+		evhttp_send_reply_end(ev); /* no connection: frees the request */
+		return;
+	}
+	out = bufferevent_get_output(bev);
+	if (evbuffer_add(out, h->ptr, h->len) < 0 || evbuffer_add_buffer(out, body) < 0)
+		log_warn("http: cannot queue a response");
+	w->inflight++;
+	evhttp_request_set_on_complete_cb(ev, on_complete, w);
+
+	fd = bufferevent_getfd(bev);
+	evbuffer_unfreeze(out, 1); /* the socket bufferevent drains it only in its write callback */
+	n = fd >= 0 ? evbuffer_write(out, fd) : -1;
+	evbuffer_freeze(out, 1);
+	(void)n; /* errors show up again when the bufferevent writes */
+	if (evbuffer_get_length(out) > 0) {
+		bufferevent_data_cb wcb;
+		bufferevent_event_cb ecb;
+		void *arg;
+
+		bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
+		bufferevent_setcb(bev, NULL, wcb, ecb, arg);
+		if (bufferevent_enable(bev, EV_READ | EV_WRITE) < 0)
+			log_warn("http: cannot wait for the socket");
+	}
+	evhttp_send_reply_end(ev);
+}
+
+/* A short plain-text answer (errors, 405, 503). */
+static void respond_text(struct http_request *r, int status, const char *text)
+{
+	size_t len = strlen(text);
+
+	HDR_CONST(r, "Content-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n");
+	set_length(r, len);
+	if (!r->head && evbuffer_add(evhttp_request_get_output_buffer(r->ev), text, len) < 0)
+		log_warn("http: cannot queue a response");
+	respond(r, status);
+}
+
+static void unref_page(const void *data, size_t len, void *arg)
+{
+	page_unref(arg);
+}
+
+static void cache_control(struct http_request *r, int immutable)
+{
+	if (immutable)
+		HDR_CONST(r, "Cache-Control: public, max-age=31536000, immutable\r\n");
+	else
+		HDR_CONST(r, "Cache-Control: no-cache\r\n");
+}
+
+/*
+ * Sends a page that lives in memory: gzip or identity after the client's
+ * Accept-Encoding, 304 for conditional requests when status is 200.
+ */
+static void serve_bytes(struct http_request *r, struct page *p, int status)
+{
+	struct evhttp_request *ev = r->ev;
+	const char *ae, *etag = p->etag, *body = p->body;
+	size_t len = p->body_len;
+	int gz = 0;
+
+	if (p->gz && (ae = in_header(ev, "Accept-Encoding")) && accepts_gzip(ae)) {
+		gz = 1;
+		etag = p->gz_etag;
+		body = p->gz;
+		len = p->gz_len;
+	}
+	if (status == 200 && not_modified(ev, etag, p->mtime)) {
+		hdr(r, "ETag", etag);
+		cache_control(r, p->immutable);
+		if (p->gz)
+			HDR_CONST(r, "Vary: Accept-Encoding\r\n");
+		respond(r, 304);
+		return;
+	}
+	hdr(r, "Content-Type", p->content_type);
+	set_length(r, len);
+	if (status == 200) {
+		hdr(r, "ETag", etag);
+		if (p->mtime > 0)
+			hdr(r, "Last-Modified", last_modified(r->w, p->mtime));
+	}
+	cache_control(r, p->immutable && status == 200);
+	if (p->gz)
+		HDR_CONST(r, "Vary: Accept-Encoding\r\n");
+	if (gz)
+		HDR_CONST(r, "Content-Encoding: gzip\r\n");
+	if (!r->head && len > 0 && !body) {
+		/* only gzip is kept (page_keep_identity): inflated for this client */
+		const char *bytes = page_bytes(p);
+		if (!bytes || evbuffer_add(evhttp_request_get_output_buffer(ev), bytes, len) < 0)
+			log_warn("http: cannot queue %s", p->path);
+	} else if (!r->head && len > 0 &&
+		   evbuffer_add_reference(evhttp_request_get_output_buffer(ev), body, len,
+					  unref_page, page_ref(p)) < 0) {
+		page_unref(p);
+		log_warn("http: cannot queue %s", p->path);
+	}
+	respond(r, status);
+}
+
+static void serve_not_found(struct http_request *r)
+{
+	r->kind = K_NOTFOUND;
+	if (r->snap && r->snap->not_found)
+		serve_bytes(r, r->snap->not_found, 404);
+	else
+		respond_text(r, 404, "Not Found\n");
+}
+
+/* 301 to prefix + path (decoded, encoded here) + the query, if any. */
+static void redirect_to(struct http_request *r, const char *path, size_t len)
+{
+	struct buf *h = &r->w->hdr;
+
+	r->kind = K_REDIRECT;
+	buf_add(h, "Location: ", 10);
+	buf_add_urlpath(h, r->w->srv->prefix, r->w->srv->prefix_len);
+	buf_add_urlpath(h, path, len);
+	if (r->query) {
+		buf_addc(h, '?');
+		buf_adds(h, r->query);
+	}
+	buf_add(h, "\r\n", 2);
+	cache_control(r, 0);
+	set_length(r, 0);
+	respond(r, 301);
+}
+
+/*
+ * An attachment: opened at request time without following a symlink in the
+ * last component, and sent only when it is still the regular file of the
+ * size the snapshot recorded. The body goes out with sendfile.
+ */
+/* A type a browser opens as a document that may run script: it gets CSP sandbox. */
+static int runs_as_document(const char *type)
+{
+	static const char *const kinds[] = { "text/html", "application/xhtml", "image/svg",
+					     "text/xml", "application/xml", "text/xsl" };
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strncasecmp(type, kinds[i], strlen(kinds[i])) == 0)
+			return 1;
+	return 0;
+}
+
+static void serve_file(struct http_request *r, struct page *p)
+{
+	struct evhttp_request *ev = r->ev;
+	struct evbuffer *out = evhttp_request_get_output_buffer(ev);
+	const char *range, *ir;
+	uint64_t off = 0, len, size;
+	struct stat st;
+	char num[24], cr[80];
+	int fd, status = 200, rc;
+
+	r->kind = K_FILE;
+	r->sandbox = runs_as_document(p->content_type);
+	fd = open(p->file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		log_warn("http: %s: %s: %s", p->path, p->file, strerror(errno));
+		serve_not_found(r);
+		return;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != p->file_size) {
+		log_warn("http: %s: %s changed since the snapshot; not serving it", p->path, p->file);
+		close(fd);
+		serve_not_found(r);
+		return;
+	}
+	size = (uint64_t)st.st_size;
+	len = size;
+	if (not_modified(ev, p->etag, p->mtime)) {
+		close(fd);
+		hdr(r, "ETag", p->etag);
+		cache_control(r, p->immutable);
+		respond(r, 304);
+		return;
+	}
+	hdr(r, "Content-Type", p->content_type);
+	HDR_CONST(r, "Accept-Ranges: bytes\r\n");
+	hdr(r, "ETag", p->etag);
+	if (p->mtime > 0)
+		hdr(r, "Last-Modified", last_modified(r->w, p->mtime));
+	cache_control(r, p->immutable);
+	range = in_header(ev, "Range");
+	ir = in_header(ev, "If-Range");
+	if (range && (!ir || if_range_ok(ir, p->etag, p->mtime))) {
+		rc = parse_range(range, size, &off, &len);
+		if (rc < 0) {
+			close(fd);
+			snprintf(cr, sizeof(cr), "bytes */%s", fmt_u64(num, size));
+			hdr(r, "Content-Range", cr);
+			set_length(r, 0);
+			respond(r, 416);
+			return;
+		}
+		if (rc > 0) {
+			status = 206;
+			snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
+				 (unsigned long long)(off + len - 1), (unsigned long long)size);
+			hdr(r, "Content-Range", cr);
+		} else {
+			off = 0;
+			len = size;
+		}
+	}
+	if (r->head || len == 0) {
+		close(fd);
+	} else {
+		/* chains added to a buffer that drains to a socket keep sendfile */
+		if (evbuffer_set_flags(out, EVBUFFER_FLAG_DRAINS_TO_FD) < 0)
+			log_warn("http: %s: no sendfile for this response", p->path);
+		if (evbuffer_add_file(out, fd, (ev_off_t)off, (ev_off_t)len) < 0) {
+			close(fd);
+			log_warn("http: %s: cannot queue the file", p->path);
+			buf_reset(&r->w->hdr);
+			respond_text(r, 500, "Internal Server Error\n");
+			return;
+		}
+	}
+	set_length(r, len);
+	respond(r, status);
+}
+
+static void serve_page(struct http_request *r, struct page *p)
+{
+	switch (p->kind) {
+	case PAGE_NOTE:
+	case PAGE_GENERATED:
+		r->kind = K_PAGE;
+		serve_bytes(r, p, 200);
+		break;
+	case PAGE_ASSET:
+		r->kind = K_ASSET;
+		serve_bytes(r, p, 200);
+		break;
+	case PAGE_FILE:
+		serve_file(r, p);
+		break;
+	case PAGE_REDIRECT:
+		r->kind = K_REDIRECT;
+		if (!p->location || strpbrk(p->location, "\r\n")) {
+			log_error("http: %s: bad redirect location", p->path);
+			respond_text(r, 500, "Internal Server Error\n");
+			break;
+		}
+		hdr(r, "Location", p->location);
+		cache_control(r, 0);
+		set_length(r, 0);
+		respond(r, 301);
+		break;
+	case PAGE_NOT_FOUND:
+	default:
+		r->kind = K_NOTFOUND;
+		serve_bytes(r, p, 404);
+		break;
+	}
+}
+
+/* A miss: "/x/" that exists as "/x" (or the other way round) is a 301. */
+static void serve_miss(struct http_request *r)
+{
+	char *path = r->path;
+	size_t len = r->path_len;
+	struct page *alt;
+
+	if (len > 1 && path[len - 1] == '/') {
+		alt = snapshot_get(r->snap, path, len - 1);
+	} else {
+		path[len] = '/'; /* the scratch buffer has room for it */
+		alt = snapshot_get(r->snap, path, len + 1);
+		path[len] = '\0';
+	}
+	if (alt && alt->kind != PAGE_NOT_FOUND)
+		redirect_to(r, alt->path, alt->path_len);
+	else
+		serve_not_found(r);
+}
+
+/* ---- built-in handlers ---- */
+
+static void health(struct http_request *req, void *ctx)
+{
+	struct http_server *srv = ctx;
+	struct snapshot *s = req->snap;
+	struct buf b = BUF_INIT;
+
+	http_reply_header(req, "Cache-Control", "no-store");
+	buf_addf(&b, "{\"status\":\"ok\",\"version\":%llu,\"notes\":%zu,\"attachments\":%zu,"
+		     "\"uptime_s\":%lld}\n",
+		 (unsigned long long)s->version, s->nnotes, s->nattachments,
+		 (long long)(time(NULL) - srv->started));
+	http_reply_buf(req, 200, "application/json", &b);
+}
+
+/*
+ * GET /healthz/host?domain=H: 200 when H is a site of this vault (base_url's
+ * host, a routed or configured host, or www. of one of them), else 404.
+ * For a TLS proxy that gets certificates on demand (Caddy's "ask").
+ */
+static void host_allowed(struct http_request *req, void *ctx)
+{
+	struct buf q = BUF_INIT;
+	struct snapshot_host *h;
+	char name[HOST_NAME_MAX_LEN];
+	const struct snapshot_hosts *sh = req->snap->hosts;
+	int ok = 0;
+
+	(void)ctx;
+	http_reply_header(req, "Cache-Control", "no-store");
+	if (http_query_param(http_request_query(req), "domain", &q) > 0) {
+		host_from_header(q.ptr, name);
+		ok = hosts_find(req->snap, name, &h) != HOST_MAIN ||
+		     (sh && sh->main_name[0] && strcmp(name, sh->main_name) == 0);
+	}
+	buf_release(&q);
+	if (ok)
+		http_reply(req, 200, "text/plain; charset=utf-8", "yes\n", 4);
+	else
+		http_reply(req, 404, "text/plain; charset=utf-8", "no\n", 3);
+}
+
+static void metrics(struct http_request *req, void *ctx)
+{
+	static const char *const classes[4] = { "2xx", "3xx", "4xx", "5xx" };
+	struct http_server *srv = ctx;
+	struct snapshot *s = req->snap;
+	struct buf b = BUF_INIT;
+	uint64_t bytes = 0, nm = 0, refused = 0;
+	int i, c, k;
+
+	if (!srv->opt.metrics_public && !http_request_peer_is_loopback(req)) {
+		http_reply_header(req, "Cache-Control", "no-store");
+		http_reply(req, 403, "text/plain; charset=utf-8", "Forbidden\n", 10);
+		return;
+	}
+	buf_adds(&b, "# HELP quire_requests_total HTTP requests answered, by status class and kind.\n"
+		     "# TYPE quire_requests_total counter\n");
+	for (c = 0; c < 4; c++) {
+		for (k = 0; k < NKINDS; k++) {
+			uint64_t n = 0;
+			for (i = 0; i < srv->nworkers; i++)
+				n += peek(&srv->workers[i]->c.requests[c][k]);
+			buf_addf(&b, "quire_requests_total{status=\"%s\",kind=\"%s\"} %llu\n",
+				 classes[c], kind_names[k], (unsigned long long)n);
+		}
+	}
+	for (i = 0; i < srv->nworkers; i++) {
+		bytes += peek(&srv->workers[i]->c.bytes);
+		nm += peek(&srv->workers[i]->c.not_modified);
+		refused += peek(&srv->workers[i]->c.refused);
+	}
+	buf_addf(&b, "# HELP quire_response_bytes_total Body bytes sent.\n"
+		     "# TYPE quire_response_bytes_total counter\n"
+		     "quire_response_bytes_total %llu\n"
+		     "# HELP quire_not_modified_total Conditional requests answered with 304.\n"
+		     "# TYPE quire_not_modified_total counter\n"
+		     "quire_not_modified_total %llu\n"
+		     "# HELP quire_connections_refused_total Connections closed at once over max_connections.\n"
+		     "# TYPE quire_connections_refused_total counter\n"
+		     "quire_connections_refused_total %llu\n"
+		     "# HELP quire_connections Open connections.\n"
+		     "# TYPE quire_connections gauge\n"
+		     "quire_connections %d\n"
+		     "# HELP quire_snapshot_version Version of the live snapshot.\n"
+		     "# TYPE quire_snapshot_version gauge\n"
+		     "quire_snapshot_version %llu\n"
+		     "# HELP quire_snapshot_age_seconds Seconds since the live snapshot was built.\n"
+		     "# TYPE quire_snapshot_age_seconds gauge\n"
+		     "quire_snapshot_age_seconds %lld\n"
+		     "# HELP quire_notes Published notes.\n"
+		     "# TYPE quire_notes gauge\n"
+		     "quire_notes %zu\n"
+		     "# HELP quire_attachments Published attachments.\n"
+		     "# TYPE quire_attachments gauge\n"
+		     "quire_attachments %zu\n"
+		     "# HELP quire_load_duration_seconds How long building the live snapshot took.\n"
+		     "# TYPE quire_load_duration_seconds gauge\n"
+		     "quire_load_duration_seconds %.6f\n",
+		 (unsigned long long)bytes, (unsigned long long)nm, (unsigned long long)refused,
+		 atomic_load_explicit(&srv->nconns, memory_order_relaxed),
+		 (unsigned long long)s->version, (long long)(time(NULL) - s->created), s->nnotes,
+		 s->nattachments, s->load_ms / 1000.0);
+	http_reply_header(req, "Cache-Control", "no-store");
+	http_reply_buf(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+/* ---- the handler API ---- */
+
+enum http_method http_request_method(const struct http_request *req)
+{
+	return req->method;
+}
+
+const char *http_request_path(const struct http_request *req)
+{
+	return req->path;
+}
+
+const char *http_request_query(const struct http_request *req)
+{
+	return req->query;
+}
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+	return req->ev ? in_header(req->ev, name) : NULL;
+}
+
+const void *http_request_body(struct http_request *req, size_t *len)
+{
+	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
+	const unsigned char *p;
+
+	*len = in ? evbuffer_get_length(in) : 0;
+	if (!*len)
+		return "";
+	p = evbuffer_pullup(in, -1);
+	return p ? (const void *)p : "";
+}
+
+size_t http_request_take_body(struct http_request *req, struct buf *out)
+{
+	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
+	size_t len = in ? evbuffer_get_length(in) : 0;
+	ev_ssize_t n;
+
+	buf_reset(out);
+	if (!len)
+		return 0;
+	buf_grow(out, len);
+	n = evbuffer_remove(in, out->ptr, len);
+	buf_setlen(out, n > 0 ? (size_t)n : 0);
+	return out->len;
+}
+
+const char *http_request_target(const struct http_request *req)
+{
+	struct http_request *r = (struct http_request *)req; /* a cache, not state */
+	const struct http_server *srv = req->w->srv;
+	const char *t;
+
+	if (r->target)
+		return r->target;
+	t = r->uri ? r->uri : "";
+	if (r->absolute) {
+		t = strchr(t, ':') + 3;
+		t += strcspn(t, "/?");
+	}
+	if (srv->prefix_len && strncmp(t, srv->prefix, srv->prefix_len) == 0 &&
+	    t[srv->prefix_len] == '/')
+		t += srv->prefix_len;
+	r->target = t;
+	return t;
+}
+
+const char *http_request_peer(const struct http_request *req)
+{
+	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
+	char *host = NULL;
+	ev_uint16_t port = 0;
+
+	if (!con)
+		return "";
+	evhttp_connection_get_peer(con, &host, &port);
+	return host ? host : "";
+}
+
+int http_request_peer_is_loopback(const struct http_request *req)
+{
+	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
+	char *host = NULL;
+	ev_uint16_t port = 0;
+
+	if (!con)
+		return 0;
+	evhttp_connection_get_peer(con, &host, &port);
+	return http_addr_is_loopback(host);
+}
+
+struct snapshot *http_request_snapshot(const struct http_request *req)
+{
+	return req->snap;
+}
+
+struct snapshot_host *http_request_host(const struct http_request *req)
+{
+	return req->host;
+}
+
+static int token_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+void http_reply_header(struct http_request *req, const char *name, const char *value)
+{
+	const unsigned char *p;
+
+	if (req->replied)
+		return;
+	for (p = (const unsigned char *)name; *p; p++)
+		if (!token_char(*p))
+			break;
+	if (!*name || *p || strpbrk(value, "\r\n")) {
+		log_warn("http: %s: invalid response header dropped", req->path);
+		return;
+	}
+	hdr(req, name, value);
+}
+
+void http_reply(struct http_request *req, int status, const char *content_type,
+		const void *body, size_t len)
+{
+	if (req->replied) {
+		log_warn("http: %s: second reply ignored", req->path);
+		return;
+	}
+	if (content_type)
+		hdr(req, "Content-Type", content_type);
+	set_length(req, len);
+	if (!req->head && len > 0 &&
+	    evbuffer_add(evhttp_request_get_output_buffer(req->ev), body, len) < 0)
+		log_warn("http: cannot queue response");
+	respond(req, status);
+}
+
+static void free_bytes(const void *data, size_t len, void *arg)
+{
+	free(arg);
+}
+
+void http_reply_buf(struct http_request *req, int status, const char *content_type,
+		    struct buf *body)
+{
+	size_t len = body->len;
+	char *bytes;
+
+	if (req->replied || req->head || !len) {
+		if (!req->replied) {
+			if (content_type)
+				hdr(req, "Content-Type", content_type);
+			set_length(req, len);
+			respond(req, status);
+		}
+		buf_release(body);
+		return;
+	}
+	if (content_type)
+		hdr(req, "Content-Type", content_type);
+	set_length(req, len);
+	bytes = buf_detach(body, NULL);
+	if (evbuffer_add_reference(evhttp_request_get_output_buffer(req->ev), bytes, len,
+				   free_bytes, bytes) < 0) {
+		free(bytes);
+		log_warn("http: cannot queue response");
+	}
+	respond(req, status);
+}
+
+/* ---- deferred replies ---- */
+
+struct http_deferred *http_request_defer(struct http_request *req)
+{
+	struct worker *w = req->w;
+	struct http_deferred *d;
+
+	if (req->replied || !req->ev) {
+		log_warn("http: %s: cannot defer an answered request", req->path ? req->path : "-");
+		return NULL;
+	}
+	d = xcalloc(1, sizeof(*d));
+	d->w = w;
+	d->ev = req->ev;
+	d->kind = req->kind;
+	d->head = req->head;
+	d->absolute = req->absolute;
+	d->status = 500;
+	buf_init(&d->hdr, 0);
+	buf_init(&d->body, 0);
+	d->next = w->deferred;
+	if (w->deferred)
+		w->deferred->prev = d;
+	w->deferred = d;
+	w->inflight++;
+	req->replied = 1;
+	return d;
+}
+
+struct http_deferred *http_request_park(struct http_request *req)
+{
+	struct http_deferred *d = http_request_defer(req);
+
+	if (d) {
+		d->parked = 1;
+		req->w->inflight--; /* a stop does not wait for it */
+	}
+	return d;
+}
+
+void http_deferred_header(struct http_deferred *d, const char *name, const char *value)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)name; *p; p++)
+		if (!token_char(*p))
+			break;
+	if (!*name || *p || strpbrk(value, "\r\n")) {
+		log_warn("http: invalid deferred response header dropped");
+		return;
+	}
+	buf_adds(&d->hdr, name);
+	buf_add(&d->hdr, ": ", 2);
+	buf_adds(&d->hdr, value);
+	buf_add(&d->hdr, "\r\n", 2);
+}
+
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	d->status = status;
+	if (content_type) {
+		buf_add(&d->hdr, "Content-Type: ", 14);
+		buf_adds(&d->hdr, content_type);
+		buf_add(&d->hdr, "\r\n", 2);
+	}
+	if (body) {
+		buf_release(&d->body);
+		d->body = *body;
+		buf_init(body, 0);
+	}
+	pthread_mutex_lock(&w->done_lock);
+	wake = !w->done_head;
+	if (w->done_tail)
+		w->done_tail->qnext = d;
+	else
+		w->done_head = d;
+	w->done_tail = d;
+	pthread_mutex_unlock(&w->done_lock);
+	if (wake) {
+		ssize_t n;
+		do
+			n = write(w->done_pipe[1], "d", 1);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno != EAGAIN)
+			log_error("http: cannot wake loop %d: %s", w->index, strerror(errno));
+	}
+}
+
+void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
+			 const void *body, size_t len)
+{
+	struct buf b = BUF_INIT;
+
+	buf_add(&b, body, len);
+	http_deferred_reply_buf(d, status, content_type, &b);
+}
+
+static void unlink_deferred(struct worker *w, struct http_deferred *d)
+{
+	if (d->prev)
+		d->prev->next = d->next;
+	else if (w->deferred == d)
+		w->deferred = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+}
+
+static void free_deferred(struct http_deferred *d)
+{
+	buf_release(&d->hdr);
+	buf_release(&d->body);
+	free(d);
+}
+
+/* Takes the queue of answers handed back to this loop. */
+static struct http_deferred *take_done(struct worker *w)
+{
+	struct http_deferred *list;
+
+	pthread_mutex_lock(&w->done_lock);
+	list = w->done_head;
+	w->done_head = w->done_tail = NULL;
+	pthread_mutex_unlock(&w->done_lock);
+	return list;
+}
+
+/* Sends one handed-back answer on its own loop (the fast path's respond()). */
+static void send_deferred(struct worker *w, struct http_deferred *d)
+{
+	struct http_request r;
+	size_t len = d->body.len;
+
+	memset(&r, 0, sizeof(r));
+	r.w = w;
+	r.ev = d->ev;
+	r.kind = d->kind;
+	r.head = d->head;
+	r.absolute = d->absolute;
+	r.uri = evhttp_request_get_uri(d->ev);
+	buf_reset(&w->hdr);
+	buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
+	HDR_CONST(&r, "Cache-Control: no-store\r\n");
+	set_length(&r, len);
+	if (!r.head && len > 0) {
+		char *bytes = buf_detach(&d->body, NULL);
+		if (evbuffer_add_reference(evhttp_request_get_output_buffer(d->ev), bytes, len,
+					   free_bytes, bytes) < 0) {
+			free(bytes);
+			log_warn("http: cannot queue a deferred response");
+		}
+	}
+	respond(&r, d->status);
+}
+
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct http_deferred *d, *next;
+	char b[64];
+
+	while (read(fd, b, sizeof(b)) > 0)
+		;
+	for (d = take_done(w); d; d = next) {
+		next = d->qnext;
+		unlink_deferred(w, d);
+		if (!d->parked)
+			w->inflight--;
+		if (d->ev)
+			send_deferred(w, d);
+		free_deferred(d);
+	}
+	if (w->stopping)
+		check_stop(w);
+}
+
+/*
+ * A stop answers parked requests (long polls) at once with 503; the
+ * holder's answer, when it comes, is dropped. Only loop-owned fields of d
+ * are touched: its headers and body belong to the holder until it replies.
+ */
+static void answer_parked(struct worker *w)
+{
+	static const char text[] = "Service Unavailable: the server is stopping\n";
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		struct http_request r;
+
+		if (!d->parked || !d->ev)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.w = w;
+		r.ev = d->ev;
+		r.kind = d->kind;
+		r.head = d->head;
+		r.absolute = d->absolute;
+		r.uri = evhttp_request_get_uri(d->ev);
+		d->ev = NULL;
+		buf_reset(&w->hdr);
+		HDR_CONST(&r, "Retry-After: 1\r\n");
+		respond_text(&r, 503, text);
+	}
+}
+
+/* True when a deferred request on con is waiting for its answer. */
+static int has_deferred(struct worker *w, struct evhttp_connection *con)
+{
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next)
+		if (d->ev && evhttp_request_get_connection(d->ev) == con)
+			return 1;
+	return 0;
+}
+
+/*
+ * The loops have stopped and evhttp is about to free every connection with
+ * its requests: no deferred request may be touched after that. A request
+ * that evhttp had already detached from its connection (its client left)
+ * is ours to free.
+ */
+static void kill_deferred(struct worker *w)
+{
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		if (d->ev && !evhttp_request_get_connection(d->ev))
+			evhttp_request_free(d->ev);
+		d->ev = NULL;
+	}
+}
+
+int http_server_add_handler(struct http_server *srv, const char *prefix,
+			    void (*fn)(struct http_request *req, void *ctx), void *ctx)
+{
+	struct handler *h;
+
+	if (!prefix || prefix[0] != '/' || !fn || srv->ran)
+		return log_error("http: bad handler registration for %s", prefix ? prefix : "(null)");
+	ALLOC_GROW(srv->handlers, srv->nhandlers + 1, srv->ahandlers);
+	h = &srv->handlers[srv->nhandlers++];
+	h->prefix = xstrdup(prefix);
+	h->len = strlen(prefix);
+	h->is_prefix = prefix[h->len - 1] == '/';
+	h->kind = K_API;
+	h->raw = 0;
+	h->fn = fn;
+	h->ctx = ctx;
+	return 0;
+}
+
+int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
+				void (*fn)(struct http_request *req, void *ctx), void *ctx)
+{
+	if (http_server_add_handler(srv, prefix, fn, ctx) < 0)
+		return -1;
+	srv->handlers[srv->nhandlers - 1].raw = 1;
+	srv->nraw++;
+	return 0;
+}
+
+/* Calls a handler and answers 500 for it when it neither replied nor deferred. */
+static void call_handler(struct http_request *r, const struct handler *h)
+{
+	r->kind = h->kind;
+	h->fn(r, h->ctx);
+	if (!r->replied) {
+		log_error("http: handler for %s did not reply", h->prefix);
+		buf_reset(&r->w->hdr);
+		respond_text(r, 500, "Internal Server Error\n");
+	}
+}
+
+/*
+ * A target that decode_target() refused: a raw handler whose prefix starts
+ * the raw target gets it, to explain the refusal. Returns 1 when one did.
+ */
+static int dispatch_raw(struct http_request *r)
+{
+	const struct http_server *srv = r->w->srv;
+	const char *t = r->uri;
+	size_t i, len;
+
+	if (r->absolute) {
+		t = strchr(t, ':') + 3;
+		t += strcspn(t, "/?");
+	}
+	if (srv->prefix_len) {
+		if (strncmp(t, srv->prefix, srv->prefix_len) != 0 || t[srv->prefix_len] != '/')
+			return 0; /* outside the URL prefix */
+		t += srv->prefix_len;
+	}
+	if (*t != '/')
+		return 0;
+	r->target = t;
+	len = strcspn(t, "?");
+	for (i = 0; i < srv->nhandlers; i++) {
+		const struct handler *h = &srv->handlers[i];
+		if (!h->raw || !(h->is_prefix ? len >= h->len && memcmp(t, h->prefix, h->len) == 0
+					   : len == h->len && memcmp(t, h->prefix, len) == 0))
+			continue;
+		r->path = NULL;
+		r->path_len = 0;
+		r->query = t[len] == '?' ? t + len + 1 : NULL;
+		r->snap = snapshot_acquire(srv->opt.slot);
+		if (!r->snap) {
+			HDR_CONST(r, "Retry-After: 1\r\n");
+			respond_text(r, 503, "Service Unavailable: no snapshot published yet\n");
+			return 1;
+		}
+		call_handler(r, h);
+		snapshot_unref(r->snap);
+		return 1;
+	}
+	return 0;
+}
+
+static const struct handler *find_handler(const struct http_server *srv, const char *path,
+					  size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < srv->nhandlers; i++) {
+		const struct handler *h = &srv->handlers[i];
+		if (h->is_prefix ? len >= h->len && memcmp(path, h->prefix, h->len) == 0
+				 : len == h->len && memcmp(path, h->prefix, len) == 0)
+			return h;
+	}
+	return NULL;
+}
+
+/* ---- dispatch ---- */
+
+static enum http_method map_method(enum evhttp_cmd_type t)
+{
+	switch (t) {
+	case EVHTTP_REQ_GET: return HTTP_GET;
+	case EVHTTP_REQ_HEAD: return HTTP_HEAD;
+	case EVHTTP_REQ_POST: return HTTP_POST;
+	case EVHTTP_REQ_PUT: return HTTP_PUT;
+	case EVHTTP_REQ_DELETE: return HTTP_DELETE;
+	case EVHTTP_REQ_PATCH: return HTTP_PATCH;
+	case EVHTTP_REQ_OPTIONS: return HTTP_OPTIONS;
+	default: return HTTP_OTHER;
+	}
+}
+
+/* Answers 405 or 501 unless the request is a GET or HEAD; returns whether it is. */
+static int get_or_head(struct http_request *r)
+{
+	int known;
+
+	if (r->method == HTTP_GET || r->method == HTTP_HEAD)
+		return 1;
+	known = strcmp(method_name(evhttp_request_get_command(r->ev)), "-") != 0;
+	HDR_CONST(r, "Allow: GET, HEAD\r\n");
+	if (known)
+		respond_text(r, 405, "Method Not Allowed\n");
+	else
+		respond_text(r, 501, "Not Implemented\n");
+	return 0;
+}
+
+/*
+ * A request for a host other than the main site's (hosts.h): served from
+ * that host's pages, or redirected from www. to the bare host. Returns 0
+ * when the main site should answer.
+ */
+static int serve_other_host(struct http_request *r)
+{
+	struct snapshot_host *host;
+	const struct handler *h;
+	const char *name = in_header(r->ev, "Host"), *target = r->uri;
+	char norm[HOST_NAME_MAX_LEN];
+	struct page *p;
+
+	if (r->absolute) {
+		/* absolute-form: its authority is the host (RFC 9112 3.2.2) */
+		name = strchr(r->uri, ':') + 3;
+		target = name + strcspn(name, "/?");
+	}
+	host_from_header(name, norm);
+	switch (hosts_find(r->snap, norm, &host)) {
+	case HOST_MAIN:
+		return 0;
+	case HOST_WWW: {
+		struct buf *hd = &r->w->hdr;
+		r->kind = K_REDIRECT;
+		buf_adds(hd, "Location: ");
+		buf_adds(hd, host ? host->origin : r->snap->hosts->main_origin);
+		buf_adds(hd, *target == '/' ? target : "/");
+		buf_add(hd, "\r\n", 2);
+		if (strpbrk(target, "\r\n")) {
+			buf_reset(hd);
+			respond_text(r, 400, "Bad Request\n");
+			return 1;
+		}
+		cache_control(r, 0);
+		set_length(r, 0);
+		respond(r, 301);
+		return 1;
+	}
+	case HOST_CUSTOM:
+		break;
+	}
+	r->host = host;
+	if ((h = find_handler(r->w->srv, r->path, r->path_len)))
+		call_handler(r, h);
+	else if (!get_or_head(r))
+		;
+	else if ((p = hosts_page(r->snap, host, r->path, r->path_len)))
+		serve_page(r, p);
+	else if (host->not_found)
+		r->kind = K_NOTFOUND, serve_bytes(r, host->not_found, 404);
+	else
+		serve_not_found(r);
+	return 1;
+}
+
+/*
+ * evhttp's callback for every request it parsed: checks and decodes the
+ * target, strips the URL prefix, then hands the request to a registered
+ * handler or serves it from the snapshot (the fast path: one lookup).
+ */
+static void on_request(struct evhttp_request *ev, void *arg)
+{
+	struct worker *w = arg;
+	struct http_server *srv = w->srv;
+	struct http_request r;
+	const struct handler *h;
+	struct page *p;
+	size_t ulen;
+	long n;
+
+	memset(&r, 0, sizeof(r));
+	buf_reset(&w->hdr);
+	r.w = w;
+	r.ev = ev;
+	r.kind = K_PAGE;
+	r.method = map_method(evhttp_request_get_command(ev));
+	r.head = r.method == HTTP_HEAD;
+	r.uri = evhttp_request_get_uri(ev);
+	if (!r.uri) {
+		respond_text(&r, 400, "Bad Request\n");
+		return;
+	}
+	ulen = strlen(r.uri);
+	if (ulen > srv->max_uri) {
+		respond_text(&r, 414, "URI Too Long\n");
+		return;
+	}
+	if (r.uri[0] != '/' && (strncasecmp(r.uri, "http://", 7) == 0 ||
+				strncasecmp(r.uri, "https://", 8) == 0)) {
+		/* absolute-form (RFC 9112 3.2.2): the path starts after the authority */
+		const char *a = strchr(r.uri, ':') + 3;
+		a += strcspn(a, "/?");
+		r.absolute = 1;
+		n = *a == '/' ? decode_target(a, w->scratch, &r.query) : -1;
+	} else {
+		n = decode_target(r.uri, w->scratch, &r.query);
+	}
+	if (n < 0) {
+		if (!srv->nraw || !dispatch_raw(&r))
+			respond_text(&r, 400, "Bad Request\n");
+		return;
+	}
+	r.path = w->scratch;
+	r.path_len = (size_t)n;
+	r.snap = snapshot_acquire(srv->opt.slot);
+	if (r.snap && r.snap->hosts && serve_other_host(&r))
+		goto done;
+	if (srv->prefix_len) {
+		if (r.path_len == srv->prefix_len && memcmp(r.path, srv->prefix, r.path_len) == 0) {
+			redirect_to(&r, "/", 1);
+			goto done;
+		}
+		if (r.path_len < srv->prefix_len + 1 ||
+		    memcmp(r.path, srv->prefix, srv->prefix_len) != 0 ||
+		    r.path[srv->prefix_len] != '/') {
+			serve_not_found(&r);
+			goto done;
+		}
+		r.path += srv->prefix_len;
+		r.path_len -= srv->prefix_len;
+	}
+	if (!r.snap) {
+		HDR_CONST(&r, "Retry-After: 1\r\n");
+		respond_text(&r, 503, "Service Unavailable: no snapshot published yet\n");
+		return;
+	}
+	if ((h = find_handler(srv, r.path, r.path_len)))
+		call_handler(&r, h);
+	else if (!get_or_head(&r))
+		;
+	else if ((p = snapshot_get(r.snap, r.path, r.path_len)))
+		serve_page(&r, p);
+	else if ((p = hosts_main_route(r.snap, r.path, r.path_len)))
+		serve_page(&r, p);
+	else
+		serve_miss(&r);
+done:
+	snapshot_unref(r.snap);
+}
+
+/* ---- connections ---- */
+
+static void on_complete(struct evhttp_request *ev, void *arg)
+{
+	struct worker *w = arg;
+
+	w->inflight--;
+	if (w->stopping)
+		check_stop(w);
+}
+
+/* evhttp frees a connection: give its slot back. */
+static void on_close(struct evhttp_connection *con, void *arg)
+{
+	struct conn *c = arg;
+	struct worker *w = c->w;
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(con);
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		w->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+	atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
+	/* evhttp frees the requests still on con: a deferred one is dead */
+	for (struct http_deferred *d = w->deferred; d; d = d->next)
+		if (d->ev && evhttp_request_get_connection(d->ev) == con)
+			d->ev = NULL;
+	/* a response cut off mid-write never reaches on_complete */
+	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+		w->inflight--;
+		if (w->stopping)
+			check_stop(w);
+	}
+}
+
+/* A bufferevent that evhttp cannot attach a socket to: it closes the socket. */
+static struct bufferevent *refusing_bev(struct event_base *base)
+{
+	struct bufferevent *pair[2];
+
+	if (bufferevent_pair_new(base, BEV_OPT_CLOSE_ON_FREE, pair) < 0)
+		return NULL;
+	bufferevent_free(pair[1]);
+	return pair[0];
+}
+
+static struct bufferevent *make_bev(struct event_base *base, void *arg)
+{
+	struct worker *w = arg;
+	struct http_server *srv = w->srv;
+	struct bufferevent *bev;
+	int n = atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed) + 1;
+
+	if ((srv->opt.max_connections > 0 && n > srv->opt.max_connections) || w->stopping) {
+		atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_relaxed);
+		bump(&w->c.refused, 1);
+		return refusing_bev(base);
+	}
+	bev = bufferevent_socket_new(base, -1, 0);
+	if (!bev) {
+		atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_relaxed);
+		return refusing_bev(base);
+	}
+	bufferevent_incref(bev);
+	ALLOC_GROW(w->pending, w->npending + 1, w->apending);
+	w->pending[w->npending++] = bev;
+	event_active(w->adopt_ev, EV_TIMEOUT, 0);
+	return bev;
+}
+
+/*
+ * Runs after the accept callback, once evhttp has made each new connection
+ * (its bufferevent's callback argument is the evhttp_connection), or not
+ * (then the argument is NULL and the slot goes back at once).
+ */
+static void adopt(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	size_t i;
+
+	for (i = 0; i < w->npending; i++) {
+		struct bufferevent *bev = w->pending[i];
+		void *con = NULL;
+		int one = 1, sfd;
+
+		bufferevent_getcb(bev, NULL, NULL, NULL, &con);
+		if (con) {
+			struct conn *c = xcalloc(1, sizeof(*c));
+			c->w = w;
+			c->con = con;
+			c->next = w->conns;
+			if (w->conns)
+				w->conns->prev = c;
+			w->conns = c;
+			evhttp_connection_set_closecb(con, on_close, c);
+			if (bufferevent_set_timeouts(bev, &w->srv->read_tv, &w->srv->write_tv) < 0)
+				log_warn("http: cannot set timeouts");
+			sfd = bufferevent_getfd(bev);
+			if (sfd >= 0 &&
+			    setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
+				log_debug("http: TCP_NODELAY: %s", strerror(errno));
+		} else {
+			atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
+		}
+		(void)bufferevent_decref(bev); /* 1 when it was the last reference */
+	}
+	w->npending = 0;
+}
+
+/* The loop running on this thread (libevent's listener error callback gets the evhttp, not us). */
+static _Thread_local struct worker *this_worker;
+
+static void resume_accept(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->bound && !w->stopping)
+		if (evconnlistener_enable(evhttp_bound_socket_get_listener(w->bound)) < 0)
+			log_error("http: cannot resume accepting");
+}
+
+/* accept() failed for a reason other than EAGAIN (EMFILE...): pause, not spin. */
+static void accept_error(struct evconnlistener *lev, void *arg)
+{
+	struct worker *w = this_worker;
+	struct timeval tv = { 0, 100 * 1000 };
+	int err = errno;
+	time_t now = time(NULL);
+
+	if (!w || !w->bound || evhttp_bound_socket_get_listener(w->bound) != lev)
+		return;
+	if (now - w->accept_warned >= 10) {
+		log_warn("http: accept: %s; pausing in steps of 100 ms", strerror(err));
+		w->accept_warned = now;
+	}
+	if (evconnlistener_disable(lev) < 0 || event_add(w->resume_ev, &tv) < 0)
+		log_warn("http: cannot schedule accept");
+}
+
+/* ---- stopping ---- */
+
+static void check_stop(struct worker *w)
+{
+	struct timeval now;
+
+	if (event_base_gettimeofday_cached(w->base, &now) < 0)
+		gettimeofday(&now, NULL);
+	if (w->inflight <= 0 || timercmp(&now, &w->deadline, >=))
+		if (event_base_loopbreak(w->base) < 0)
+			log_error("http: cannot stop loop %d", w->index);
+}
+
+static void grace_tick(evutil_socket_t fd, short what, void *arg)
+{
+	check_stop(arg);
+}
+
+static void begin_stop(struct worker *w)
+{
+	struct timeval now, tick = { 0, 20 * 1000 }, grace = { w->srv->grace_s, 0 };
+	struct conn *c, *next;
+
+	if (w->stopping)
+		return;
+	w->stopping = 1;
+	/* first: answering parked requests below runs check_stop(), which reads it */
+	gettimeofday(&now, NULL);
+	timeradd(&now, &grace, &w->deadline);
+	if (w->bound) {
+		evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
+		w->bound = NULL;
+	}
+	adopt(-1, 0, w);
+	answer_parked(w);
+	/* connections with nothing to write are idle (or mid-request): close them */
+	for (c = w->conns; c; c = next) {
+		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
+		next = c->next;
+		if ((!bev || evbuffer_get_length(bufferevent_get_output(bev)) == 0) &&
+		    !has_deferred(w, c->con))
+			evhttp_connection_free(c->con); /* on_close frees c */
+	}
+	if (event_add(w->grace_ev, &tick) < 0)
+		log_warn("http: cannot arm the stop timer");
+	check_stop(w);
+}
+
+static void on_control(evutil_socket_t fd, short what, void *arg)
+{
+	char b[16];
+
+	while (read(fd, b, sizeof(b)) > 0)
+		;
+	begin_stop(arg);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->log.len)
+		flush_log(w);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct http_server *srv = arg;
+
+	if (sig == SIGHUP) {
+		log_info("http: SIGHUP: reloading");
+		if (srv->opt.on_reload)
+			srv->opt.on_reload(srv->opt.reload_ctx);
+		return;
+	}
+	log_info("http: %s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	http_server_stop(srv);
+}
+
+static void libevent_log(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_ERR)
+		log_error("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
+/* ---- setup ---- */
+
+/* "host:port", "[v6]:port", ":port" → a socket address. */
+static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct addrinfo hints, *res = NULL;
+	char host[256];
+	const char *port, *colon;
+	size_t hlen;
+	int rc;
+
+	if (listen[0] == '[') {
+		const char *end = strchr(listen, ']');
+		if (!end || end[1] != ':')
+			return log_error("http: bad listen address '%s'", listen);
+		hlen = (size_t)(end - listen - 1);
+		if (hlen >= sizeof(host))
+			return log_error("http: bad listen address '%s'", listen);
+		memcpy(host, listen + 1, hlen);
+		port = end + 2;
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon)
+			return log_error("http: listen address '%s' has no port", listen);
+		hlen = (size_t)(colon - listen);
+		if (hlen >= sizeof(host))
+			return log_error("http: bad listen address '%s'", listen);
+		memcpy(host, listen, hlen);
+		port = colon + 1;
+	}
+	host[hlen] = '\0';
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	rc = getaddrinfo(hlen && strcmp(host, "*") ? host : NULL, port, &hints, &res);
+	if (rc != 0)
+		return log_error("http: %s: %s", listen, gai_strerror(rc));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
+{
+	int fd, one = 1;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return log_error("http: socket: %s", strerror(errno));
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) {
+		log_error("http: setsockopt: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
+		log_error("http: bind/listen: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int set_port(struct sockaddr_storage *ss, int port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	else if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+	else
+		return -1;
+	return 0;
+}
+
+static int bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return -1;
+}
+
+static void worker_free(struct worker *w)
+{
+	struct http_deferred *d, *next;
+	size_t i;
+
+	if (!w)
+		return;
+	for (i = 0; i < w->npending; i++)
+		(void)bufferevent_decref(w->pending[i]);
+	free(w->pending);
+	kill_deferred(w);
+	if (w->http)
+		evhttp_free(w->http); /* closes the listener and every connection */
+	/* answers that came back after the loop stopped */
+	for (d = w->done_lock_init ? take_done(w) : NULL; d; d = next) {
+		next = d->qnext;
+		unlink_deferred(w, d);
+		free_deferred(d);
+	}
+	if (w->deferred)
+		log_error("http: loop %d freed with deferred requests never answered", w->index);
+	if (w->done_ev)
+		event_free(w->done_ev);
+	if (w->done_pipe[0] >= 0)
+		close(w->done_pipe[0]);
+	if (w->done_pipe[1] >= 0)
+		close(w->done_pipe[1]);
+	if (w->done_lock_init)
+		pthread_mutex_destroy(&w->done_lock);
+	if (w->listen_fd >= 0)
+		close(w->listen_fd);
+	if (w->ctl_ev)
+		event_free(w->ctl_ev);
+	if (w->adopt_ev)
+		event_free(w->adopt_ev);
+	if (w->grace_ev)
+		event_free(w->grace_ev);
+	if (w->flush_ev)
+		event_free(w->flush_ev);
+	if (w->resume_ev)
+		event_free(w->resume_ev);
+	if (w->base)
+		event_base_free(w->base);
+	if (w->ctl[0] >= 0)
+		close(w->ctl[0]);
+	if (w->ctl[1] >= 0)
+		close(w->ctl[1]);
+	if (w->log.len && w->srv->log_fd >= 0)
+		flush_log(w);
+	buf_release(&w->log);
+	buf_release(&w->hdr);
+	buf_release(&w->head);
+	free(w->scratch);
+	free(w);
+}
+
+/* A pipe with both ends non-blocking and close-on-exec. 0 or -1 (logged). */
+static int nonblocking_pipe(int fds[2])
+{
+	if (pipe(fds) < 0)
+		return log_error("http: pipe: %s", strerror(errno));
+	if (fcntl(fds[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(fds[0], F_SETFD, FD_CLOEXEC) < 0 || fcntl(fds[1], F_SETFD, FD_CLOEXEC) < 0)
+		return log_error("http: fcntl: %s", strerror(errno));
+	return 0;
+}
+
+static struct worker *worker_new(struct http_server *srv, int index, int fd)
+{
+	struct worker *w = xcalloc(1, sizeof(*w));
+	struct event_config *cfg = NULL;
+	struct timeval second = { 1, 0 };
+
+	w->srv = srv;
+	w->index = index;
+	w->listen_fd = fd;
+	w->ctl[0] = w->ctl[1] = -1;
+	w->done_pipe[0] = w->done_pipe[1] = -1;
+	w->scratch = xmalloc(srv->max_uri + 2);
+	if (pthread_mutex_init(&w->done_lock, NULL) != 0) {
+		log_error("http: cannot create a mutex");
+		goto fail;
+	}
+	w->done_lock_init = 1;
+	if (nonblocking_pipe(w->ctl) < 0 || nonblocking_pipe(w->done_pipe) < 0)
+		goto fail;
+	if (!(cfg = event_config_new()) ||
+	    event_config_set_flag(cfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) < 0 ||
+	    !(w->base = event_base_new_with_config(cfg))) {
+		log_error("http: cannot create an event loop");
+		goto fail;
+	}
+	event_config_free(cfg);
+	cfg = NULL;
+	w->ctl_ev = event_new(w->base, w->ctl[0], EV_READ | EV_PERSIST, on_control, w);
+	w->adopt_ev = event_new(w->base, -1, 0, adopt, w);
+	w->grace_ev = event_new(w->base, -1, EV_PERSIST, grace_tick, w);
+	w->resume_ev = event_new(w->base, -1, 0, resume_accept, w);
+	w->flush_ev = event_new(w->base, -1, EV_PERSIST, on_flush, w);
+	w->done_ev = event_new(w->base, w->done_pipe[0], EV_READ | EV_PERSIST, on_done, w);
+	if (!w->ctl_ev || !w->adopt_ev || !w->grace_ev || !w->resume_ev || !w->flush_ev ||
+	    !w->done_ev || event_add(w->ctl_ev, NULL) < 0 || event_add(w->done_ev, NULL) < 0) {
+		log_error("http: cannot create events");
+		goto fail;
+	}
+	if (srv->log_fd >= 0 && event_add(w->flush_ev, &second) < 0) {
+		log_error("http: cannot arm the log timer");
+		goto fail;
+	}
+	if (!(w->http = evhttp_new(w->base))) {
+		log_error("http: evhttp_new failed");
+		goto fail;
+	}
+	evhttp_set_timeout_tv(w->http, &srv->read_tv);
+	evhttp_set_max_headers_size(w->http, (ev_ssize_t)srv->opt.max_header_size);
+	evhttp_set_max_body_size(w->http, (ev_ssize_t)srv->opt.max_body_size);
+	/* every method reaches on_request, which answers 405 with Allow itself */
+	evhttp_set_allowed_methods(w->http, 0xffff);
+	evhttp_set_gencb(w->http, on_request, w);
+	evhttp_set_bevcb(w->http, make_bev, w);
+	if (!(w->bound = evhttp_accept_socket_with_handle(w->http, fd))) {
+		log_error("http: cannot accept on the listening socket");
+		goto fail;
+	}
+	w->listen_fd = -1; /* the listener owns it now */
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(w->bound), accept_error);
+	return w;
+fail:
+	if (cfg)
+		event_config_free(cfg);
+	worker_free(w);
+	return NULL;
+}
+
+struct http_server *http_server_new(const struct http_options *opt)
+{
+	struct http_server *srv = xcalloc(1, sizeof(*srv));
+	struct sockaddr_storage ss;
+	struct buf prefix = BUF_INIT;
+	socklen_t sslen = 0;
+	size_t plen;
+	int i, fd;
+
+	srv->log_fd = -1;
+	srv->opt = *opt;
+	if (!opt->slot) {
+		log_error("http: no snapshot slot");
+		goto fail;
+	}
+	srv->listen = xstrdup(opt->listen ? opt->listen : "127.0.0.1:8080");
+	srv->opt.listen = srv->listen;
+	/* "/docs/" and "docs" mean "/docs"; "" and "/" mean no prefix */
+	plen = opt->url_prefix ? strlen(opt->url_prefix) : 0;
+	while (plen && opt->url_prefix[plen - 1] == '/')
+		plen--;
+	if (plen && opt->url_prefix[0] != '/')
+		buf_addc(&prefix, '/');
+	buf_add(&prefix, opt->url_prefix ? opt->url_prefix : "", plen);
+	srv->prefix = buf_detach(&prefix, &srv->prefix_len);
+	srv->opt.url_prefix = srv->prefix;
+	if (opt->access_log) {
+		srv->access_log = xstrdup(opt->access_log);
+		srv->opt.access_log = srv->access_log;
+		srv->log_fd = open(srv->access_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+		if (srv->log_fd < 0) {
+			log_error("http: %s: %s", srv->access_log, strerror(errno));
+			goto fail;
+		}
+	}
+	if (!srv->opt.threads)
+		srv->opt.threads = 1;
+	if (srv->opt.threads < 0 || srv->opt.threads > 256) {
+		log_error("http: bad thread count %d", opt->threads);
+		goto fail;
+	}
+	if (!srv->opt.max_header_size)
+		srv->opt.max_header_size = DEFAULT_MAX_HEADER;
+	if (!srv->opt.max_uri_length)
+		srv->opt.max_uri_length = DEFAULT_MAX_URI;
+	if (!srv->opt.max_body_size)
+		srv->opt.max_body_size = DEFAULT_MAX_BODY;
+	srv->max_uri = srv->opt.max_uri_length;
+	srv->read_tv.tv_sec = opt->read_timeout_s > 0 ? opt->read_timeout_s : DEFAULT_READ_TIMEOUT;
+	srv->write_tv.tv_sec = opt->write_timeout_s > 0 ? opt->write_timeout_s : DEFAULT_WRITE_TIMEOUT;
+	srv->grace_s = opt->shutdown_grace_s > 0 ? opt->shutdown_grace_s : DEFAULT_GRACE;
+	atomic_init(&srv->nconns, 0);
+	srv->started = time(NULL);
+	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+		log_error("http: cannot ignore SIGPIPE");
+		goto fail;
+	}
+	event_set_log_callback(libevent_log);
+	if (resolve(srv->listen, &ss, &sslen) < 0)
+		goto fail;
+	srv->workers = xcalloc((size_t)srv->opt.threads, sizeof(*srv->workers));
+	for (i = 0; i < srv->opt.threads; i++) {
+		if ((fd = listen_socket(&ss, sslen)) < 0)
+			goto fail;
+		if (i == 0) {
+			srv->port = bound_port(fd);
+			if (srv->port <= 0 || set_port(&ss, srv->port) < 0) {
+				log_error("http: cannot read the bound port");
+				close(fd);
+				goto fail;
+			}
+		}
+		if (!(srv->workers[i] = worker_new(srv, i, fd)))
+			goto fail;
+		srv->nworkers = i + 1;
+	}
+	if (http_server_add_handler(srv, "/healthz", health, srv) < 0 ||
+	    http_server_add_handler(srv, "/metrics", metrics, srv) < 0 ||
+	    http_server_add_handler(srv, "/healthz/host", host_allowed, srv) < 0)
+		goto fail;
+	srv->handlers[0].kind = K_HEALTH;
+	srv->handlers[1].kind = K_METRICS;
+	srv->handlers[2].kind = K_HEALTH;
+	return srv;
+fail:
+	http_server_free(srv);
+	return NULL;
+}
+
+int http_server_port(const struct http_server *srv)
+{
+	return srv->port;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	this_worker = w;
+	if (event_base_dispatch(w->base) < 0)
+		log_error("http: loop %d failed", w->index);
+	return NULL;
+}
+
+int http_server_run(struct http_server *srv)
+{
+	struct event_base *main_base = srv->workers[0]->base;
+	int i, rc = 0;
+
+	if (srv->ran)
+		return log_error("http: http_server_run called twice");
+	srv->ran = 1;
+	if (srv->opt.handle_signals) {
+		srv->sig_int = evsignal_new(main_base, SIGINT, on_signal, srv);
+		srv->sig_term = evsignal_new(main_base, SIGTERM, on_signal, srv);
+		srv->sig_hup = evsignal_new(main_base, SIGHUP, on_signal, srv);
+		if (!srv->sig_int || !srv->sig_term || !srv->sig_hup ||
+		    evsignal_add(srv->sig_int, NULL) < 0 || evsignal_add(srv->sig_term, NULL) < 0 ||
+		    evsignal_add(srv->sig_hup, NULL) < 0)
+			return log_error("http: cannot install signal handlers");
+	}
+	for (i = 1; i < srv->nworkers; i++) {
+		int err = pthread_create(&srv->workers[i]->thread, NULL, worker_main, srv->workers[i]);
+		if (err) {
+			log_error("http: pthread_create: %s", strerror(err));
+			http_server_stop(srv);
+			rc = -1;
+			break;
+		}
+		srv->workers[i]->thread_started = 1;
+	}
+	this_worker = srv->workers[0];
+	if (event_base_dispatch(main_base) < 0) {
+		log_error("http: loop 0 failed");
+		rc = -1;
+	}
+	for (i = 1; i < srv->nworkers; i++) {
+		if (srv->workers[i]->thread_started) {
+			int err = pthread_join(srv->workers[i]->thread, NULL);
+			if (err) {
+				log_error("http: pthread_join: %s", strerror(err));
+				rc = -1;
+			}
+			srv->workers[i]->thread_started = 0;
+		}
+	}
+	/* every loop has stopped: close what is left on this thread */
+	for (i = 0; i < srv->nworkers; i++) {
+		struct worker *w = srv->workers[i];
+		adopt(-1, 0, w);
+		kill_deferred(w);
+		if (w->http) {
+			evhttp_free(w->http);
+			w->http = NULL;
+			w->bound = NULL;
+		}
+		if (w->log.len)
+			flush_log(w);
+	}
+	if ((srv->sig_int && event_del(srv->sig_int) < 0) ||
+	    (srv->sig_term && event_del(srv->sig_term) < 0) ||
+	    (srv->sig_hup && event_del(srv->sig_hup) < 0))
+		log_warn("http: cannot remove the signal handlers");
+	return rc;
+}
+
+void http_server_stop(struct http_server *srv)
+{
+	int i;
+
+	for (i = 0; i < srv->nworkers; i++) {
+		ssize_t n;
+		do
+			n = write(srv->workers[i]->ctl[1], "s", 1);
+		while (n < 0 && errno == EINTR);
+		/* EAGAIN: the pipe is full of stop requests already */
+	}
+}
+
+void http_server_free(struct http_server *srv)
+{
+	size_t j;
+	int i;
+
+	if (!srv)
+		return;
+	if (srv->sig_int)
+		event_free(srv->sig_int);
+	if (srv->sig_term)
+		event_free(srv->sig_term);
+	if (srv->sig_hup)
+		event_free(srv->sig_hup);
+	for (i = 0; i < srv->nworkers; i++)
+		worker_free(srv->workers[i]);
+	free(srv->workers);
+	for (j = 0; j < srv->nhandlers; j++)
+		free(srv->handlers[j].prefix);
+	free(srv->handlers);
+	if (srv->log_fd >= 0 && close(srv->log_fd) < 0)
+		log_warn("http: %s: %s", srv->access_log, strerror(errno));
+	free(srv->listen);
+	free(srv->prefix);
+	free(srv->access_log);
+	free(srv);
+}

@@ -1,0 +1,220 @@
+/*
+ * http.h: the HTTP/1.1 front that serves the live snapshot.
+ *
+ * Every page was rendered, compressed and hashed when its snapshot was
+ * built, so answering a request is a lookup and a send: take the live
+ * snapshot, find the page, hand its bytes to the socket by reference (no
+ * copy), and drop the page when the kernel has them. Attachments go out
+ * with sendfile. Nothing on the request path renders, compresses, or
+ * allocates in proportion to the page.
+ *
+ * Threads. Each of opt->threads event loops owns a listening socket bound
+ * to the same address with SO_REUSEPORT, so the kernel spreads new
+ * connections and the loops share nothing on the request path but the
+ * snapshot slot. Counters are per loop and summed when /metrics is read.
+ *
+ * Handlers. /healthz and /metrics are built in; other modules (the sync
+ * API, search) hook in with http_server_add_handler() before the server
+ * runs. A handler answers synchronously with http_reply(), or defers the
+ * request with http_request_defer() and answers later from any thread
+ * with http_deferred_reply(); it sees the request through the small
+ * accessor set below, never through libevent: only http.c includes
+ * libevent's headers.
+ */
+#ifndef QUIRE_HTTP_H
+#define QUIRE_HTTP_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+#include "site/snapshot.h"
+
+struct http_options {
+	const char *listen;            /* "127.0.0.1:8080", "[::1]:0"; port 0 = any free port */
+	int threads;                   /* event loops, one listening socket each; 0 = 1 */
+	struct snapshot_slot *slot;    /* borrowed: must outlive the server */
+	const char *url_prefix;        /* "" or "/docs": stripped before lookup; 404 outside it */
+	const char *access_log;        /* path for the common log format, or NULL */
+	int metrics_public;            /* /metrics from any address, else loopback only (403) */
+	int max_connections;           /* total over all loops; 0 = no limit. Over it, new
+					  connections are accepted and closed at once */
+	size_t max_header_size;        /* 0 = 8 KiB (request line included) */
+	size_t max_uri_length;         /* 0 = 4 KiB: longer request targets get 414 */
+	size_t max_body_size;          /* 0 = 1 MiB: longer bodies get 413 */
+	int read_timeout_s;            /* 0 = 15 s: idle and slow-sending clients are dropped */
+	int write_timeout_s;           /* 0 = 30 s: clients that stop reading are dropped */
+	int shutdown_grace_s;          /* 0 = 10 s: how long a stop waits for responses in flight */
+	int handle_signals;            /* run installs SIGINT/SIGTERM (stop) and SIGHUP (reload) */
+	void (*on_reload)(void *ctx);  /* SIGHUP: called on the thread of http_server_run; may be NULL */
+	void *reload_ctx;
+};
+
+struct http_server;
+
+/*
+ * Creates the loops and binds the listening sockets (so the port is known
+ * before run). Strings in opt are copied; opt->slot is borrowed. Returns
+ * NULL with a log line on failure. Ignores SIGPIPE process-wide: writes to
+ * closed sockets must fail with EPIPE, not kill the server.
+ */
+struct http_server *http_server_new(const struct http_options *opt);
+
+/* The bound port (useful with port 0). */
+int http_server_port(const struct http_server *srv);
+
+/*
+ * Runs every loop (loop 0 on the calling thread, the others on threads of
+ * their own) until http_server_stop() or, with opt->handle_signals, SIGINT
+ * or SIGTERM. Returns 0 after a clean stop, -1 on failure. Call it once.
+ */
+int http_server_run(struct http_server *srv);
+
+/*
+ * Thread-safe (not async-signal-safe): stops accepting, lets responses in
+ * flight finish (within the grace period), closes idle connections, and
+ * makes http_server_run return. Callable before run, which then returns at
+ * once, and more than once.
+ */
+void http_server_stop(struct http_server *srv);
+
+/* Frees a server that is not running (never ran, or run returned). Accepts NULL. */
+void http_server_free(struct http_server *srv);
+
+/*
+ * Extension handlers.
+ *
+ * A request whose decoded path (after the URL prefix) equals prefix, or
+ * starts with it when prefix ends with '/', goes to fn instead of the
+ * snapshot: "/api/" takes "/api/anything". The first match in
+ * registration order wins. fn runs on a loop thread, possibly on several
+ * at once, so it must be thread-safe; it must answer with http_reply() or
+ * defer the request with http_request_defer() before it returns
+ * (otherwise the client gets 500). Register before
+ * http_server_run(). prefix is copied; ctx is borrowed. Returns 0 or -1.
+ */
+struct http_request;
+int http_server_add_handler(struct http_server *srv, const char *prefix,
+			    void (*fn)(struct http_request *req, void *ctx), void *ctx);
+
+/*
+ * Like http_server_add_handler(), and fn also gets the requests under
+ * prefix whose target the server itself would refuse with a bare 400
+ * (bad or NUL escapes, control bytes, backslashes, invalid UTF-8, "//",
+ * "." and ".." segments), so that it can say what is wrong. For those,
+ * http_request_path() returns NULL; http_request_target() has the raw
+ * target. The prefix is matched against the raw target byte for byte.
+ */
+int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
+				void (*fn)(struct http_request *req, void *ctx), void *ctx);
+
+enum http_method {
+	HTTP_GET,
+	HTTP_HEAD,
+	HTTP_POST,
+	HTTP_PUT,
+	HTTP_DELETE,
+	HTTP_PATCH,
+	HTTP_OPTIONS,
+	HTTP_OTHER,
+};
+
+/* Accessors; every pointer returned is valid until the handler returns. */
+enum http_method http_request_method(const struct http_request *req);
+/*
+ * The percent-decoded path without the URL prefix, NUL-terminated; NULL
+ * for a refused target passed to a raw handler.
+ */
+const char *http_request_path(const struct http_request *req);
+/*
+ * The request target as sent (still percent-encoded, query included),
+ * after the authority of an absolute-form target and after the URL prefix
+ * when the raw target starts with it.
+ */
+const char *http_request_target(const struct http_request *req);
+/* The peer's address as text ("127.0.0.1", "::1"), or "" when unknown. */
+const char *http_request_peer(const struct http_request *req);
+/* The raw query string after '?', or NULL. */
+const char *http_request_query(const struct http_request *req);
+/* The first value of a request header (case-insensitive name), or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
+/* The request body (may be empty, never NULL); its length goes to *len. */
+const void *http_request_body(struct http_request *req, size_t *len);
+/*
+ * Moves the request body into out (replacing its contents) with one copy
+ * and no second buffer of the whole size; afterwards the body reads as
+ * empty. Returns the length.
+ */
+size_t http_request_take_body(struct http_request *req, struct buf *out);
+/*
+ * The decoded value of the first name=value pair of a query string (NULL
+ * is an empty one) into out: 1 when found, 0 when absent, -1 when its
+ * percent-encoding is invalid or it holds a NUL byte.
+ */
+int http_query_param(const char *query, const char *name, struct buf *out);
+
+/* True when the peer connected from a loopback address. */
+int http_request_peer_is_loopback(const struct http_request *req);
+/* The snapshot this request is served from, borrowed for the handler's call. */
+struct snapshot *http_request_snapshot(const struct http_request *req);
+/*
+ * The custom domain (see hosts.h) the request is for, or NULL for the main
+ * site. What a handler answers for the main site, hosts_rewrite() makes
+ * right for it.
+ */
+struct snapshot_host *http_request_host(const struct http_request *req);
+
+/* Adds a response header (name and value are copied). Before http_reply. */
+void http_reply_header(struct http_request *req, const char *name, const char *value);
+/*
+ * Sends the response: status, content type (NULL for none), and the body,
+ * which is copied (omitted on the wire for HEAD, but counted in
+ * Content-Length). Call once.
+ */
+void http_reply(struct http_request *req, int status, const char *content_type,
+		const void *body, size_t len);
+/* Like http_reply, but takes over body's bytes (no copy) and leaves it as BUF_INIT. */
+void http_reply_buf(struct http_request *req, int status, const char *content_type,
+		    struct buf *body);
+
+/*
+ * Deferred replies, for work that must not run on a loop (file writes,
+ * long polls).
+ *
+ * Inside its handler, http_request_defer() takes the request over: the
+ * handler returns without replying, copying first whatever it needs from
+ * the request (the accessors stay valid until it returns). The caller
+ * owns the returned handle until it hands it back with exactly one
+ * http_deferred_reply() or http_deferred_reply_buf(), from any thread;
+ * the response is then sent by the request's own loop, woken through a
+ * pipe, so libevent is only ever touched on its own thread. If the client
+ * has gone meanwhile, the reply is dropped.
+ *
+ * A deferred request counts as in flight: a stop waits for it (up to the
+ * grace period). Every handle must be handed back before
+ * http_server_free(), even after http_server_run() has returned (the
+ * reply is then discarded).
+ */
+struct http_deferred;
+struct http_deferred *http_request_defer(struct http_request *req);
+/*
+ * Like http_request_defer(), for a long poll: a stop does not wait for it
+ * but answers it 503 at once (the holder's later answer is dropped).
+ */
+struct http_deferred *http_request_park(struct http_request *req);
+/* Adds a response header (copied). Before the reply, on the thread holding d. */
+void http_deferred_header(struct http_deferred *d, const char *name, const char *value);
+/*
+ * Sends status with a copy of body and frees d. Thread-safe. Every deferred
+ * request must be answered before http_server_free() (a parked one too,
+ * even after a stop answered it 503): d refers to its loop.
+ */
+void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
+			 const void *body, size_t len);
+/* Like http_deferred_reply, taking over body's bytes (left as BUF_INIT). */
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body);
+
+/* True for "127.x.y.z", "::1" and "::ffff:127.x.y.z" (exported for tests). */
+int http_addr_is_loopback(const char *addr);
+
+#endif

@@ -1,0 +1,252 @@
+/*
+ * searchapi.c: the search endpoints.
+ *
+ * Query strings are decoded strictly (a bad %XX or a NUL is a 400). Readers live in
+ * thread-specific storage, so no connection is shared between loops and no
+ * lock is taken on the request path; the rate limiter is the only shared
+ * state, and it is sharded.
+ *
+ * The page is rendered per request, the one exception to "no rendering on
+ * the request path": its content is the query's. It reuses the layout's
+ * listing page, with the results (escaped by search.c) as its body.
+ */
+#include "http/searchapi.h"
+#include "util/clock.h"
+#include "util/buf.h"
+#include "site/hosts.h"
+#include "http/http.h"
+#include "site/layout.h"
+#include "util/log.h"
+#include "util/ratelimit.h"
+#include "search/search.h"
+#include "util/xalloc.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct searchapi {
+	char *db;
+	struct rate_limiter *limiter;
+	pthread_key_t reader_key;
+	struct layout_site layout;
+	char *strings[10];    /* owned copies behind layout */
+};
+
+static void reader_free(void *r)
+{
+	search_reader_free(r);
+}
+
+static const char *dup_into(struct searchapi *api, int i, const char *s)
+{
+	api->strings[i] = s ? xstrdup(s) : NULL;
+	return api->strings[i];
+}
+
+struct searchapi *searchapi_new(const char *db_path, const struct layout_site *layout,
+				double per_sec, double burst)
+{
+	struct searchapi *api = xcalloc(1, sizeof(*api));
+
+	api->db = xstrdup(db_path);
+	api->limiter = rate_limiter_new(per_sec, burst);
+	if (pthread_key_create(&api->reader_key, reader_free) != 0) {
+		log_error("search: cannot create the per-thread reader key");
+		free(api->db);
+		rate_limiter_free(api->limiter);
+		free(api);
+		return NULL;
+	}
+	api->layout.title = dup_into(api, 0, layout->title);
+	api->layout.language = dup_into(api, 1, layout->language);
+	api->layout.url_prefix = dup_into(api, 2, layout->url_prefix);
+	api->layout.base_url = dup_into(api, 3, layout->base_url);
+	api->layout.css_url = dup_into(api, 4, layout->css_url);
+	api->layout.js_url = dup_into(api, 5, layout->js_url);
+	api->layout.icon_url = dup_into(api, 6, layout->icon_url);
+	api->layout.tree_url = dup_into(api, 7, layout->tree_url);
+	api->layout.search_url = dup_into(api, 8, layout->search_url);
+	api->layout.feed_url = dup_into(api, 9, layout->feed_url);
+	return api;
+}
+
+void searchapi_free(struct searchapi *api)
+{
+	size_t i;
+
+	if (!api)
+		return;
+	/* this thread's reader (the others went with their threads) */
+	search_reader_free(pthread_getspecific(api->reader_key));
+	pthread_key_delete(api->reader_key);
+	rate_limiter_free(api->limiter);
+	for (i = 0; i < sizeof(api->strings) / sizeof(*api->strings); i++)
+		free(api->strings[i]);
+	free(api->db);
+	free(api);
+}
+
+static struct search_reader *reader(struct searchapi *api)
+{
+	struct search_reader *r = pthread_getspecific(api->reader_key);
+
+	if (!r) {
+		r = search_reader_open(api->db);
+		if (r)
+			pthread_setspecific(api->reader_key, r);
+	}
+	return r;
+}
+
+static int number(const char *query, const char *name, int dflt, int *out)
+{
+	struct buf v = BUF_INIT;
+	char *end;
+	long n;
+	int rc = http_query_param(query, name, &v);
+
+	*out = dflt;
+	if (rc == 1) {
+		n = strtol(v.ptr, &end, 10);
+		if (!v.len || *end || n < -1000000 || n > 1000000)
+			rc = -1;
+		else
+			*out = (int)n;
+	}
+	buf_release(&v);
+	return rc < 0 ? -1 : 0;
+}
+
+static void reply_error(struct http_request *req, int status, const char *msg)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, "{\"error\":\"");
+	buf_adds_json(&b, msg);
+	buf_adds(&b, "\"}\n");
+	http_reply_header(req, "Cache-Control", "no-store");
+	http_reply_buf(req, status, "application/json", &b);
+}
+
+/* Method, rate limit and reader; replies and returns NULL when the request cannot go on. */
+static struct search_reader *admit(struct searchapi *api, struct http_request *req)
+{
+	enum http_method m = http_request_method(req);
+	struct search_reader *r;
+	double retry = 0;
+
+	if (m != HTTP_GET && m != HTTP_HEAD) {
+		http_reply_header(req, "Allow", "GET, HEAD");
+		reply_error(req, 405, "search answers GET and HEAD");
+		return NULL;
+	}
+	if (!rate_limiter_take(api->limiter, http_request_peer(req), clock_ms() / 1e3, &retry)) {
+		char secs[32];
+		snprintf(secs, sizeof(secs), "%d", (int)ceil(retry > 1 ? retry : 1));
+		http_reply_header(req, "Retry-After", secs);
+		reply_error(req, 429, "too many searches from this address; try again shortly");
+		return NULL;
+	}
+	r = reader(api);
+	if (!r)
+		reply_error(req, 503, "the search index is not available yet");
+	return r;
+}
+
+/*
+ * Answers out, which is the main site's: on a custom domain, rewritten for
+ * it first, so that a result links to where its note is served (its route
+ * there, or the main site) and never to a path the host answers with 404.
+ */
+static void reply_for_host(struct http_request *req, int status, const char *type,
+			   struct buf *out)
+{
+	struct snapshot_host *h = http_request_host(req);
+	struct buf b = BUF_INIT;
+
+	http_reply_header(req, "Cache-Control", "no-store");
+	if (!h) {
+		http_reply_buf(req, status, type, out);
+		return;
+	}
+	hosts_rewrite(http_request_snapshot(req), h, out->ptr, out->len, &b);
+	http_reply_buf(req, status, type, &b);
+	buf_release(&b);
+}
+
+static void api_handler(struct http_request *req, void *ctx)
+{
+	struct searchapi *api = ctx;
+	const char *query = http_request_query(req);
+	struct search_reader *r = admit(api, req);
+	struct buf q = BUF_INIT, out = BUF_INIT;
+	int limit, offset, rc;
+
+	if (!r)
+		return;
+	if (http_query_param(query, "q", &q) < 0 || number(query, "limit", 10, &limit) < 0 ||
+	    number(query, "offset", 0, &offset) < 0) {
+		reply_error(req, 400, "bad query string: q, limit and offset must be percent-encoded text and numbers");
+		goto out;
+	}
+	rc = search_query(r, q.ptr, limit, offset, &out);
+	reply_for_host(req, rc == 0 ? 200 : rc == -1 ? 400 : 500, "application/json", &out);
+out:
+	buf_release(&q);
+	buf_release(&out);
+}
+
+static void page_handler(struct http_request *req, void *ctx)
+{
+	struct searchapi *api = ctx;
+	const char *query = http_request_query(req);
+	struct search_reader *r = admit(api, req);
+	struct buf q = BUF_INIT, results = BUF_INIT, intro = BUF_INIT, html = BUF_INIT,
+		   title = BUF_INIT;
+	long long total = 0;
+	int rc = 0, status = 200;
+
+	if (!r)
+		return;
+	if (http_query_param(query, "q", &q) < 0) {
+		status = 400;
+		buf_adds(&intro, "<p>That query could not be read.</p>");
+	} else if (q.len) {
+		rc = search_query_html(r, q.ptr, 50, 0, &results, &total);
+		if (rc == 0) {
+			buf_addf(&intro, "<p class=\"search-total\">%lld result%s</p>\n", total,
+				 total == 1 ? "" : "s");
+			if (results.len) {
+				buf_adds(&intro, "<ul class=\"listing-items search-results\">\n");
+				buf_add(&intro, results.ptr, results.len);
+				buf_adds(&intro, "</ul>\n");
+			}
+		} else {
+			status = rc == -1 ? 400 : 500;
+			buf_adds(&intro, rc == -1 ? "<p>That query cannot be searched: try other words.</p>"
+						  : "<p>Search failed; please try again.</p>");
+		}
+	}
+	buf_adds(&title, q.len ? "Search: " : "Search");
+	buf_add(&title, q.ptr, q.len);
+	/* a listing page with no items of its own: the results are its intro */
+	layout_listing_page(&api->layout, title.ptr, intro.ptr, NULL, 0, &html);
+	reply_for_host(req, status, "text/html; charset=utf-8", &html);
+	buf_release(&q);
+	buf_release(&results);
+	buf_release(&intro);
+	buf_release(&html);
+	buf_release(&title);
+}
+
+int searchapi_register(struct searchapi *api, struct http_server *srv)
+{
+	if (http_server_add_handler(srv, "/api/search", api_handler, api) < 0 ||
+	    http_server_add_handler(srv, "/search", page_handler, api) < 0)
+		return -1;
+	return 0;
+}

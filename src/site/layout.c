@@ -1,0 +1,443 @@
+/*
+ * layout.c: the HTML document around a note, a listing and the 404 page.
+ *
+ * What: every page is the same shell (head, site header, explorer slot,
+ * main, optional table of contents, footer) filled with what the page
+ * itself determines. The shell is written straight into the caller's
+ * buffer with buf_add*; every string from a note or the configuration goes
+ * through buf_add_html, except body_html and intro_html, which are trusted
+ * fragments from markdown.c.
+ *
+ * How the theme fits in: the stylesheet, script and icon come from
+ * content-hashed URLs that browsers cache forever, so the bytes repeated in
+ * every page stay small. The only inline code is a one-line script that
+ * marks the document as scripted and applies the remembered colour scheme
+ * before the first paint (no flash of the wrong theme). The script finds
+ * what it needs in data attributes on <body>: data-prefix (the site's path
+ * prefix, for /api/search) and data-tree (the explorer's JSON).
+ *
+ * Rejected:
+ *  - Inlining the explorer tree, tag cloud or recent notes: they grow with
+ *    the vault, and one edit would change every page (invariant 2).
+ *  - Inline SVG icons in the header: a few hundred bytes on every page;
+ *    the stylesheet draws them with CSS masks instead.
+ *  - A template language read at run time: one more parser, one more way
+ *    for a load to fail, for a shell that changes with the code anyway.
+ *  - Ids that a heading could also get (a heading "Content" gets
+ *    id="content"): the shell's few ids carry a "quire-" prefix.
+ *  - Localising dates in C: the <time> holds the ISO date, which the
+ *    script may format for the reader's locale.
+ */
+#include "site/layout.h"
+#include "util/hash.h"
+
+#include <string.h>
+
+/* Before the first paint: no flash of the other colour scheme. Hashed for the CSP. */
+static const char theme_script[] =
+	"(function(d){d.classList.add(\"js\");try{var t=localStorage."
+	"getItem(\"quire-theme\");if(t===\"dark\"||t===\"light\")d.dataset.theme=t}"
+	"catch(e){}})(document.documentElement)";
+
+char *layout_csp(const char *frame_src)
+{
+	struct buf b = BUF_INIT;
+	char hash[SHA256_B64_SIZE];
+
+	hash_sha256_base64(theme_script, sizeof(theme_script) - 1, hash);
+	buf_addf(&b,
+		 "default-src 'self'; script-src 'self' 'sha256-%s'; "
+		 "style-src 'self' 'unsafe-inline'; img-src 'self' data: http: https:; "
+		 "media-src 'self' http: https:; frame-src %s; object-src 'none'; "
+		 "base-uri 'none'; form-action 'self'; frame-ancestors 'self'",
+		 hash, frame_src && frame_src[0] ? frame_src : "'none'");
+	return buf_detach(&b, NULL);
+}
+
+/* Headings deeper than this stay out of the toc: the aside stays short. */
+#define TOC_MAX_LEVEL 4
+
+enum page_kind {
+	PAGE_NOTE,
+	PAGE_LISTING,
+	PAGE_NOT_FOUND,
+};
+
+static const char *or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+static void add_html(struct buf *out, const char *s)
+{
+	if (s)
+		buf_adds_html(out, s);
+}
+
+/*
+ * Appends the origin of an absolute URL ("https://example.com/docs" gives
+ * "https://example.com"): page URLs already carry the path prefix, so
+ * base_url's own path must not be repeated in front of them.
+ */
+static void add_origin(struct buf *out, const char *base_url)
+{
+	const char *p = strstr(base_url, "://");
+	size_t len;
+
+	p = p ? p + 3 : base_url;
+	len = (size_t)(p - base_url) + strcspn(p, "/?#");
+	buf_add_html(out, base_url, len);
+}
+
+static void add_absolute(struct buf *out, const struct layout_site *site, const char *url)
+{
+	add_origin(out, site->base_url);
+	add_html(out, url);
+}
+
+static int has_base(const struct layout_site *site)
+{
+	return site->base_url && site->base_url[0];
+}
+
+static void add_home_url(struct buf *out, const struct layout_site *site)
+{
+	add_html(out, site->url_prefix);
+	buf_addc(out, '/');
+}
+
+/*
+ * The document head. description and url may be NULL; url (root-relative,
+ * with prefix) gives the canonical link when the site has a base_url.
+ */
+static void head(struct buf *out, const struct layout_site *site, enum page_kind kind,
+		 const char *title, const char *description, const char *url)
+{
+	const char *lang = site->language && site->language[0] ? site->language : "en";
+
+	buf_adds(out, "<!DOCTYPE html>\n<html lang=\"");
+	buf_adds_html(out, lang);
+	buf_adds(out, "\">\n<head>\n<meta charset=\"utf-8\">\n"
+		      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+		      "<title>");
+	add_html(out, title);
+	if (!title || strcmp(title, site->title) != 0) {
+		if (title && title[0])
+			buf_adds(out, " \xc2\xb7 ");
+		buf_adds_html(out, site->title);
+	}
+	buf_adds(out, "</title>\n");
+	if (description && description[0]) {
+		buf_adds(out, "<meta name=\"description\" content=\"");
+		buf_adds_html(out, description);
+		buf_adds(out, "\">\n");
+	}
+	if (kind == PAGE_NOT_FOUND)
+		buf_adds(out, "<meta name=\"robots\" content=\"noindex\">\n");
+	if (url && has_base(site)) {
+		buf_adds(out, "<link rel=\"canonical\" href=\"");
+		add_absolute(out, site, url);
+		buf_adds(out, "\">\n");
+	}
+	if (kind != PAGE_NOT_FOUND) {
+		buf_adds(out, "<meta property=\"og:title\" content=\"");
+		add_html(out, title);
+		buf_adds(out, "\">\n<meta property=\"og:site_name\" content=\"");
+		buf_adds_html(out, site->title);
+		buf_adds(out, kind == PAGE_NOTE
+				  ? "\">\n<meta property=\"og:type\" content=\"article\">\n"
+				  : "\">\n<meta property=\"og:type\" content=\"website\">\n");
+		if (description && description[0]) {
+			buf_adds(out, "<meta property=\"og:description\" content=\"");
+			buf_adds_html(out, description);
+			buf_adds(out, "\">\n");
+		}
+		if (url && has_base(site)) {
+			buf_adds(out, "<meta property=\"og:url\" content=\"");
+			add_absolute(out, site, url);
+			buf_adds(out, "\">\n");
+		}
+	}
+	buf_adds(out, "<meta name=\"color-scheme\" content=\"light dark\">\n"
+		      "<link rel=\"icon\" href=\"");
+	add_html(out, site->icon_url);
+	buf_adds(out, "\" type=\"image/svg+xml\">\n<link rel=\"stylesheet\" href=\"");
+	add_html(out, site->css_url);
+	buf_adds(out, "\">\n");
+	if (site->feed_url) {
+		buf_adds(out, "<link rel=\"alternate\" type=\"application/rss+xml\" title=\"");
+		buf_adds_html(out, site->title);
+		buf_adds(out, "\" href=\"");
+		buf_adds_html(out, site->feed_url);
+		buf_adds(out, "\">\n");
+	}
+	buf_adds(out, "<script>");
+	buf_adds(out, theme_script);
+	buf_adds(out, "</script>\n<script src=\"");
+	add_html(out, site->js_url);
+	buf_adds(out, "\" defer></script>\n</head>\n");
+}
+
+static void search_form(struct buf *out, const struct layout_site *site, const char *cls)
+{
+	buf_adds(out, "<form class=\"");
+	buf_adds(out, cls);
+	buf_adds(out, "\" role=\"search\" method=\"get\" action=\"");
+	buf_adds_html(out, site->search_url);
+	buf_adds(out, "\"><input class=\"search-input\" type=\"search\" name=\"q\" "
+		      "placeholder=\"Search\" aria-label=\"Search\" autocomplete=\"off\" "
+		      "spellcheck=\"false\"></form>\n");
+}
+
+/* <body> up to the opening of the grid that holds explorer, main and toc. */
+static void body_open(struct buf *out, const struct layout_site *site, int has_toc,
+		      const char *folder)
+{
+	buf_adds(out, "<body data-prefix=\"");
+	add_html(out, site->url_prefix);
+	buf_addc(out, '"');
+	if (site->tree_url) {
+		buf_adds(out, " data-tree=\"");
+		buf_adds_html(out, site->tree_url);
+		buf_addc(out, '"');
+		if (folder && folder[0]) {
+			buf_adds(out, " data-folder=\"");
+			buf_adds_html(out, folder);
+			buf_addc(out, '"');
+		}
+	}
+	buf_adds(out, ">\n<a class=\"skip-link\" href=\"#quire-main\">Skip to content</a>\n"
+		      "<header class=\"site-header\"><div class=\"site-header-inner\">\n"
+		      "<button class=\"icon-button nav-toggle\" type=\"button\" "
+		      "aria-controls=\"quire-explorer\" aria-expanded=\"false\" "
+		      "aria-label=\"Site navigation\"></button>\n"
+		      "<a class=\"site-title\" href=\"");
+	add_home_url(out, site);
+	buf_adds(out, "\">");
+	buf_adds_html(out, site->title);
+	buf_adds(out, "</a>\n");
+	if (site->search_url)
+		search_form(out, site, "search");
+	buf_adds(out, "<button class=\"icon-button theme-toggle\" type=\"button\" "
+		      "aria-label=\"Toggle dark mode\"></button>\n"
+		      "</div></header>\n");
+	buf_adds(out, has_toc ? "<div class=\"page has-toc\">\n" : "<div class=\"page\">\n");
+	buf_adds(out,
+		 "<nav class=\"explorer\" id=\"quire-explorer\" aria-label=\"Explorer\"></nav>\n"
+		 "<main id=\"quire-main\" tabindex=\"-1\">\n");
+}
+
+static void body_close(struct buf *out, const struct layout_site *site)
+{
+	buf_adds(out, "<footer class=\"site-footer\"><a href=\"");
+	add_home_url(out, site);
+	buf_adds(out, "\">");
+	buf_adds_html(out, site->title);
+	buf_adds(out, "</a>");
+	if (site->feed_url) {
+		buf_adds(out, " \xc2\xb7 <a href=\"");
+		buf_adds_html(out, site->feed_url);
+		buf_adds(out, "\">RSS</a>");
+	}
+	buf_adds(out, " \xc2\xb7 Published with quire</footer>\n</body>\n</html>\n");
+}
+
+static void add_date(struct buf *out, const char *label, const char *date)
+{
+	buf_adds(out, "<span class=\"note-date\">");
+	buf_adds(out, label);
+	buf_adds(out, " <time datetime=\"");
+	buf_adds_html(out, date);
+	buf_adds(out, "\">");
+	buf_adds_html(out, date);
+	buf_adds(out, "</time></span>");
+}
+
+static void note_header(struct buf *out, const struct layout_site *site,
+			const struct layout_note *note)
+{
+	size_t i;
+
+	buf_adds(out, "<header class=\"note-header\">\n<h1 class=\"note-title\">");
+	add_html(out, note->title);
+	buf_adds(out, "</h1>\n");
+	if (note->created || note->updated) {
+		buf_adds(out, "<p class=\"note-meta\">");
+		if (note->created)
+			add_date(out, "Created", note->created);
+		/* The same day twice says nothing. */
+		if (note->updated && !(note->created && strcmp(note->created, note->updated) == 0))
+			add_date(out, "Updated", note->updated);
+		buf_adds(out, "</p>\n");
+	}
+	if (note->ntags) {
+		buf_adds(out, "<ul class=\"note-tags\" aria-label=\"Tags\">");
+		for (i = 0; i < note->ntags; i++) {
+			const char *tag = or_empty(note->tags[i]);
+			buf_adds(out, "<li><a class=\"tag\" href=\"");
+			add_html(out, site->url_prefix);
+			buf_adds(out, "/tags/");
+			/* Percent-encoding leaves nothing for HTML to escape. */
+			buf_add_urlpath(out, tag, strlen(tag));
+			buf_adds(out, "\">#");
+			buf_adds_html(out, tag);
+			buf_adds(out, "</a></li>");
+		}
+		buf_adds(out, "</ul>\n");
+	}
+	buf_adds(out, "</header>\n");
+}
+
+static void backlinks(struct buf *out, const struct layout_note *note)
+{
+	size_t i;
+
+	if (!note->nbacklinks)
+		return;
+	buf_adds(out, "<section class=\"backlinks\" aria-label=\"Links to this page\">\n"
+		      "<h2>Links to this page</h2>\n<ul>\n");
+	for (i = 0; i < note->nbacklinks; i++) {
+		buf_adds(out, "<li><a class=\"internal\" href=\"");
+		add_html(out, note->backlinks[i].url);
+		buf_adds(out, "\">");
+		add_html(out, note->backlinks[i].title);
+		buf_adds(out, "</a></li>\n");
+	}
+	buf_adds(out, "</ul>\n</section>\n");
+}
+
+/* Shallowest level shown in the toc, or 0 when nothing would be shown. */
+static int toc_top(const struct layout_note *note)
+{
+	int top = 0;
+	size_t i;
+
+	for (i = 0; i < note->ntoc; i++) {
+		int level = note->toc[i].level;
+		if (level >= 1 && level <= TOC_MAX_LEVEL && (!top || level < top))
+			top = level;
+	}
+	return top;
+}
+
+/*
+ * A flat list, each entry indented by its depth below the shallowest
+ * heading shown: nesting lists would need repairs for skipped levels
+ * (an h4 straight under an h2), and the flat form reads the same.
+ */
+static void toc(struct buf *out, const struct layout_note *note, int top)
+{
+	size_t i;
+
+	buf_adds(out, "<aside class=\"toc\" aria-label=\"On this page\">\n"
+		      "<h2 class=\"toc-title\">On this page</h2>\n<ul>\n");
+	for (i = 0; i < note->ntoc; i++) {
+		const struct layout_toc_entry *e = &note->toc[i];
+		if (e->level < 1 || e->level > TOC_MAX_LEVEL)
+			continue;
+		buf_addf(out, "<li class=\"toc-%d\"><a href=\"#", e->level - top);
+		add_html(out, e->id);
+		buf_adds(out, "\">");
+		add_html(out, e->text);
+		buf_adds(out, "</a></li>\n");
+	}
+	buf_adds(out, "</ul>\n</aside>\n");
+}
+
+size_t layout_note_page(const struct layout_site *site, const struct layout_note *note,
+			struct buf *out)
+{
+	int top = toc_top(note);
+	size_t i, at;
+
+	buf_grow(out, note->body_len + 4096);
+	head(out, site, PAGE_NOTE, note->title, note->description, note->url);
+	body_open(out, site, top != 0, note->folder);
+	buf_adds(out, "<article class=\"note");
+	for (i = 0; i < note->ncssclasses; i++) {
+		if (!note->cssclasses[i] || !note->cssclasses[i][0])
+			continue;
+		buf_addc(out, ' ');
+		buf_adds_html(out, note->cssclasses[i]);
+	}
+	buf_adds(out, "\">\n");
+	note_header(out, site, note);
+	buf_adds(out, "<div class=\"note-body\">\n");
+	at = out->len;
+	if (note->body_html)
+		buf_add(out, note->body_html, note->body_len);
+	buf_adds(out, "\n</div>\n");
+	backlinks(out, note);
+	buf_adds(out, "</article>\n</main>\n");
+	if (top)
+		toc(out, note, top);
+	buf_adds(out, "</div>\n");
+	body_close(out, site);
+	return at;
+}
+
+void layout_listing_page(const struct layout_site *site, const char *title, const char *intro_html,
+			 const struct layout_item *items, size_t nitems, struct buf *out)
+{
+	size_t i;
+
+	head(out, site, PAGE_LISTING, title, NULL, NULL);
+	body_open(out, site, 0, NULL);
+	buf_adds(out, "<article class=\"listing\">\n<header class=\"note-header\">\n"
+		      "<h1 class=\"note-title\">");
+	add_html(out, title);
+	buf_adds(out, "</h1>\n</header>\n");
+	if (intro_html && intro_html[0]) {
+		buf_adds(out, "<div class=\"note-body listing-intro\">\n");
+		buf_adds(out, intro_html);
+		buf_adds(out, "\n</div>\n");
+	}
+	if (!nitems && !(intro_html && intro_html[0]))
+		buf_adds(out, "<p class=\"listing-empty\">No pages yet.</p>\n");
+	else
+		buf_adds(out, "<ul class=\"listing-items\">\n");
+	for (i = 0; i < nitems; i++) {
+		const struct layout_item *it = &items[i];
+		buf_adds(out, "<li><a class=\"listing-link\" href=\"");
+		add_html(out, it->url);
+		buf_adds(out, "\">");
+		add_html(out, it->title);
+		buf_adds(out, "</a>");
+		if (it->date && it->date[0]) {
+			buf_adds(out, " <time datetime=\"");
+			buf_adds_html(out, it->date);
+			buf_adds(out, "\">");
+			buf_adds_html(out, it->date);
+			buf_adds(out, "</time>");
+		}
+		if (it->summary && it->summary[0]) {
+			buf_adds(out, "<p class=\"listing-summary\">");
+			buf_adds_html(out, it->summary);
+			buf_adds(out, "</p>");
+		}
+		buf_adds(out, "</li>\n");
+	}
+	if (nitems)
+		buf_adds(out, "</ul>\n");
+	buf_adds(out, "</article>\n</main>\n</div>\n");
+	body_close(out, site);
+}
+
+void layout_not_found_page(const struct layout_site *site, struct buf *out)
+{
+	head(out, site, PAGE_NOT_FOUND, "Page not found", NULL, NULL);
+	body_open(out, site, 0, NULL);
+	buf_adds(out, "<article class=\"not-found\">\n<header class=\"note-header\">\n"
+		      "<p class=\"not-found-code\">404</p>\n"
+		      "<h1 class=\"note-title\">Page not found</h1>\n</header>\n"
+		      "<div class=\"note-body\">\n<p>There is no page at this address. "
+		      "It may have been moved, renamed or unpublished.</p>\n");
+	if (site->search_url) {
+		buf_adds(out, "<p>Try searching for it:</p>\n");
+		search_form(out, site, "search search-large");
+	}
+	buf_adds(out, "<p><a class=\"button\" href=\"");
+	add_home_url(out, site);
+	buf_adds(out, "\">Go to the home page</a></p>\n</div>\n</article>\n</main>\n</div>\n");
+	body_close(out, site);
+}

@@ -1,0 +1,470 @@
+/*
+ * loader.c: a queue, a thread, and the publish step.
+ *
+ * The queue is a set of flags and paths under one mutex with a condition
+ * variable; the thread sleeps on it, takes the whole queue when woken,
+ * and builds one snapshot for everything it took.
+ */
+#define _GNU_SOURCE /* SCHED_IDLE */
+#include "site/loader.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "search/search.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <time.h>
+
+struct loader {
+	char *path;
+	struct site_options opt;
+	struct snapshot_slot *slot;
+	struct site *site;          /* owned by the loader thread once started */
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;        /* work queued, or stop */
+	pthread_cond_t published;   /* a new version is live */
+	int stop;
+	int reload;                 /* a full reload is queued */
+	char **queue;               /* changed paths waiting for the next build */
+	size_t nqueue, aqueue;
+	int building;               /* the thread has taken the queue and is building */
+	uint64_t version;           /* live version, under lock */
+	struct snapshot *last;      /* the last snapshot published (a reference) */
+	struct search *search;      /* the full-text index, when opt.search */
+	int filling;                /* the index is being filled between changes */
+	int words_filled;           /* ... and every note is in its word index */
+	double fill_start, fill_cpu_start; /* ms, monotonic and of the loader thread's CPU */
+	int search_fresh;
+	char *search_path;
+	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
+	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
+	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
+};
+
+/*
+ * Changes are published before they are compressed (site_gzip_pending()):
+ * the pages of the changes queued meanwhile are composed first, but no
+ * page waits longer than this for its gzip bytes.
+ */
+#define GZIP_WAIT_MS 1000
+
+/* How soon a replaced snapshot that a reader held is looked at again. */
+#define REAP_MS 20
+
+/* ms from now on CLOCK_REALTIME, the clock of our condition variables. */
+static struct timespec deadline_after(int ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+static void publish(struct loader *l, struct snapshot *snap)
+{
+	uint64_t v = snap->version;
+
+	snapshot_unref(l->last);
+	l->last = snapshot_ref(snap);
+	snapshot_publish(l->slot, snap);
+	l->retired_held = snapshot_slot_reap(l->slot);
+	pthread_mutex_lock(&l->lock);
+	l->version = v;
+	/* in the same breath as the version: loader_notify() predicts from both */
+	l->building = 0;
+	l->gz_waiting = l->site && l->site->ngz_pending > 0;
+	pthread_cond_broadcast(&l->published);
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void log_diags(const struct site *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->diags.n; i++) {
+		const struct diag *d = &s->diags.items[i];
+		if (d->level == DIAG_ERROR)
+			log_warn("%s:%d: %s", d->path, d->line, d->msg);
+	}
+	if (s->diags.n)
+		log_info("%zu errors, %zu warnings in the vault (quire check lists them)",
+			 s->diags.nerrors, s->diags.nwarnings);
+}
+
+struct loader *loader_new(const char *path, const struct site_options *opt,
+			  struct snapshot_slot *slot)
+{
+	struct loader *l = xcalloc(1, sizeof(*l));
+	struct snapshot *snap;
+
+	l->path = xstrdup(path);
+	if (opt)
+		l->opt = *opt;
+	l->opt.base_url = opt && opt->base_url ? xstrdup(opt->base_url) : NULL;
+	l->slot = slot;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->wake, NULL);
+	pthread_cond_init(&l->published, NULL);
+	l->site = site_load(path, &l->opt);
+	if (!l->site) {
+		loader_free(l);
+		return NULL;
+	}
+	if (l->opt.search) {
+		/* opened here, before any reader: a rebuild replaces the file */
+		struct buf p = BUF_INIT;
+		mkdir(l->site->data_dir, 0755);
+		buf_addf(&p, "%s/search.db", l->site->data_dir);
+		l->search_path = buf_detach(&p, NULL);
+		l->search = search_open(l->search_path, &l->search_fresh);
+		if (!l->search)
+			log_warn("search is off: cannot open %s", l->search_path);
+	}
+	log_diags(l->site);
+	snap = site_snapshot(l->site, NULL);
+	publish(l, snap);
+	l->site->gzip_later = 1; /* the load compressed everything; changes are served first */
+	return l;
+}
+
+const struct site *loader_site(const struct loader *l)
+{
+	return l->site;
+}
+
+const char *loader_search_path(const struct loader *l)
+{
+	return l->search ? l->search_path : NULL;
+}
+
+static void full_reload(struct loader *l)
+{
+	struct site *s = site_load(l->path, &l->opt);
+	struct snapshot *snap;
+
+	if (!s) {
+		log_error("reload of %s failed; the last good snapshot keeps serving", l->path);
+		return;
+	}
+	log_diags(s);
+	snap = site_snapshot(s, NULL);
+	snap->version = l->version + 1;
+	site_free(l->site);
+	l->site = s;
+	s->gzip_later = 1;
+	l->gz_since = 0;
+	if (l->search) {
+		site_attach_search(s, l->search, 0);
+		l->filling = 0;
+	}
+	log_info("reloaded %zu notes in %.0f ms, snapshot %llu", s->nnotes, s->load_ms,
+		 (unsigned long long)snap->version);
+	publish(l, snap);
+}
+
+/* One snapshot for every path taken from the queue at once. */
+static void apply(struct loader *l, char **paths, size_t n)
+{
+	struct snapshot *snap;
+	size_t i;
+
+	double t0 = clock_ms(), t1, t2, t3;
+
+	site_apply(l->site, (const char *const *)paths, n);
+	t1 = clock_ms();
+	snap = site_snapshot(l->site, l->last);
+	snap->version = l->version + 1;
+	t2 = clock_ms();
+	publish(l, snap);
+	t3 = clock_ms();
+	if (l->site->ngz_pending && !l->gz_since)
+		l->gz_since = t3;
+	site_search_flush(l->site);
+	log_debug("applied %zu changed paths (%s%s): %zu notes parsed, %zu rendered, %zu composed; "
+		  "%.1f ms to apply (parse %.1f, render %.1f, compose %.1f, derived %.1f, hosts %.1f), "
+		  "%.1f to snapshot, %.1f to publish, %.1f to index; snapshot %llu",
+		  n, n ? paths[0] : "", n > 1 ? ", ..." : "", l->site->napplied,
+		  l->site->nrendered, l->site->ncomposed, t1 - t0, l->site->phase_ms[0],
+		  l->site->phase_ms[1], l->site->phase_ms[2], l->site->derived_ms,
+		  l->site->hosts_ms, t2 - t1, t3 - t2, clock_ms() - t3,
+		  (unsigned long long)snap->version);
+	for (i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+}
+
+static double cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/*
+ * The gzip bytes of the pages the last changes put uncompressed, in a
+ * snapshot of the same version: the same content, smaller.
+ */
+static void gzip_step(struct loader *l)
+{
+	struct snapshot *snap;
+	double t0 = clock_ms();
+	size_t pending = l->site->ngz_pending, n = site_gzip_pending(l->site);
+
+	l->gz_since = 0;
+	if (!n) {
+		pthread_mutex_lock(&l->lock);
+		l->gz_waiting = 0;
+		pthread_cond_broadcast(&l->published);
+		pthread_mutex_unlock(&l->lock);
+		return;
+	}
+	snap = site_snapshot(l->site, l->last);
+	snap->version = l->version;
+	publish(l, snap);
+	log_debug("compressed %zu of %zu pages put since the last compression in %.1f ms",
+		  n, pending, clock_ms() - t0);
+}
+
+/* Notes, or rows of the substring index, put per fill step: 20 to 200 ms of work. */
+#define FILL_BATCH 250
+
+/*
+ * The first snapshot is live before the index is filled: the index catches
+ * up here, FILL_BATCH notes at a time, between changes, so an edit made
+ * while it fills waits for one batch, not for the whole vault. Every note
+ * goes into the word index first (what most queries need; a fresh index
+ * is merged into one segment then), and the substring index follows
+ * (search_defer_substrings()).
+ */
+static void fill_step(struct loader *l)
+{
+	int rc = site_search_fill(l->site, FILL_BATCH);
+	struct search_counts c;
+
+	search_counts(l->search, &c);
+	if (rc >= 0 && !l->words_filled && !l->site->search_fill) {
+		l->words_filled = 1;
+		if (l->search_fresh)
+			search_optimize(l->search);
+		log_info("search: words of every note indexed in %.0f ms (%.0f ms of CPU): "
+			 "%lld rows written, %lld unchanged, %lld removed", clock_ms() - l->fill_start,
+			 cpu_ms() - l->fill_cpu_start, c.written, c.unchanged, c.removed);
+	}
+	if (rc == 0)
+		return;
+	l->filling = 0;
+	if (rc > 0) {
+		search_settle(l->search);
+		log_info("search index ready in %.0f ms (%.0f ms of CPU): %lld rows written, "
+			 "%lld unchanged, %lld removed", clock_ms() - l->fill_start,
+			 cpu_ms() - l->fill_cpu_start, c.written, c.unchanged, c.removed);
+	}
+}
+
+/*
+ * Readers never wait for writers, not even for the CPU. The loader thread
+ * (and the parallel loops it starts, which inherit this) runs SCHED_IDLE:
+ * the one policy that a waking serving thread preempts at once. At nice 10
+ * (what this replaced) the loader kept the core for the rest of its slice
+ * when a request arrived, up to the next scheduler tick (4 ms at HZ=250):
+ * after 1% of the serving thread's wakeups during syncs, 0.5 ms or more
+ * (docs/performance.md has the traces). The cost: the loader runs only on
+ * time no serving thread wants, so on cores saturated by requests an edit
+ * waits for a lull (nice 10 had a tenth of the core). Rejected: nice 19
+ * (the same slice protection as nice 10); real-time serving threads (a
+ * saturated server would starve everything else on its cores).
+ */
+static void background(void)
+{
+	struct sched_param none = { .sched_priority = 0 };
+
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &none) == 0)
+		return;
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19) < 0)
+		log_debug("loader: cannot lower its priority: %s", strerror(errno));
+}
+
+static void *run(void *arg)
+{
+	struct loader *l = arg;
+
+	prctl(PR_SET_NAME, "quire-loader", 0, 0, 0); /* for top -H and perf */
+	background();
+	if (l->search && site_search_start(l->site, l->search) == 0) {
+		l->filling = 1;
+		l->fill_start = clock_ms();
+		l->fill_cpu_start = cpu_ms();
+	}
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		int reload;
+		char **paths;
+		size_t n;
+
+		int gz = l->site->ngz_pending > 0;
+
+		while (!l->stop && !l->reload && !l->nqueue && !l->filling && !gz) {
+			if (!l->retired_held) {
+				pthread_cond_wait(&l->wake, &l->lock);
+				continue;
+			}
+			/* a reader still held the snapshot we replaced: free it here, soon */
+			struct timespec t = deadline_after(REAP_MS);
+			pthread_cond_timedwait(&l->wake, &l->lock, &t);
+			pthread_mutex_unlock(&l->lock);
+			l->retired_held = snapshot_slot_reap(l->slot);
+			pthread_mutex_lock(&l->lock);
+		}
+		if (l->stop)
+			break;
+		if (gz && ((!l->reload && !l->nqueue) || clock_ms() - l->gz_since > GZIP_WAIT_MS)) {
+			pthread_mutex_unlock(&l->lock);
+			gzip_step(l);
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
+		if (!l->reload && !l->nqueue) {
+			pthread_mutex_unlock(&l->lock);
+			fill_step(l);
+			pthread_mutex_lock(&l->lock);
+			continue;
+		}
+		reload = l->reload;
+		l->reload = 0;
+		paths = l->queue;
+		n = l->nqueue;
+		/* settings changed: everything may look different, so load it all again */
+		for (size_t i = 0; i < n && !reload; i++)
+			reload = strcmp(paths[i], "quire.yml") == 0;
+		l->queue = NULL;
+		l->nqueue = l->aqueue = 0;
+		l->building = 1;
+		pthread_mutex_unlock(&l->lock);
+		if (reload) {
+			/* a full reload reads every path anyway */
+			while (n > 0)
+				free(paths[--n]);
+			free(paths);
+			full_reload(l);
+		} else {
+			apply(l, paths, n);
+		}
+		pthread_mutex_lock(&l->lock);
+		l->building = 0;
+		pthread_cond_broadcast(&l->published); /* loader_wait_settled(), after a failed reload */
+	}
+	pthread_mutex_unlock(&l->lock);
+	return NULL;
+}
+
+uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n)
+{
+	uint64_t v;
+	size_t i;
+
+	pthread_mutex_lock(&l->lock);
+	ALLOC_GROW(l->queue, l->nqueue + n, l->aqueue);
+	for (i = 0; i < n; i++)
+		l->queue[l->nqueue++] = xstrdup(paths[i]);
+	/* the next build takes this; one under way has its queue already */
+	v = l->version + 1 + (uint64_t)l->building;
+	pthread_cond_signal(&l->wake);
+	pthread_mutex_unlock(&l->lock);
+	return v;
+}
+
+int loader_start(struct loader *l)
+{
+	if (pthread_create(&l->thread, NULL, run, l) != 0)
+		return log_error("cannot start the loader thread");
+	l->started = 1;
+	return 0;
+}
+
+void loader_reload(struct loader *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->reload = 1;
+	pthread_cond_signal(&l->wake);
+	pthread_mutex_unlock(&l->lock);
+}
+
+uint64_t loader_version(struct loader *l)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&l->lock);
+	v = l->version;
+	pthread_mutex_unlock(&l->lock);
+	return v;
+}
+
+int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
+{
+	struct timespec deadline = deadline_after(timeout_ms);
+	int ret = 0;
+
+	pthread_mutex_lock(&l->lock);
+	while (l->version < version && ret == 0)
+		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)
+			ret = l->version >= version ? 0 : -1;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms)
+{
+	struct timespec deadline = deadline_after(timeout_ms);
+	int ret = 0;
+
+	pthread_mutex_lock(&l->lock);
+	while ((l->version < version || l->nqueue || l->building || l->reload || l->gz_waiting) &&
+	       ret == 0)
+		if (pthread_cond_timedwait(&l->published, &l->lock, &deadline) == ETIMEDOUT)
+			ret = -1;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+void loader_free(struct loader *l)
+{
+	if (!l)
+		return;
+	if (l->started) {
+		pthread_mutex_lock(&l->lock);
+		l->stop = 1;
+		pthread_cond_signal(&l->wake);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->thread, NULL);
+	}
+	site_free(l->site);
+	search_free(l->search);
+	free(l->search_path);
+	while (l->nqueue > 0)
+		free(l->queue[--l->nqueue]);
+	free(l->queue);
+	snapshot_unref(l->last);
+	pthread_mutex_destroy(&l->lock);
+	pthread_cond_destroy(&l->wake);
+	pthread_cond_destroy(&l->published);
+	free((char *)l->opt.base_url);
+	free(l->path);
+	free(l);
+}

@@ -1,0 +1,75 @@
+/*
+ * loader.h: the thread that owns the site and publishes snapshots.
+ *
+ * Changes arrive in a queue from anywhere (SIGHUP, the file watcher, the
+ * sync API); the loader thread takes everything queued at once, so a burst
+ * of changes becomes one new snapshot, builds it beside the live one, and
+ * publishes it with one pointer swap. Serving threads never wait for it:
+ * not for a lock, not for the CPU (the thread runs SCHED_IDLE), and not
+ * for freeing the snapshot they held across a publish (the loader frees
+ * replaced snapshots itself). A failed load keeps the last good snapshot
+ * serving and logs why.
+ */
+#ifndef QUIRE_LOADER_H
+#define QUIRE_LOADER_H
+
+#include <stdint.h>
+
+#include "site/site.h"
+#include "site/snapshot.h"
+
+struct loader;
+
+/*
+ * Loads the vault at path now, on the calling thread, and publishes the
+ * first snapshot into slot (borrowed; it must outlive the loader). Returns
+ * NULL when the vault cannot be read (logged). The loader thread starts
+ * with loader_start().
+ */
+struct loader *loader_new(const char *path, const struct site_options *opt,
+			  struct snapshot_slot *slot);
+
+/* The site of the first load, for start-up figures. Owned by the loader; read it before loader_start(). */
+const struct site *loader_site(const struct loader *l);
+
+/* The search index's file when search is on (readers open it), or NULL. */
+const char *loader_search_path(const struct loader *l);
+
+/*
+ * Starts the loader thread (which first fills the search index), named
+ * quire-loader, at SCHED_IDLE (nice 19 where that is refused). 0 or -1.
+ */
+int loader_start(struct loader *l);
+
+/* Queues a full reload of quire.yml and the vault. Thread-safe. */
+void loader_reload(struct loader *l);
+
+/*
+ * Queues vault-relative paths (as on disk) that changed: files written or
+ * deleted, or folders. Returns the version of the snapshot that will
+ * include the change (a later one may come first if a build is under way).
+ * Thread-safe; paths are copied.
+ */
+uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n);
+
+/* The version of the live snapshot. Thread-safe. */
+uint64_t loader_version(struct loader *l);
+
+/*
+ * Waits until the live snapshot's version is at least version, or
+ * timeout_ms passes. Returns 0 when reached, -1 on timeout. Thread-safe.
+ */
+int loader_wait(struct loader *l, uint64_t version, int timeout_ms);
+
+/*
+ * Waits until the live snapshot's version is at least version and the
+ * loader has nothing left to do for it: no change queued or under way,
+ * every page compressed (the snapshot that follows a change with its gzip
+ * bytes has the same version). 0, or -1 on timeout. Thread-safe.
+ */
+int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms);
+
+/* Stops the thread (finishing the build under way) and frees everything. Accepts NULL. */
+void loader_free(struct loader *l);
+
+#endif

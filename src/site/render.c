@@ -1,0 +1,423 @@
+/*
+ * render.c: fragments and pages.
+ *
+ * A fragment depends only on its note and on what its names resolve to
+ * (kind and URL); an embedded note is a splice point in it, not a copy.
+ * Composing a page follows the splices into the embedded notes' fragments
+ * (a section of one for ![[note#Heading]], a block for ![[note#^id]]), so
+ * an edit to an embedded note re-composes its embedders without
+ * re-parsing them.
+ *
+ * The composed page holds the note's own fragment verbatim, in pieces
+ * between the places where embedded notes were spliced in; so after
+ * composing, the fragment is read back from the page (frag_add()) and the
+ * note's own copy is freed: about a third of what the pages of a vault
+ * take, instead of a copy of each page's HTML.
+ *
+ * Rejected: rendering embeds inside markdown.c by recursion. It would make
+ * a fragment depend on other notes' bodies, force an order on rendering,
+ * and parse each embedded note once per embedder.
+ */
+#include "site/render.h"
+#include "util/gzip.h"
+#include "util/log.h"
+#include "vault/resolve.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void render_resolve(const struct site *s, const struct site_note *n, const struct md_ref *ref,
+		    struct site_ref *out)
+{
+	void *item = NULL;
+	enum resolve_kind kind;
+
+	if (!ref->target[0]) {
+		kind = RESOLVE_NOTE; /* [[#Heading]]: this note */
+		item = (void *)n;
+	} else {
+		kind = resolver_find(s->resolver, n->note.path, ref->target, &item);
+	}
+	out->kind = MD_TARGET_BROKEN;
+	out->target = NULL;
+	if (kind == RESOLVE_NOTE) {
+		const struct site_note *t = item;
+		out->kind = t->published ? MD_TARGET_NOTE : MD_TARGET_PLAIN;
+		out->target = item;
+	} else if (kind == RESOLVE_FILE) {
+		out->kind = MD_TARGET_ATTACHMENT;
+		out->target = item;
+	}
+}
+
+struct body_ctx {
+	struct site *s;
+	struct site_note *n;
+	size_t cap;           /* of n->refs */
+};
+
+static void resolve_ref(void *ctx, size_t index, const struct md_ref *ref, struct md_target *out)
+{
+	struct body_ctx *c = ctx;
+	struct site_note *n = c->n;
+	struct site_ref *r;
+
+	if (index >= c->cap) {
+		/* refs arrive one by one as markdown.c meets them: keep ours parallel */
+		c->cap = c->cap * 2 > index + 1 ? c->cap * 2 : index + 1;
+		n->refs = xrealloc(n->refs, c->cap * sizeof(*n->refs));
+	}
+	r = &n->refs[index];
+	render_resolve(c->s, n, ref, r);
+	out->kind = r->kind;
+	/*
+	 * No title tooltip: a fragment must not depend on another note's
+	 * title, or a retitle would re-render every note linking to it.
+	 */
+	out->title = NULL;
+	if (r->kind == MD_TARGET_NOTE)
+		out->url = ((const struct site_note *)r->target)->href;
+	else if (r->kind == MD_TARGET_ATTACHMENT)
+		out->url = ((const struct site_file *)r->target)->href;
+}
+
+void render_note_release(struct site_note *n)
+{
+	struct site_fragment *f = &n->frag;
+
+	md_result_release(&n->md);
+	free(n->refs);
+	n->refs = NULL;
+	map_release(&n->ref_kinds);
+	page_unref(f->page);
+	free(f->pieces);
+	free(f->next);
+	memset(f, 0, sizeof(*f));
+}
+
+void render_note_adopt(struct site_note *n)
+{
+	struct site_fragment *f = &n->frag;
+
+	if (!f->next)
+		return;
+	buf_release(&n->md.html);
+	page_unref(f->page);
+	free(f->pieces);
+	f->page = page_ref(n->page);
+	f->pieces = f->next;
+	f->npieces = f->nnext;
+	f->next = NULL;
+	f->nnext = 0;
+}
+
+/* Appends bytes [from, to) of n's fragment, from wherever it is kept. */
+static void frag_add(struct buf *out, const struct site_note *n, size_t from, size_t to)
+{
+	const struct site_fragment *f = &n->frag;
+	size_t k;
+
+	if (!f->page) {
+		buf_add(out, n->md.html.ptr + from, to - from);
+		return;
+	}
+	/* the last piece starting at or before from (one piece more than the note's embeds) */
+	for (k = f->npieces - 1; k > 0 && f->pieces[k].from > from; k--)
+		;
+	for (; from < to; k++) {
+		size_t end = k + 1 < f->npieces ? f->pieces[k + 1].from : f->len;
+		size_t len = (end < to ? end : to) - from;
+		const char *bytes = page_bytes(f->page); /* inflated when only gzip is kept */
+		buf_add(out, bytes + f->pieces[k].at + (from - f->pieces[k].from), len);
+		from += len;
+	}
+}
+
+void render_note_body(struct site *s, struct site_note *n)
+{
+	struct body_ctx ctx = { s, n, 0 };
+	struct md_options opt;
+	size_t k;
+
+	render_note_release(n);
+	opt.resolve = resolve_ref;
+	opt.resolve_ctx = &ctx;
+	opt.url_prefix = s->cfg.url_prefix;
+	opt.first_line = n->note.body_line;
+	if (md_render(n->note.body ? n->note.body : "", n->note.body_len, &opt, &n->md) < 0) {
+		diag_addk(&s->diags, DIAG_LINK, DIAG_ERROR, n->note.path, 0,
+			  "could not parse the Markdown");
+		md_result_release(&n->md);
+	}
+	n->frag.len = n->md.html.len;
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct md_ref *ref = &n->md.refs[k];
+		if (n->refs[k].kind != MD_TARGET_BROKEN)
+			continue;
+		if (ref->markdown)
+			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
+				  "%s to %s, which is not in the vault: left as written",
+				  ref->kind == MD_REF_EMBED ? "image" : "link", ref->target);
+		else
+			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
+				  "broken %s: [[%s]] matches no note or attachment",
+				  ref->kind == MD_REF_EMBED ? "embed" : "link", ref->target);
+	}
+	note_drop_body(&n->note);
+	/* the plain text is kept only until the search index has it */
+	if (!s->keep_text && !s->search)
+		buf_release(&n->md.text);
+	else
+		buf_fit(&n->md.text);
+}
+
+/* The part of note t that an embed with this fragment shows: [*start, *end). */
+static int embed_range(const struct site_note *t, const char *frag, size_t *start, size_t *end)
+{
+	const struct md_result *md = &t->md;
+	size_t k;
+
+	*start = 0;
+	*end = t->frag.len;
+	if (!frag || !frag[0])
+		return 0;
+	if (frag[0] == '^') {
+		for (k = 0; k < md->nblocks; k++) {
+			if (strcmp(md->blocks[k].id, frag + 1) == 0) {
+				*start = md->blocks[k].start;
+				*end = md->blocks[k].end;
+				return 0;
+			}
+		}
+		return -1;
+	} else {
+		char *id = md_heading_id(frag);
+		int ret = -1;
+		for (k = 0; k < md->nheadings; k++) {
+			const struct md_heading *h = &md->headings[k];
+			if (strcmp(h->id, id) == 0 || strcasecmp(h->text, frag) == 0) {
+				*start = h->start;
+				*end = h->end;
+				ret = 0;
+				break;
+			}
+		}
+		free(id);
+		return ret;
+	}
+}
+
+/* Where the pieces of the note being composed went in its body. */
+struct pieces {
+	struct site_piece *v;
+	size_t n, alloc;
+};
+
+/* Appends n's fragment from pos to end, noting where it went when pieces is set. */
+static void add_piece(struct buf *out, const struct site_note *n, size_t pos, size_t end,
+		      struct pieces *pieces)
+{
+	if (pieces) {
+		ALLOC_GROW(pieces->v, pieces->n + 1, pieces->alloc);
+		pieces->v[pieces->n].from = pos;
+		pieces->v[pieces->n].at = out->len;
+		pieces->n++;
+	}
+	frag_add(out, n, pos, end);
+}
+
+/*
+ * What one page may still take in by embedding: a page's size must not
+ * be the product of its notes' embeds (four notes of 200 embeds each
+ * would make a page of gigabytes from 8 KB of Markdown). An embed that
+ * would go past either bound is left out with a marker where it stood;
+ * the first one is reported against the page's note.
+ */
+struct budget {
+	int embeds;       /* embeds left */
+	size_t bytes;     /* embedded bytes left */
+	int refused;      /* embeds left out so far */
+};
+
+static int over_budget(struct site *s, struct budget *b, const struct site_note *top,
+		       const struct site_note *t, size_t bytes, int depth, int line,
+		       struct buf *out)
+{
+	if (b->embeds > 0 && bytes <= b->bytes) {
+		b->embeds--;
+		b->bytes -= bytes;
+		return 0;
+	}
+	/* a marker for each of the page's own embeds, one for all the nested ones */
+	if (depth == 0 || !b->refused) {
+		buf_adds(out, "<p class=\"embed-limit\">Not embedded: ");
+		buf_adds_html(out, t->note.title);
+		buf_adds(out, " (this page already embeds as much as one page may).</p>");
+	}
+	if (!b->refused)
+		diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, top->note.path, line,
+			  "this page embeds more than max_embeds (%d) notes or max_embed_size "
+			  "(%zu bytes) of them; %s and the embeds after it are left out",
+			  s->cfg.max_embeds, s->cfg.max_embed_bytes, t->note.path);
+	b->refused++;
+	return 1;
+}
+
+/*
+ * Appends n's HTML from start to end with its embeds spliced in (depth
+ * levels already followed, chain the notes above it, line the line of the
+ * first note's embed that led here), within budget. An embed cycle is
+ * reported when the chain returns to its first note. At depth 0, pieces
+ * gets where each run of n's own fragment went in out.
+ */
+static void compose(struct site *s, const struct site_note *n, size_t start, size_t end,
+		    struct buf *out, const struct site_note **chain, int depth, int line,
+		    struct pieces *pieces, struct budget *budget)
+{
+	const struct md_result *md = &n->md;
+	size_t pos = start, k;
+
+	chain[depth] = n;
+	for (k = 0; k < md->nsplices; k++) {
+		const struct md_splice *sp = &md->splices[k];
+		const struct md_ref *ref = &md->refs[sp->ref];
+		const struct site_ref *r = &n->refs[sp->ref];
+		const struct site_note *t = r->target;
+		size_t ts, te;
+		int d, cycle = 0;
+
+		if (sp->offset < start || sp->offset >= end || r->kind != MD_TARGET_NOTE)
+			continue;
+		add_piece(out, n, pos, sp->offset, pieces);
+		pos = sp->offset;
+		for (d = 0; d <= depth; d++)
+			cycle |= chain[d] == t;
+		if (cycle) {
+			buf_adds(out, "<p class=\"embed-cycle\">Embed cycle: ");
+			buf_adds_html(out, t->note.title);
+			buf_adds(out, " is already shown above.</p>");
+			if (chain[0] == t && depth == 0)
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
+					  "embed cycle: the note embeds itself");
+			else if (chain[0] == t)
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, chain[0]->note.path,
+					  line, "embed cycle: embedding %s leads back to this note",
+					  chain[1]->note.path);
+			continue;
+		}
+		if (depth + 1 >= RENDER_MAX_EMBED_DEPTH) {
+			buf_adds(out, "<p class=\"embed-cycle\">Embeds nested too deeply.</p>");
+			continue;
+		}
+		if (embed_range(t, ref->fragment, &ts, &te) < 0) {
+			buf_adds(out, "<p class=\"embed broken\">No section &ldquo;");
+			buf_adds_html(out, ref->fragment);
+			buf_adds(out, "&rdquo; in ");
+			buf_adds_html(out, t->note.title);
+			buf_adds(out, ".</p>");
+			if (depth == 0)
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
+					  "embed of missing section '%s' in %s", ref->fragment,
+					  t->note.path);
+			continue;
+		}
+		if (over_budget(s, budget, chain[0], t, te - ts, depth, depth ? line : ref->line,
+				out))
+			continue;
+		compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line, NULL, budget);
+	}
+	add_piece(out, n, pos, end, pieces);
+}
+
+void render_note_page(struct site *s, struct site_note *n)
+{
+	struct buf body = BUF_INIT, html = BUF_INIT;
+	struct layout_note ln;
+	struct layout_toc_entry *toc = NULL;
+	struct layout_link *back = NULL;
+	const char **tags = NULL;
+	const struct site_note *chain[RENDER_MAX_EMBED_DEPTH + 1];
+	struct pieces pieces = { 0 };
+	size_t k, ntoc = 0, ntags = 0, len, at;
+	struct page *p;
+	char *bytes, *folder = NULL;
+	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0 };
+
+	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
+	compose(s, n, 0, n->frag.len, &body, chain, 0, 0, &pieces, &budget);
+
+	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
+	for (k = 0; k < n->md.nheadings; k++) {
+		const struct md_heading *h = &n->md.headings[k];
+		if (h->level < 2 || h->level > 4)
+			continue;
+		toc[ntoc].level = h->level;
+		toc[ntoc].text = h->text;
+		toc[ntoc].id = h->id;
+		ntoc++;
+	}
+	back = xcalloc(n->nbacklinks + 1, sizeof(*back));
+	for (k = 0; k < n->nbacklinks; k++) {
+		back[k].title = n->backlinks[k]->note.title;
+		back[k].url = n->backlinks[k]->href;
+	}
+	/* frontmatter tags, then inline tags not already there */
+	tags = xcalloc(n->note.tags.n + n->md.ntags + 1, sizeof(*tags));
+	for (k = 0; k < n->note.tags.n + n->md.ntags; k++) {
+		const char *t = k < n->note.tags.n ? n->note.tags.v[k] : n->md.tags[k - n->note.tags.n];
+		size_t j;
+		int dup = 0;
+		for (j = 0; j < ntags && !dup; j++)
+			dup = strcasecmp(tags[j], t) == 0;
+		if (!dup)
+			tags[ntags++] = t;
+	}
+
+	memset(&ln, 0, sizeof(ln));
+	ln.title = n->note.title;
+	ln.description = n->note.description ? n->note.description : n->md.summary;
+	ln.url = n->href;
+	ln.created = n->note.created;
+	ln.updated = n->note.updated;
+	ln.tags = tags;
+	ln.ntags = ntags;
+	ln.cssclasses = (const char *const *)n->note.cssclasses.v;
+	ln.ncssclasses = n->note.cssclasses.n;
+	ln.body_html = body.ptr;
+	ln.body_len = body.len;
+	ln.toc = toc;
+	ln.ntoc = ntoc;
+	ln.backlinks = back;
+	ln.nbacklinks = n->nbacklinks;
+	{
+		const char *slash = strrchr(n->note.path, '/');
+		folder = xstrndup(n->note.path, slash ? (size_t)(slash - n->note.path) : 0);
+		ln.folder = folder;
+	}
+	at = layout_note_page(&s->layout, &ln, &html);
+	for (k = 0; k < pieces.n; k++)
+		pieces.v[k].at += at;
+
+	p = page_new(PAGE_NOTE, n->url, strlen(n->url));
+	p->mtime = n->note.mtime;
+	buf_fit(&html); /* the page keeps these bytes: no growth slack */
+	bytes = buf_detach(&html, &len);
+	if (s->gzip_later)
+		page_set_body_later(p, bytes, len, GZIP_LEVEL); /* site_gzip_pending() */
+	else if (page_set_body(p, bytes, len, GZIP_LEVEL) < 0)
+		diag_addk(&s->diags, DIAG_EMBED, DIAG_ERROR, n->note.path, 0,
+			  "could not compress the page");
+	page_unref(n->page);
+	n->page = p;
+	free(n->frag.next);
+	n->frag.next = pieces.v;
+	n->frag.nnext = pieces.n;
+
+	free(toc);
+	free(back);
+	free(tags);
+	free(folder);
+	buf_release(&body);
+}

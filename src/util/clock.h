@@ -1,0 +1,13 @@
+/*
+ * clock.h: the one clock quire measures with.
+ *
+ * CLOCK_MONOTONIC in milliseconds, as a double: fine enough for the
+ * sub-millisecond phases the loader logs, and never stepped by NTP.
+ */
+#ifndef QUIRE_CLOCK_H
+#define QUIRE_CLOCK_H
+
+/* Milliseconds since an arbitrary fixed point (boot). */
+double clock_ms(void);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * diag.c: the diagnostic list.
+ */
+#include "util/diag.h"
+#include "util/buf.h"
+#include "util/xalloc.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The indices of one path's diagnostics in the list's items. */
+struct diag_path {
+	char *path;   /* the map's key */
+	size_t *at;
+	size_t n, alloc;
+};
+
+void diag_list_init(struct diag_list *l)
+{
+	memset(l, 0, sizeof(*l));
+	pthread_mutex_init(&l->lock, NULL);
+}
+
+static void diag_release(struct diag *d)
+{
+	free(d->path);
+	free(d->msg);
+}
+
+static void paths_release(struct map *m)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(m, &i, NULL, NULL, &v)) {
+		struct diag_path *p = v;
+		free(p->path);
+		free(p->at);
+		free(p);
+	}
+	map_release(m);
+}
+
+void diag_list_release(struct diag_list *l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	for (i = 0; i < l->n; i++)
+		diag_release(&l->items[i]);
+	free(l->items);
+	paths_release(&l->by_path);
+	pthread_mutex_destroy(&l->lock);
+	memset(l, 0, sizeof(*l));
+}
+
+/* Records that items[i] is about its path. */
+static void index_item(struct diag_list *l, size_t i)
+{
+	struct diag *d = &l->items[i];
+	struct diag_path *p = map_gets(&l->by_path, d->path);
+
+	if (!p) {
+		p = xcalloc(1, sizeof(*p));
+		p->path = xstrdup(d->path);
+		map_put(&l->by_path, p->path, strlen(p->path), p);
+	}
+	ALLOC_GROW(p->at, p->n + 1, p->alloc);
+	d->slot = p->n;
+	p->at[p->n++] = i;
+}
+
+/* Drops items[i]: the last item takes its place, and both indexes follow. */
+static void remove_item(struct diag_list *l, size_t i)
+{
+	struct diag *d = &l->items[i];
+	struct diag_path *p = map_gets(&l->by_path, d->path);
+	size_t last = l->n - 1;
+
+	if (d->level == DIAG_ERROR)
+		l->nerrors--;
+	else
+		l->nwarnings--;
+	p->at[d->slot] = p->at[p->n - 1];
+	l->items[p->at[d->slot]].slot = d->slot;
+	if (--p->n == 0) {
+		map_remove(&l->by_path, p->path, strlen(p->path));
+		free(p->path);
+		free(p->at);
+		free(p);
+	}
+	diag_release(d);
+	if (i != last) {
+		struct diag_path *q;
+		l->items[i] = l->items[last];
+		q = map_gets(&l->by_path, l->items[i].path);
+		q->at[l->items[i].slot] = i;
+	}
+	l->n--;
+}
+
+void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind)
+{
+	size_t i;
+
+	pthread_mutex_lock(&l->lock);
+	if (path) {
+		struct diag_path *p = map_gets(&l->by_path, path);
+		/* from the last slot down: a removal moves the last slot, already seen */
+		for (i = p ? p->n : 0; i-- > 0;) {
+			size_t at = p->at[i];
+			int emptied = p->n == 1;
+			if (l->items[at].kind != kind)
+				continue;
+			remove_item(l, at);
+			if (emptied)
+				break; /* p is freed */
+		}
+	} else {
+		for (i = l->n; i-- > 0;)
+			if (l->items[i].kind == kind)
+				remove_item(l, i);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+		int line, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
+
+static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+		int line, const char *fmt, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+	struct diag *d;
+
+	buf_vaddf(&msg, fmt, ap);
+	pthread_mutex_lock(&l->lock);
+	ALLOC_GROW(l->items, l->n + 1, l->alloc);
+	d = &l->items[l->n++];
+	d->level = level;
+	d->kind = kind;
+	d->path = xstrdup(path);
+	d->line = line;
+	d->msg = buf_detach(&msg, NULL);
+	index_item(l, l->n - 1);
+	if (level == DIAG_ERROR)
+		l->nerrors++;
+	else
+		l->nwarnings++;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void diag_add(struct diag_list *l, enum diag_level level, const char *path, int line,
+	      const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add(l, DIAG_OTHER, level, path, line, fmt, ap);
+	va_end(ap);
+}
+
+void diag_addk(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
+	       int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	add(l, kind, level, path, line, fmt, ap);
+	va_end(ap);
+}
+
+static int cmp(const void *a, const void *b)
+{
+	const struct diag *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+
+	if (c)
+		return c;
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return strcmp(x->msg, y->msg);
+}
+
+void diag_sort(struct diag_list *l)
+{
+	size_t i = 0;
+	void *v;
+
+	if (!l->n)
+		return;
+	qsort(l->items, l->n, sizeof(*l->items), cmp);
+	while (map_next(&l->by_path, &i, NULL, NULL, &v))
+		((struct diag_path *)v)->n = 0;
+	for (i = 0; i < l->n; i++)
+		index_item(l, i);
+}

@@ -1,0 +1,82 @@
+/* files.c: see files.h. */
+#include "util/files.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int read_file(const char *path, struct buf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	int saved;
+
+	buf_reset(out);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail;
+	}
+	buf_grow(out, (size_t)st.st_size);
+	for (;;) {
+		ssize_t n;
+		buf_grow(out, 65536);
+		n = read(fd, out->ptr + out->len, out->cap - out->len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		buf_setlen(out, out->len + (size_t)n);
+	}
+	close(fd);
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+int write_fd(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return log_error("cannot write %s: %s", path, strerror(errno));
+	if (write_fd(fd, data, len) < 0) {
+		int saved = errno;
+		close(fd);
+		return log_error("cannot write %s: %s", path, strerror(saved));
+	}
+	if (close(fd) < 0)
+		return log_error("cannot write %s: %s", path, strerror(errno));
+	return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * files.h: whole files in, whole buffers out.
+ *
+ * The few ways quire reads and writes files outside the vault's walk: a
+ * whole file into a buffer, a buffer onto a descriptor (short writes and
+ * EINTR handled), a buffer as a new file.
+ */
+#ifndef QUIRE_FILES_H
+#define QUIRE_FILES_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+
+/*
+ * Reads a whole file into out (replacing its contents). Returns 0, or -1
+ * with errno set (nothing logged: the caller knows what the file was for).
+ */
+int read_file(const char *path, struct buf *out);
+
+/*
+ * Writes all len bytes to fd, again after short writes and EINTR. Returns
+ * 0, or -1 with errno set (EIO when write() wrote nothing).
+ */
+int write_fd(int fd, const void *data, size_t len);
+
+/*
+ * Creates or truncates path (mode 0644) and writes data to it, without
+ * fsync. Returns 0, or -1 after logging what could not be written.
+ */
+int write_file(const char *path, const void *data, size_t len);
+
+#endif

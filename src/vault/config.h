@@ -1,0 +1,72 @@
+/*
+ * config.h: site settings from quire.yml at the vault root.
+ *
+ *	title: My notes
+ *	base_url: https://example.com/notes
+ *	language: en
+ *	publish: all            # or: explicit
+ *	ignore: [templates, "*.excalidraw.md"]
+ *	feed_items: 50
+ *	robots: |
+ *	  User-agent: *
+ *	  Disallow: /private/
+ *	hosts: {docs.example.com: {open: true, title: Docs}}
+ *
+ * Every key is optional; flags on the command line override it. Unknown
+ * keys and bad values are diagnostics with file and line, and the default
+ * stands in for a bad value.
+ */
+#ifndef QUIRE_CONFIG_H
+#define QUIRE_CONFIG_H
+
+#include <stddef.h>
+
+#include "util/diag.h"
+
+enum publish_mode { PUBLISH_ALL, PUBLISH_EXPLICIT };
+
+struct config_host {
+	char *name;        /* lowercased, no port */
+	int open;          /* serves any published note, not only its routes */
+	char *title;       /* or NULL: the site's */
+	char *base_url;    /* or NULL: https://<name> */
+};
+
+struct config {
+	char *title;       /* default: the vault folder's name */
+	char *base_url;    /* absolute, no trailing slash, or "" */
+	char *url_prefix;  /* path part of base_url without trailing slash: "" or "/notes" */
+	char *language;    /* default "en" */
+	enum publish_mode publish;
+	char **ignore;     /* globs matched against vault-relative paths */
+	size_t nignore;
+	int feed_items;    /* default 50 */
+	char *robots;      /* robots.txt body, or NULL for the default */
+	int max_embeds;    /* notes one page may embed, nested ones included (default 1000) */
+	size_t max_embed_bytes; /* of HTML embedded into one page (default 4 MiB) */
+	char *csp;         /* Content-Security-Policy to send instead of quire's, "" for none, or NULL */
+	char *frame_src;   /* CSP frame-src in quire's policy (default "https:") */
+	struct config_host *hosts;
+	size_t nhosts;
+};
+
+/*
+ * Loads <vault>/quire.yml into cfg (all defaults when the file is missing),
+ * reporting problems in diags under the path "quire.yml". Returns 0, or -1
+ * when the file exists but cannot be read (logged). The caller frees cfg
+ * with config_release().
+ */
+int config_load(struct config *cfg, const char *vault, struct diag_list *diags);
+
+/* Sets base_url and url_prefix from an absolute URL; returns -1 if it is not http(s). */
+int config_set_base_url(struct config *cfg, const char *url);
+
+/* "1048576", "512K", "64M", "1G" -> bytes in *out: 0, or -1 when s is no such size. */
+int config_parse_size(const char *s, size_t *out);
+
+void config_release(struct config *cfg);
+
+/* A host name lowercased, without port or trailing dot. Caller frees. */
+char *host_normalize(const char *host);
+
+#endif
