@@ -163,6 +163,7 @@ static void test_random_changes(void)
 	for (k = 0; k < NOTES; k++) {
 		snprintf(path, sizeof(path), "n%04zu.md", k);
 		notes[k].note.path = xstrdup(path);
+		notes[k].listed = xcalloc(1, sizeof(*notes[k].listed));
 		title_of(&notes[k], (unsigned)(rnd() % TITLES));
 	}
 	listing_init(&l);
@@ -177,10 +178,10 @@ static void test_random_changes(void)
 			case 1:
 				if (in[k]) {
 					listing_del(&l, n);
-					free(n->dtitle);
-					n->dtitle = NULL;
+					free(n->listed->title);
+					n->listed->title = NULL;
 				} else {
-					n->dtitle = xstrdup(n->note.title);
+					n->listed->title = xstrdup(n->note.title);
 					listing_add(&l, n);
 				}
 				in[k] = !in[k];
@@ -190,8 +191,8 @@ static void test_random_changes(void)
 					break;
 				listing_del(&l, n);
 				title_of(n, (unsigned)(rnd() % TITLES));
-				free(n->dtitle);
-				n->dtitle = xstrdup(n->note.title);
+				free(n->listed->title);
+				n->listed->title = xstrdup(n->note.title);
 				listing_add(&l, n);
 				break;
 			default: /* shows something else in place */
@@ -237,7 +238,8 @@ static void test_random_changes(void)
 	for (k = 0; k < NOTES; k++) {
 		free(notes[k].note.path);
 		free(notes[k].note.title);
-		free(notes[k].dtitle);
+		free(notes[k].listed->title);
+		free(notes[k].listed);
 	}
 	free(notes);
 	free(in);
@@ -257,8 +259,9 @@ static void test_new_first(void)
 	for (k = 0; k < 600; k++) {
 		snprintf(path, sizeof(path), "p%04zu.md", k);
 		notes[k].note.path = xstrdup(path);
+		notes[k].listed = xcalloc(1, sizeof(*notes[k].listed));
 		notes[k].note.title = xstrdup(k < 300 ? "M" : "A"); /* the second half sorts first */
-		notes[k].dtitle = xstrdup(notes[k].note.title);
+		notes[k].listed->title = xstrdup(notes[k].note.title);
 	}
 	for (k = 0; k < 300; k++) {
 		listing_add(&l, &notes[k]);
@@ -280,7 +283,8 @@ static void test_new_first(void)
 	for (k = 0; k < 600; k++) {
 		free(notes[k].note.path);
 		free(notes[k].note.title);
-		free(notes[k].dtitle);
+		free(notes[k].listed->title);
+		free(notes[k].listed);
 	}
 	free(notes);
 	free(in);

@@ -28,7 +28,7 @@
 #include "site/listing.h"
 #include "util/log.h"
 #include "util/oset.h"
-#include "site/site.h"
+#include "site/model.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
@@ -111,7 +111,7 @@ static void nl_del(struct notelist *l, const struct site_note *n)
 static int cmp_listed_date(const void *a, const void *b)
 {
 	const struct site_note *x = a, *y = b;
-	int c = strcmp(y->ddate, x->ddate);
+	int c = strcmp(y->listed->date, x->listed->date);
 	return c ? c : strcmp(x->note.path, y->note.path);
 }
 
@@ -434,14 +434,14 @@ static void date_sets(struct derived *d, struct site_note *n, int add, size_t to
 
 	if (move_in(&d->by_date, n, add, top))
 		d->site_feed_dirty = 1;
-	for (k = 0; k < n->ndtags; k++) {
-		struct derived_tag *t = get_tag(d, n->dtags[k]);
+	for (k = 0; k < n->listed->ntags; k++) {
+		struct derived_tag *t = get_tag(d, n->listed->tags[k]);
 		if (move_in(&t->by_date, n, add, top)) {
 			t->feed_dirty = 1;
 			queue_tag(d, t);
 		}
 	}
-	for (f = n->dfolder; f; f = f->parent) {
+	for (f = n->listed->folder; f; f = f->parent) {
 		if (move_in(&f->by_date, n, add, top)) {
 			f->feed_dirty = 1;
 			queue_folder(d, f);
@@ -468,8 +468,14 @@ static void update_note(struct site *s, struct site_note *n)
 	char **keys = NULL;
 	size_t nkeys = 0, k;
 	struct derived_folder *folder = NULL;
-	int changed = sig != n->dsig, resort, retitle;
+	int changed, resort, retitle;
 	size_t top = (size_t)s->cfg.feed_items;
+
+	if (!n->listed) {
+		n->listed = xcalloc(1, sizeof(*n->listed));
+		n->listed->shard = -1;
+	}
+	changed = sig != n->listed->sig;
 
 	if (listed) {
 		const char *slash = strrchr(n->note.path, '/');
@@ -477,20 +483,20 @@ static void update_note(struct site *s, struct site_note *n)
 		folder = get_folder(d, n->note.path, slash ? (size_t)(slash - n->note.path) : 0);
 	}
 	/* what a feed shows of it, or which feeds it is in, changed */
-	resort = changed || folder != n->dfolder || nkeys != n->ndtags;
+	resort = changed || folder != n->listed->folder || nkeys != n->listed->ntags;
 	for (k = 0; !resort && k < nkeys; k++)
-		resort = strcmp(keys[k], n->dtags[k]) != 0;
-	if (n->dsig && resort)
+		resort = strcmp(keys[k], n->listed->tags[k]) != 0;
+	if (n->listed->sig && resort)
 		date_sets(d, n, 0, top);
 	/*
 	 * Listings order by the title a note was registered with (dtitle): a
 	 * retitled note leaves its place under the old title before it takes
 	 * the new one, in its tags and its folder alike.
 	 */
-	retitle = n->dsig && listed && strcmp(n->dtitle, n->note.title) != 0;
-	for (k = 0; k < n->ndtags; k++) {
-		struct derived_tag *t = get_tag(d, n->dtags[k]);
-		int stays = has_key(keys, nkeys, n->dtags[k]);
+	retitle = n->listed->sig && listed && strcmp(n->listed->title, n->note.title) != 0;
+	for (k = 0; k < n->listed->ntags; k++) {
+		struct derived_tag *t = get_tag(d, n->listed->tags[k]);
+		int stays = has_key(keys, nkeys, n->listed->tags[k]);
 		if (!stays || retitle)
 			listing_del(&t->list, n);
 		else if (changed)
@@ -500,18 +506,18 @@ static void update_note(struct site *s, struct site_note *n)
 		if (!stays || changed)
 			tag_dirty(d, t);
 	}
-	if (n->dfolder && (n->dfolder != folder || retitle)) {
-		listing_del(&n->dfolder->list, n);
-		folder_dirty(d, n->dfolder);
-	} else if (n->dfolder && changed) {
-		listing_touch(&n->dfolder->list, n);
-		folder_dirty(d, n->dfolder);
+	if (n->listed->folder && (n->listed->folder != folder || retitle)) {
+		listing_del(&n->listed->folder->list, n);
+		folder_dirty(d, n->listed->folder);
+	} else if (n->listed->folder && changed) {
+		listing_touch(&n->listed->folder->list, n);
+		folder_dirty(d, n->listed->folder);
 	}
-	free(n->dtitle);
-	n->dtitle = listed ? xstrdup(n->note.title) : NULL;
+	free(n->listed->title);
+	n->listed->title = listed ? xstrdup(n->note.title) : NULL;
 	for (k = 0; k < nkeys; k++) {
 		struct derived_tag *t = get_tag(d, keys[k]);
-		int joins = !has_key(n->dtags, n->ndtags, keys[k]);
+		int joins = !has_key(n->listed->tags, n->listed->ntags, keys[k]);
 		if (joins || retitle) {
 			listing_add(&t->list, n);
 			tag_dirty(d, t);
@@ -519,19 +525,19 @@ static void update_note(struct site *s, struct site_note *n)
 		if (joins)
 			d->tag_index_dirty = 1;
 	}
-	for (k = 0; k < n->ndtags; k++)
-		free(n->dtags[k]);
-	free(n->dtags);
-	n->dtags = keys;
-	n->ndtags = nkeys;
-	if (folder && (n->dfolder != folder || retitle)) {
+	for (k = 0; k < n->listed->ntags; k++)
+		free(n->listed->tags[k]);
+	free(n->listed->tags);
+	n->listed->tags = keys;
+	n->listed->ntags = nkeys;
+	if (folder && (n->listed->folder != folder || retitle)) {
 		listing_add(&folder->list, n);
 		folder_dirty(d, folder);
 	}
 	/* folders; a folder's index note is its link in the explorer's document above it */
-	if (n->dfolder && n->dfolder->index == n && (n->dfolder != folder || changed)) {
+	if (n->listed->folder && n->listed->folder->index == n && (n->listed->folder != folder || changed)) {
 		/* "index.md" and "Index.md" both: the first in path order is the one */
-		struct derived_folder *f = n->dfolder;
+		struct derived_folder *f = n->listed->folder;
 		struct oset_iter it = OSET_ITER_INIT;
 		struct site_note *x;
 		f->index = NULL;
@@ -541,13 +547,13 @@ static void update_note(struct site *s, struct site_note *n)
 				f->index = x;
 		folder_head(d, f->parent);
 	}
-	if (n->dfolder != folder) {
-		if (n->dfolder)
-			count_change(d, n->dfolder, -1);
+	if (n->listed->folder != folder) {
+		if (n->listed->folder)
+			count_change(d, n->listed->folder, -1);
 		if (folder)
 			count_change(d, folder, 1);
-		n->dfolder = folder;
-		d->nlisted += (listed ? 1 : 0) - (n->dsig ? 1 : 0);
+		n->listed->folder = folder;
+		d->nlisted += (listed ? 1 : 0) - (n->listed->sig ? 1 : 0);
 	}
 	if (folder && is_index(n->note.path) && folder->index != n &&
 	    (!folder->index || strcmp(n->note.path, folder->index->note.path) < 0)) {
@@ -555,35 +561,35 @@ static void update_note(struct site *s, struct site_note *n)
 		folder_head(d, folder->parent);
 	}
 	/* sitemap shard */
-	if (n->dshard >= 0 && (!listed || changed)) {
-		nl_del(&d->shards[n->dshard], n);
-		shard_dirty(d, n->dshard);
-		n->dshard = -1;
+	if (n->listed->shard >= 0 && (!listed || changed)) {
+		nl_del(&d->shards[n->listed->shard], n);
+		shard_dirty(d, n->listed->shard);
+		n->listed->shard = -1;
 	}
-	if (listed && n->dshard < 0 && d->nshards) {
-		n->dshard = shard_of(d, n->url);
-		nl_add(&d->shards[n->dshard], n);
-		shard_dirty(d, n->dshard);
+	if (listed && n->listed->shard < 0 && d->nshards) {
+		n->listed->shard = shard_of(d, n->url);
+		nl_add(&d->shards[n->listed->shard], n);
+		shard_dirty(d, n->listed->shard);
 	}
 	/* a derived page may want the URL the note left, or yield to the one it took */
-	if (n->durl && (!listed || strcmp(n->durl, n->url) != 0)) {
+	if (n->listed->url && (!listed || strcmp(n->listed->url, n->url) != 0)) {
 		struct derived_tag *t;
 		struct derived_folder *f;
-		if (strncmp(n->durl, "/tags/", 6) == 0 && (t = map_gets(&d->tags, n->durl + 6))) {
+		if (strncmp(n->listed->url, "/tags/", 6) == 0 && (t = map_gets(&d->tags, n->listed->url + 6))) {
 			listing_head(&t->list);
 			tag_dirty(d, t);
 		}
-		if (!strcmp(n->durl, "/tags/"))
+		if (!strcmp(n->listed->url, "/tags/"))
 			d->tag_index_dirty = 1;
 		/* a folder's listing lives at its index note's URL */
-		if ((f = map_gets(&d->folder_by_url, n->durl)))
+		if ((f = map_gets(&d->folder_by_url, n->listed->url)))
 			folder_head(d, f);
 	}
-	free(n->durl);
-	n->durl = listed ? xstrdup(n->url) : NULL;
-	n->dsig = sig;
+	free(n->listed->url);
+	n->listed->url = listed ? xstrdup(n->url) : NULL;
+	n->listed->sig = sig;
 	if (listed && resort) {
-		site_note_date(n, n->ddate);
+		site_note_date(n, n->listed->date);
 		date_sets(d, n, 1, top);
 	}
 }
@@ -853,8 +859,8 @@ static void note_items(const struct site_note *const *v, size_t n, struct layout
 {
 	size_t i;
 	for (i = 0; i < n; i++) {
-		if (v[i]->ddate[0])
-			memcpy(dates[i], v[i]->ddate, sizeof(dates[i])); /* as registered */
+		if (v[i]->listed->date[0])
+			memcpy(dates[i], v[i]->listed->date, sizeof(dates[i])); /* as registered */
 		else
 			site_note_date(v[i], dates[i]);
 		items[i].title = v[i]->note.title;
@@ -1348,10 +1354,12 @@ static void reshard(struct site *s, size_t k)
 		d->shard_dirty[i] = 1;
 	for (i = 0; i < s->nnotes; i++) {
 		struct site_note *n = s->notes[i];
-		n->dshard = -1;
-		if (n->dsig) {
-			n->dshard = shard_of(d, n->url);
-			nl_add(&d->shards[n->dshard], n);
+		if (!n->listed)
+			continue;
+		n->listed->shard = -1;
+		if (n->listed->sig) {
+			n->listed->shard = shard_of(d, n->url);
+			nl_add(&d->shards[n->listed->shard], n);
 		}
 	}
 	d->sitemap_index_dirty = 1;

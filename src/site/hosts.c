@@ -18,7 +18,7 @@
 #include "site/derived.h"
 #include "util/gzip.h"
 #include "util/log.h"
-#include "site/site.h"
+#include "site/model.h"
 #include "vault/vault.h"
 #include "util/xalloc.h"
 

@@ -4,7 +4,7 @@
 #include "site/listing.h"
 #include "util/hash.h"
 #include "util/map.h"
-#include "site/site.h"
+#include "site/model.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>
@@ -20,7 +20,7 @@ static int cmp_key(const char *ta, const char *pa, const char *tb, const char *p
 
 int listing_cmp(const struct site_note *a, const struct site_note *b)
 {
-	return cmp_key(a->dtitle, a->note.path, b->dtitle, b->note.path);
+	return cmp_key(a->listed->title, a->note.path, b->listed->title, b->note.path);
 }
 
 static int cmp_notes(const void *a, const void *b)
@@ -39,14 +39,14 @@ static int touch_vs_note(const void *key, const void *item)
 {
 	const struct listing_touch *t = key;
 	const struct site_note *n = item;
-	return cmp_key(t->title, t->path, n->dtitle, n->note.path);
+	return cmp_key(t->title, t->path, n->listed->title, n->note.path);
 }
 
 static int note_vs_page(const void *key, const void *item)
 {
 	const struct site_note *n = key;
 	const struct listing_page *p = item;
-	return cmp_key(n->dtitle, n->note.path, p->title, p->path);
+	return cmp_key(n->listed->title, n->note.path, p->title, p->path);
 }
 
 static int note_vs_note(const void *key, const void *item)
@@ -112,7 +112,7 @@ void listing_touch(struct listing *l, const struct site_note *n)
 		return; /* everything is written anyway */
 	ALLOC_GROW(l->touched, l->ntouched + 1, l->atouched);
 	t = &l->touched[l->ntouched++];
-	t->title = xstrdup(n->dtitle);
+	t->title = xstrdup(n->listed->title);
 	t->path = xstrdup(n->note.path);
 }
 
@@ -248,7 +248,7 @@ static void cut_pages(struct listing *l, const struct region *r, const struct li
 	for (x = r->from; x && x != r->to; x = oset_next(&l->notes, &it)) {
 		if (!p || run == LISTING_MAX_RUN || starts_chunk(x)) {
 			p = xcalloc(1, sizeof(*p));
-			p->title = xstrdup(x->dtitle);
+			p->title = xstrdup(x->listed->title);
 			p->path = xstrdup(x->note.path);
 			p->first = x;
 			p->head = first;
@@ -385,4 +385,18 @@ void listing_flush(struct listing *l, const struct listing_ops *ops, void *ctx)
 	map_release(&fresh_keys);
 	touches_clear(l);
 	l->all = l->head = 0;
+}
+
+void listed_free(struct listed *l)
+{
+	size_t k;
+
+	if (!l)
+		return;
+	for (k = 0; k < l->ntags; k++)
+		free(l->tags[k]);
+	free(l->tags);
+	free(l->url);
+	free(l->title);
+	free(l);
 }

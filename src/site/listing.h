@@ -38,11 +38,31 @@
 #include "util/oset.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define LISTING_PAGE 100
 #define LISTING_MAX_RUN (4 * LISTING_PAGE)
 
 struct site_note;
+struct derived_folder;
+
+/*
+ * Where derived resources list a note: kept by derived.c (n->listed),
+ * read by listings for the title they order it by. Notes that were never
+ * listed have none.
+ */
+struct listed {
+	char **tags;          /* tag keys, with their parents ("a", "a/b") */
+	size_t ntags;
+	struct derived_folder *folder;
+	int shard;            /* sitemap shard, or -1 */
+	char *url;            /* the URL it was listed under */
+	uint64_t sig;         /* hash of what listings show of it (0: not listed) */
+	char date[11];        /* the date its feeds order it by, while listed */
+	char *title;          /* the title its listings order it by, while listed */
+};
+
+void listed_free(struct listed *l);
 
 /* A page as last written. */
 struct listing_page {

@@ -22,7 +22,7 @@
 #include <stddef.h>
 
 #include "util/buf.h"
-#include "site/site.h"
+#include "site/model.h"
 
 /* Longest chain of embeds followed; deeper ones render a notice. */
 #define RENDER_MAX_EMBED_DEPTH 8

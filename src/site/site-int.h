@@ -1,0 +1,106 @@
+/*
+ * site-int.h: what the files of a site's update share; private to
+ * src/site/site.c, apply.c, urls.c and sitesearch.c.
+ *
+ * One site_apply() is a set of worklists (struct work) that the phases in
+ * apply.c fill and drain, URL assignment and moves (urls.c) add to, and
+ * the search rows (sitesearch.c) read.
+ */
+#ifndef QUIRE_SITE_INT_H
+#define QUIRE_SITE_INT_H
+
+#include "site/site.h"
+#include "util/map.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct notevec {
+	struct site_note **v;
+	size_t n, alloc;
+};
+
+static inline void vec_push(struct notevec *v, struct site_note *n)
+{
+	ALLOC_GROW(v->v, v->n + 1, v->alloc);
+	v->v[v->n++] = n;
+}
+
+static inline void vec_remove(struct notevec *v, const struct site_note *n)
+{
+	size_t i;
+	for (i = 0; i < v->n; i++) {
+		if (v->v[i] == n) {
+			memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(*v->v));
+			v->n--;
+			return;
+		}
+	}
+}
+
+/* One site_apply()'s worklists. */
+struct work {
+	struct notevec parse;     /* to parse in the next round */
+	struct notevec parsed;    /* parsed this apply (any round) */
+	struct notevec rerender;  /* to render */
+	struct notevec recompose; /* to compose (rendered ones too) */
+	struct notevec removed;   /* to free at the end */
+	struct notevec moved;     /* published notes whose URL changed */
+	struct site_file **files; /* attachments added, changed or removed */
+	size_t nfiles, afiles;
+	struct map names;         /* name keys whose resolution may have changed -> owned key */
+	struct map stale_keys;    /* alias keys and old URLs to look at again -> owned key */
+	struct map url_groups;    /* bases whose groups must be assigned again -> owned key */
+};
+
+struct par {
+	struct site *s;
+	struct site_note **v;
+};
+
+/* The href of a URL path: the prefix, then the path percent-encoded. Caller frees. */
+char *make_href(const struct site *s, const char *url);
+/* Adds a copy of key to a set of owned keys (a map from key to itself). */
+void key_add(struct map *m, const char *key);
+/* Frees the keys of such a set, and the set. */
+void keys_release(struct map *m);
+
+/* apply.c */
+void site_note_free(struct site_note *n);
+void site_file_free(struct site_file *f);
+void apply_need_render(struct work *w, struct site_note *n);
+void apply_referrers(const struct site *s, const struct site_note *t, int kind,
+		      struct notevec *out);
+void apply_mark_recompose(struct work *w, struct site_note *n);
+
+/* urls.c */
+char *urls_base_of(struct site *s, const struct site_note *n);
+void urls_group_move(struct site *s, struct work *w, struct site_note *n, const char *base);
+void urls_assign(struct site *s, struct work *w);
+void urls_find_moves(struct site *s, struct work *w);
+void urls_update_claims(struct site *s, struct work *w, struct site_note *n);
+void urls_refresh_key(struct site *s, const char *key);
+void urls_load_moves(struct site *s);
+/* Frees the URL groups and the moves. */
+void urls_free(struct site *s);
+
+/* sitesearch.c */
+/*
+ * Stages the search rows of the changed notes in the index's open
+ * transaction (site_search_flush() writes them once the snapshot is live).
+ */
+void sitesearch_stage(struct site *s, struct site_note *const *changed, size_t n);
+int sitesearch_text_wanted(const struct site *s, const struct site_note *n);
+
+/* site.c */
+void site_heap_trim(void);
+
+static inline void strs_free(char **v, size_t n)
+{
+	size_t i;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+#endif

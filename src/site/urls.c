@@ -1,0 +1,490 @@
+/*
+ * urls.c: which URL each published note gets, and what its old URLs do.
+ *
+ * URL groups (a base URL and the notes asking for it, suffixes for all
+ * but the first), moves (a note deleted and one added with the same bytes
+ * in one change: the old URL redirects), and alias claims (aliases: and
+ * old URLs that redirect to a note).
+ */
+#include "site/site-int.h"
+#include "util/buf.h"
+#include "util/clock.h"
+#include "util/gzip.h"
+#include "util/hash.h"
+#include "util/log.h"
+#include "util/parallel.h"
+#include "util/unicode.h"
+#include "util/xalloc.h"
+#include "vault/resolve.h"
+#include "search/search.h"
+#include "site/derived.h"
+#include "site/hosts.h"
+#include "site/render.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * URLs. Published notes that ask for the same URL (their base URL, from
+ * the path or the slug) form a group, kept in path order: the first gets
+ * the URL, the others "-2", "-3"... skipping any suffixed URL that is some
+ * note's base URL (a note asking for "/a-2" by name wins it over the
+ * second note asking for "/a"). A suffix of one base can never be a suffix
+ * of another ("/a-2-2" splits only as "/a-2" and 2), so groups do not
+ * interfere but through base URLs, and a change reassigns only the groups
+ * it touched: the group a note leaves, the one it joins, and the group
+ * whose suffixes a base URL that appears or vanishes could be. A load
+ * assigns every group once; an edit, a handful, whatever the vault's size.
+ */
+struct url_group {
+	char *base;                /* the map's key */
+	struct site_note **v;      /* in path order */
+	size_t n, alloc;
+};
+
+/* "/a-3" -> "/a" (and "/a-3/" -> "/a/"): the base whose suffix url could be, or 0. */
+static int suffix_base(const char *url, struct buf *out)
+{
+	size_t len = strlen(url), end = len, d;
+	int slash = len > 1 && url[len - 1] == '/';
+
+	end -= (size_t)slash;
+	for (d = end; d > 0 && url[d - 1] >= '0' && url[d - 1] <= '9'; d--)
+		;
+	if (d == end || d < 2 || url[d - 1] != '-' || url[d] == '0' ||
+	    (end - d == 1 && url[d] == '1'))
+		return 0;
+	buf_reset(out);
+	buf_add(out, url, d - 1);
+	if (slash)
+		buf_addc(out, '/');
+	return 1;
+}
+
+/* The groups to assign again in this apply: base, and the base whose suffix it could be. */
+static void group_touched(struct site *s, struct work *w, const char *base, int came_or_went)
+{
+	struct buf b = BUF_INIT;
+
+	key_add(&w->url_groups, base);
+	if (came_or_went && suffix_base(base, &b) && map_get(&s->url_groups, b.ptr, b.len))
+		key_add(&w->url_groups, b.ptr);
+	buf_release(&b);
+}
+
+/* Moves n from the group of its registered base (n->gbase) to the group of base (NULL: none). */
+void urls_group_move(struct site *s, struct work *w, struct site_note *n, const char *base)
+{
+	struct url_group *g;
+	size_t at;
+
+	if (n->gbase && base && strcmp(n->gbase, base) == 0)
+		return;
+	if (n->gbase && (g = map_gets(&s->url_groups, n->gbase))) {
+		at = site_path_index(g->v, g->n, n->note.path);
+		if (at < g->n && g->v[at] == n) {
+			memmove(&g->v[at], &g->v[at + 1], (g->n - at - 1) * sizeof(*g->v));
+			g->n--;
+		}
+		group_touched(s, w, g->base, g->n == 0);
+		if (!g->n) {
+			map_remove(&s->url_groups, g->base, strlen(g->base));
+			free(g->base);
+			free(g->v);
+			free(g);
+		}
+	}
+	free(n->gbase);
+	n->gbase = NULL;
+	if (!base)
+		return;
+	if (!(g = map_gets(&s->url_groups, base))) {
+		g = xcalloc(1, sizeof(*g));
+		g->base = xstrdup(base);
+		map_put(&s->url_groups, g->base, strlen(g->base), g);
+	}
+	at = site_path_index(g->v, g->n, n->note.path);
+	ALLOC_GROW(g->v, g->n + 1, g->alloc);
+	memmove(&g->v[at + 1], &g->v[at], (g->n - at) * sizeof(*g->v));
+	g->v[at] = n;
+	g->n++;
+	n->gbase = xstrdup(base);
+	group_touched(s, w, g->base, g->n == 1);
+}
+
+/* Gives n the URL url; what showed its old one is rendered or composed again. */
+static void set_url(struct site *s, struct work *w, struct site_note *n, const char *url)
+{
+	struct notevec refs = { 0 };
+	size_t k;
+
+	if (n->url && strcmp(n->url, url) == 0)
+		return;
+	if (n->url) {
+		site_page_del(s, n->url);
+		key_add(&w->stale_keys, n->url);
+		/* notes linking here carry the old URL in their fragments, and
+		 * so does the note itself in its [[#Heading]] links */
+		apply_need_render(w, n);
+		apply_referrers(s, n, -1, &refs);
+		for (k = 0; k < refs.n; k++)
+			apply_need_render(w, refs.v[k]);
+		/* and notes it links to list it, with its URL, as a backlink */
+		for (k = 0; k < n->md.nrefs; k++)
+			if (n->refs[k].kind == MD_TARGET_NOTE)
+				apply_mark_recompose(w, n->refs[k].target);
+		free(refs.v);
+	}
+	free(n->url);
+	free(n->href);
+	n->url = xstrdup(url);
+	n->href = make_href(s, n->url);
+	apply_mark_recompose(w, n);
+	vec_push(&w->moved, n);
+	/* its alias redirects point at the old URL */
+	for (k = 0; k < n->naliases; k++)
+		key_add(&w->stale_keys, n->aliases[k]);
+}
+
+static void assign_group(struct site *s, struct work *w, const struct url_group *g)
+{
+	size_t len = strlen(g->base), i, k = 1;
+	int slash = len > 1 && g->base[len - 1] == '/';
+	struct buf alt = BUF_INIT;
+
+	for (i = 0; i < g->n; i++) {
+		struct site_note *n = g->v[i];
+		diag_forget(&s->diags, n->note.path, DIAG_URL);
+		if (i == 0) {
+			set_url(s, w, n, g->base);
+			continue;
+		}
+		do {
+			buf_reset(&alt);
+			buf_add(&alt, g->base, len - (size_t)slash);
+			buf_addf(&alt, "-%zu%s", ++k, slash ? "/" : "");
+		} while (map_get(&s->url_groups, alt.ptr, alt.len));
+		diag_addk(&s->diags, DIAG_URL, DIAG_WARNING, n->note.path, 0,
+			  "URL %s is already taken by %s; this note is served at %s", g->base,
+			  g->v[0]->note.path, alt.ptr);
+		set_url(s, w, n, alt.ptr);
+	}
+	buf_release(&alt);
+}
+
+/* Assigns the groups this apply touched. */
+void urls_assign(struct site *s, struct work *w)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(&w->url_groups, &i, NULL, NULL, &v)) {
+		const struct url_group *g = map_gets(&s->url_groups, v);
+		if (g)
+			assign_group(s, w, g);
+	}
+	keys_release(&w->url_groups);
+}
+
+/*
+ * The URL a published note asks for, before collisions: from its slug or
+ * its path. A slug may not claim one of quire's own URLs (an error; the
+ * note keeps its path's URL); a path that leads to one is served beside it
+ * (a warning naming where).
+ */
+char *urls_base_of(struct site *s, const struct site_note *n)
+{
+	char *url = vault_note_url(n->note.path, n->note.slug), *other;
+	const char *why;
+
+	if (n->note.slug && (why = vault_url_reserved(url))) {
+		diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, n->note.path, 0,
+			  "slug '%s' refused: %s is reserved (%s)", n->note.slug, url, why);
+		free(url);
+		url = vault_note_url(n->note.path, NULL);
+	}
+	if ((why = vault_url_reserved(url))) {
+		other = vault_url_unreserved(url);
+		diag_addk(&s->diags, DIAG_PARSE, DIAG_WARNING, n->note.path, 0,
+			  "URL %s is reserved (%s); this note is served at %s", url, why, other);
+		free(url);
+		url = other;
+	}
+	return url;
+}
+struct moved {
+	char *path;           /* the map's key: where the note lives now */
+	char **urls;          /* URLs it had before */
+	size_t n;
+};
+
+/*
+ * Records that the note at from now lives at to, having had the URL url:
+ * that URL, and every URL that led to from, now redirect to to. The move
+ * is added to persist when not NULL (the caller appends it to the moves
+ * file); the file is replayed in order at start-up, so the redirects
+ * outlive a restart.
+ */
+static void record_move(struct site *s, const char *url, const char *from, const char *to,
+			struct buf *persist)
+{
+	struct moved *src = map_gets(&s->moved, from), *dst = map_gets(&s->moved, to);
+	size_t k;
+
+	if (!dst) {
+		dst = xcalloc(1, sizeof(*dst));
+		dst->path = xstrdup(to);
+		map_put(&s->moved, dst->path, strlen(dst->path), dst);
+	}
+	if (src && src != dst) {
+		map_remove(&s->moved, from, strlen(from));
+		dst->urls = xrealloc(dst->urls, (dst->n + src->n + 1) * sizeof(*dst->urls));
+		for (k = 0; k < src->n; k++)
+			dst->urls[dst->n++] = src->urls[k];
+		free(src->urls);
+		free(src->path);
+		free(src);
+	}
+	for (k = 0; k < dst->n && strcmp(dst->urls[k], url) != 0; k++)
+		;
+	if (k == dst->n) {
+		dst->urls = xrealloc(dst->urls, (dst->n + 1) * sizeof(*dst->urls));
+		dst->urls[dst->n++] = xstrdup(url);
+	}
+	if (persist)
+		buf_addf(persist, "%s\t%s\t%s\n", url, from, to);
+}
+
+void urls_load_moves(struct site *s)
+{
+	struct buf data = BUF_INIT;
+	char *line, *save = NULL;
+
+	if (read_file(s->moves_file, &data) < 0) {
+		buf_release(&data);
+		return;
+	}
+	for (line = strtok_r(data.ptr, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *from = strchr(line, '\t'), *to = from ? strchr(from + 1, '\t') : NULL;
+		if (!to)
+			continue;
+		*from++ = '\0';
+		*to++ = '\0';
+		record_move(s, line, from, to, NULL);
+	}
+	buf_release(&data);
+}
+
+static int cmp_note_hash(const void *a, const void *b)
+{
+	const struct site_note *x = *(struct site_note *const *)a, *y = *(struct site_note *const *)b;
+	return (x->hash > y->hash) - (x->hash < y->hash);
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
+/*
+ * A published note deleted and one added with the same bytes in one
+ * change: a move. The added notes are sorted by hash, so pairing costs
+ * O((removed + added) log added), not their product (a folder of
+ * thousands renamed at once). Among notes with the same bytes, one with
+ * the same file name is the better guess: a folder renamed moves every
+ * file under its own name. The moves go to the moves file in one write.
+ */
+void urls_find_moves(struct site *s, struct work *w)
+{
+	struct site_note **added = xcalloc(w->parsed.n + 1, sizeof(*added));
+	struct buf lines = BUF_INIT;
+	size_t i, j, na = 0;
+
+	for (j = 0; j < w->parsed.n; j++)
+		if (w->parsed.v[j]->added && w->parsed.v[j]->published)
+			added[na++] = w->parsed.v[j];
+	if (na > 1)
+		qsort(added, na, sizeof(*added), cmp_note_hash);
+	for (i = 0; i < w->removed.n; i++) {
+		struct site_note *r = w->removed.v[i], *pick = NULL;
+		size_t lo = 0, hi = na;
+		if (!r->url)
+			continue;
+		while (lo < hi) { /* the first added note with r's hash */
+			size_t mid = lo + (hi - lo) / 2;
+			if (added[mid]->hash < r->hash)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (j = lo; j < na && added[j]->hash == r->hash; j++) {
+			if (added[j]->seen)
+				continue;
+			if (!pick)
+				pick = added[j];
+			if (strcmp(base_name(added[j]->note.path), base_name(r->note.path)) == 0) {
+				pick = added[j];
+				break;
+			}
+		}
+		if (pick) {
+			pick->seen = 1; /* one old note per new one */
+			record_move(s, r->url, r->note.path, pick->note.path, &lines);
+		}
+	}
+	for (j = 0; j < na; j++)
+		added[j]->seen = 0;
+	if (lines.len && s->moves_file && append_line_durable(s->moves_file, lines.ptr) < 0)
+		log_warn("cannot record %s in %s: %s", "moves", s->moves_file, strerror(errno));
+	buf_release(&lines);
+	free(added);
+}
+
+/* Alias URLs of a note: each alias as a note name in the note's folder, and its former URLs. */
+static void alias_urls(struct site *s, const struct site_note *n, int report, char ***out,
+		       size_t *nout)
+{
+	const char *slash = strrchr(n->note.path, '/'), *why;
+	const struct moved *m = map_gets(&s->moved, n->note.path);
+	size_t k;
+
+	*out = NULL;
+	*nout = 0;
+	for (k = 0; m && k < m->n; k++) {
+		if (strcmp(m->urls[k], n->url) == 0)
+			continue;
+		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+		(*out)[(*nout)++] = xstrdup(m->urls[k]);
+	}
+	for (k = 0; k < n->note.aliases.n; k++) {
+		struct buf from = BUF_INIT;
+		char *url;
+		if (slash)
+			buf_add(&from, n->note.path, (size_t)(slash - n->note.path + 1));
+		buf_adds(&from, n->note.aliases.v[k]);
+		buf_adds(&from, ".md");
+		url = vault_note_url(from.ptr, NULL);
+		buf_release(&from);
+		if ((why = vault_url_reserved(url))) {
+			if (report)
+				diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, n->note.path, 0,
+					  "alias '%s' refused: %s is reserved (%s)",
+					  n->note.aliases.v[k], url, why);
+			free(url);
+			continue;
+		}
+		if (strcmp(url, n->url) == 0) {
+			free(url);
+			continue;
+		}
+		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+		(*out)[(*nout)++] = url;
+	}
+}
+
+static void claim(struct site *s, const char *key, struct site_note *n, int add)
+{
+	size_t len = strlen(key);
+	struct notevec *v = map_get(&s->claims, key, len);
+
+	if (add) {
+		size_t i;
+		if (!v) {
+			v = xcalloc(1, sizeof(*v));
+			vec_push(v, (struct site_note *)(void *)xstrndup(key, len));
+			map_put(&s->claims, (char *)(void *)v->v[0], len, v);
+		}
+		/* keep claimants in path order: the first one wins, as in a full load */
+		for (i = 1; i < v->n && strcmp(v->v[i]->note.path, n->note.path) < 0; i++)
+			;
+		ALLOC_GROW(v->v, v->n + 1, v->alloc);
+		memmove(&v->v[i + 1], &v->v[i], (v->n - i) * sizeof(*v->v));
+		v->v[i] = n;
+		v->n++;
+	} else if (v) {
+		vec_remove(v, n);
+		if (v->n == 1) {
+			char *k = (char *)(void *)v->v[0];
+			map_remove(&s->claims, key, len);
+			free(k);
+			free(v->v);
+			free(v);
+		}
+	}
+}
+
+/* Brings the alias claims of a note up to date with its aliases and publish state. */
+void urls_update_claims(struct site *s, struct work *w, struct site_note *n)
+{
+	char **now = NULL;
+	size_t nnow = 0, k;
+
+	for (k = 0; k < n->naliases; k++) {
+		claim(s, n->aliases[k], n, 0);
+		key_add(&w->stale_keys, n->aliases[k]);
+	}
+	strs_free(n->aliases, n->naliases);
+	n->aliases = NULL;
+	n->naliases = 0;
+	if (n->published && !n->removed)
+		alias_urls(s, n, 1, &now, &nnow);
+	for (k = 0; k < nnow; k++) {
+		claim(s, now[k], n, 1);
+		key_add(&w->stale_keys, now[k]);
+	}
+	n->aliases = now;
+	n->naliases = nnow;
+}
+
+/* Sets the page at an alias URL: a redirect for the first claimant, unless a real page is there. */
+void urls_refresh_key(struct site *s, const char *key)
+{
+	size_t len = strlen(key);
+	struct page *cur = map_get(&s->pages, key, len), *p;
+	const struct notevec *v = map_get(&s->claims, key, len);
+	const struct site_note *to;
+
+	if (cur && cur->kind != PAGE_REDIRECT)
+		return; /* a note or generated page wins over an alias */
+	if (!v || v->n < 2) {
+		if (cur)
+			site_page_del(s, key);
+		return;
+	}
+	to = v->v[1];
+	if (cur && strcmp(cur->location, to->href) == 0)
+		return;
+	p = page_new(PAGE_REDIRECT, key, len);
+	p->location = xstrdup(to->href);
+	site_page_put(s, p);
+	page_unref(p);
+}
+
+void urls_free(struct site *s)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(&s->moved, &i, NULL, NULL, &v)) {
+		struct moved *m = v;
+		strs_free(m->urls, m->n);
+		free(m->path);
+		free(m);
+	}
+	map_release(&s->moved);
+	i = 0;
+	while (map_next(&s->url_groups, &i, NULL, NULL, &v)) {
+		struct url_group *g = v;
+		free(g->base);
+		free(g->v);
+		free(g);
+	}
+	map_release(&s->url_groups);
+}
