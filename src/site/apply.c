@@ -519,7 +519,6 @@ static void collect(struct work *w, struct site *s, const char *rel_in)
 	free(path);
 }
 
-
 static void parse_one(void *arg, size_t i)
 {
 	struct par *c = arg;
@@ -608,7 +607,6 @@ static void before_parse(struct site_note *n)
 	free(n->old_title);
 	n->old_title = n->note.title && !n->added ? xstrdup(n->note.title) : NULL;
 }
-
 
 /* What a parsed note's new metadata changes for others. */
 static void after_parse(struct site *s, struct work *w, struct site_note *n)
@@ -708,7 +706,6 @@ static void resolve_names(struct site *s, struct work *w)
 }
 
 /* ---- moves ------------------------------------------------------------------ */
-
 
 static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, size_t))
 {

@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 
+#include "site/feeds.h"
 #include "util/buf.h"
 
 struct site;
@@ -33,30 +34,7 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n);
 /* The number of sitemap shards (/sitemap-0.xml ...) the main site has. */
 size_t derived_shards(const struct site *s);
 
-/* A note as a feed or sitemap lists it, at a root-relative, encoded href. */
-struct feed_entry {
-	const struct site_note *note;
-	const char *href;
-};
-
-/* Where a feed is: absolute URLs are origin + a root-relative href. */
-struct feed_target {
-	const char *origin;   /* "https://example.com" */
-	const char *title;
-	const char *home;     /* href of the page the feed is about */
-	const char *self;     /* href of the feed itself */
-};
-
-/*
- * Appends an RSS 2.0 or Atom 1.0 feed of the newest entries (at most
- * feed_items of quire.yml); v is sorted newest first in place.
- */
-void derived_rss(const struct site *s, const struct feed_target *t, struct feed_entry *v,
-		 size_t n, struct buf *out);
-void derived_atom(const struct site *s, const struct feed_target *t, struct feed_entry *v,
-		  size_t n, struct buf *out);
-
-/* Appends a sitemap <urlset> of the entries, in the given order. */
-void derived_urlset(const char *origin, const struct feed_entry *v, size_t n, struct buf *out);
+/* The feed entry of a note at href (feeds.h); the entry borrows the note's strings. */
+void derived_entry(const struct site_note *n, const char *href, struct feed_entry *out);
 
 #endif

@@ -54,7 +54,6 @@ void site_heap_trim(void)
 #endif
 }
 
-
 char *make_href(const struct site *s, const char *url)
 {
 	struct buf b = BUF_INIT;
@@ -80,7 +79,6 @@ void keys_release(struct map *m)
 		free(v);
 	map_release(m);
 }
-
 
 static const char *asset_type(const char *name)
 {
