@@ -1,5 +1,5 @@
 /*
- * synccli.c: `quire sync`, on evhttp's client.
+ * synccli.c: `quire sync`, the command.
  *
  * Steps, in order: scan the local vault with the scanner's rules (no
  * ignore globs, as the server's manifest), hash every file through the
@@ -7,35 +7,23 @@
  * manifest, plan (upload new and changed files, delete what only the
  * server has with --delete, count the rest unchanged), run the plan on
  * --jobs keep-alive connections from one event loop, then long-poll
- * /api/v1/wait for the highest version the server returned.
- *
- * Each connection runs one request at a time and takes the next
- * operation from the plan when it finishes, so --jobs bounds both
- * concurrency and memory (a file is read into memory when its upload
- * starts and freed when the request is done).
- *
- * Outcomes. 200/201 uploaded; DELETE 200, or 404 (already gone), deleted;
- * 412 a conflict (the server's file is not the one the manifest showed);
- * anything else, or a connection failure, failed. The exit status is 1
- * when anything conflicted or failed.
- *
- * Rejected: re-reading each file's hash just before sending it (the
- * server returns the hash of what it stored, which is compared with the
- * planned one instead: a file changed during the run is reported, and the
- * next run sends it again).
+ * /api/v1/wait for the highest version the server returned. sync_main()
+ * reads as these steps; the requests, and what their answers count, are
+ * in synccli-requests.c.
  *
  * Test hooks (environment): QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS sleeps
  * after the manifest is fetched; QUIRE_SYNC_TEST_DELAY_MS delays the start
  * of each request.
  */
 #include "sync/synccli.h"
+#include "sync/synccli-int.h"
 #include "util/clock.h"
 #include "util/buf.h"
 #include "util/diag.h"
+#include "util/files.h"
 #include "util/hash.h"
 #include "sync/hashcache.h"
 #include "util/json.h"
-#include "util/log.h"
 #include "util/map.h"
 #include "util/parallel.h"
 #include "sync/syncapi.h"
@@ -46,7 +34,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,16 +42,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/event.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #define DEFAULT_JOBS 4
 #define MAX_JOBS 64
-#define REQUEST_TIMEOUT_S 300
 #define WAIT_TIMEOUT_MS 60000
-#define PROGRESS_EVERY_MS 100
 
 static const char sync_usage[] =
 	"usage: quire sync VAULT URL [--token-file FILE] [--delete] [--dry-run] [--jobs N]\n"
@@ -80,368 +62,12 @@ static const char sync_usage[] =
 	"  --dry-run           print what would be done, change nothing\n"
 	"  --jobs N            requests at once (default 4)\n";
 
-enum op_kind { OP_PUT, OP_DELETE };
-
-struct op {
-	enum op_kind kind;
-	const char *path;          /* NFC, borrowed from the scan or the manifest */
-	const char *disk;          /* local, relative to the vault (PUT) */
-	char sha[SHA256_HEX_SIZE]; /* the local hash (PUT) */
-	char remote[SHA256_HEX_SIZE]; /* the server's hash, "" when new */
-	off_t size;
-};
-
 struct remote {
 	char *path;
 	char sha[SHA256_HEX_SIZE];
 	uint64_t size;
 	int seen;                  /* the local vault has this path */
 };
-
-struct conn_slot {
-	struct client *c;
-	struct evhttp_connection *con;
-	struct op *op;             /* in flight, or NULL */
-	struct event *delay;       /* QUIRE_SYNC_TEST_DELAY_MS */
-};
-
-struct client {
-	const char *vault;
-	struct event_base *base;
-	char *host;
-	int port;
-	char *prefix;              /* URL path without trailing '/', or "" */
-	char *auth;                /* "Bearer <token>" */
-	struct conn_slot *slots;
-	int nslots;
-	struct op *ops;
-	size_t nops, aops, next, done;
-	int running;
-	uint64_t bytes_total, bytes_done;
-	size_t uploaded, deleted, conflicts, failed;
-	uint64_t max_version;
-	int delay_ms;
-	int progress;              /* stderr is a terminal */
-	int64_t last_progress;
-	/* a single synchronous request (manifest, wait) */
-	int sync_done, sync_status;
-	struct buf sync_body;
-};
-
-/* ---- progress ---- */
-
-static void progress(struct client *c, int final)
-{
-	size_t total = c->nops, done = c->done;
-	int width = 30, fill, i;
-	char bar[64];
-	int64_t t = (int64_t)clock_ms();
-
-	if (!c->progress || (!final && t - c->last_progress < PROGRESS_EVERY_MS))
-		return;
-	c->last_progress = t;
-	if (final) {
-		fputs("\r\033[K", stderr);
-		return;
-	}
-	fill = total ? (int)((double)done / (double)total * width) : width;
-	for (i = 0; i < width; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[width] = '\0';
-	fprintf(stderr, "\r\033[K[%s] %zu/%zu  %.1f/%.1f MB", bar, done, total,
-		(double)c->bytes_done / 1e6, (double)c->bytes_total / 1e6);
-	fflush(stderr);
-}
-
-/* Prints a line above the progress bar. */
-static void say(struct client *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct client *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->progress)
-		fputs("\r\033[K", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	c->last_progress = 0;
-}
-
-/* ---- requests ---- */
-
-/* A request with the headers every call carries. */
-static struct evhttp_request *new_request(struct client *c,
-					  void (*cb)(struct evhttp_request *, void *), void *arg)
-{
-	struct evhttp_request *req = evhttp_request_new(cb, arg);
-	struct evkeyvalq *h;
-
-	if (!req)
-		return NULL;
-	h = evhttp_request_get_output_headers(req);
-	if (evhttp_add_header(h, "Host", c->host) < 0 ||
-	    evhttp_add_header(h, "Authorization", c->auth) < 0 ||
-	    evhttp_add_header(h, "User-Agent", "quire-sync/" QUIRE_VERSION) < 0) {
-		evhttp_request_free(req);
-		return NULL;
-	}
-	return req;
-}
-
-/* The JSON "error" of an answer, or its status line. */
-static void describe(struct evhttp_request *req, struct buf *out)
-{
-	struct evbuffer *in;
-	struct json_reader jr;
-	struct buf key = BUF_INIT;
-	size_t len;
-	const char *body;
-
-	buf_reset(out);
-	if (!req || !evhttp_request_get_response_code(req)) {
-		buf_adds(out, "connection failed");
-		return;
-	}
-	in = evhttp_request_get_input_buffer(req);
-	len = evbuffer_get_length(in);
-	body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-	json_init(&jr, body ? body : "", body ? len : 0);
-	if (json_object(&jr) == 0) {
-		while (json_key(&jr, &key) > 0) {
-			if (strcmp(key.ptr, "error") == 0) {
-				json_string(&jr, out);
-				break;
-			}
-			if (json_skip(&jr) < 0)
-				break;
-		}
-	}
-	buf_release(&key);
-	if (!out->len)
-		buf_addf(out, "HTTP %d %s", evhttp_request_get_response_code(req),
-			 evhttp_request_get_response_code_line(req)
-				 ? evhttp_request_get_response_code_line(req)
-				 : "");
-}
-
-static void sync_cb(struct evhttp_request *req, void *arg)
-{
-	struct client *c = arg;
-	struct evbuffer *in;
-
-	c->sync_done = 1;
-	c->sync_status = req ? evhttp_request_get_response_code(req) : 0;
-	buf_reset(&c->sync_body);
-	if (req && (in = evhttp_request_get_input_buffer(req)) && evbuffer_get_length(in)) {
-		size_t n = evbuffer_get_length(in);
-		buf_grow(&c->sync_body, n);
-		if (evbuffer_remove(in, c->sync_body.ptr, n) == (int)n)
-			buf_setlen(&c->sync_body, n);
-	}
-	while (c->sync_body.len && c->sync_body.ptr[c->sync_body.len - 1] == '\n')
-		buf_setlen(&c->sync_body, c->sync_body.len - 1);
-	if (c->sync_status && c->sync_status != 200 && c->sync_body.len == 0)
-		buf_addf(&c->sync_body, "HTTP %d", c->sync_status);
-	event_base_loopbreak(c->base);
-}
-
-/*
- * A GET on the first connection, run to its end on the loop. Returns the
- * status (0 when the connection failed); the body goes to c->sync_body.
- */
-static int fetch(struct client *c, const char *target)
-{
-	struct evhttp_request *req = new_request(c, sync_cb, c);
-
-	c->sync_done = 0;
-	c->sync_status = 0;
-	if (!req)
-		return 0;
-	if (evhttp_make_request(c->slots[0].con, req, EVHTTP_REQ_GET, target) < 0)
-		return 0; /* evhttp freed req */
-	while (!c->sync_done)
-		if (event_base_dispatch(c->base) < 0)
-			break;
-	return c->sync_status;
-}
-
-static void start_next(struct conn_slot *s);
-
-/* An operation's answer. */
-static void op_cb(struct evhttp_request *req, void *arg)
-{
-	struct conn_slot *s = arg;
-	struct client *c = s->c;
-	struct op *op = s->op;
-	int status = req ? evhttp_request_get_response_code(req) : 0;
-	struct buf msg = BUF_INIT;
-
-	s->op = NULL;
-	c->running--;
-	c->done++;
-	if (op->kind == OP_PUT)
-		c->bytes_done += (uint64_t)op->size;
-	if ((op->kind == OP_PUT && (status == 200 || status == 201)) ||
-	    (op->kind == OP_DELETE && (status == 200 || status == 404))) {
-		struct evbuffer *in = evhttp_request_get_input_buffer(req);
-		size_t len = evbuffer_get_length(in);
-		const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-		struct json_reader jr;
-		struct buf key = BUF_INIT, sha = BUF_INIT;
-		uint64_t v = 0;
-
-		json_init(&jr, body ? body : "", body ? len : 0);
-		if (json_object(&jr) == 0) {
-			while (json_key(&jr, &key) > 0) {
-				if (strcmp(key.ptr, "version") == 0 && json_u64(&jr, &v) == 0 &&
-				    v > c->max_version)
-					c->max_version = v;
-				else if (strcmp(key.ptr, "sha256") == 0)
-					json_string(&jr, &sha);
-				else if (json_skip(&jr) < 0)
-					break;
-			}
-		}
-		if (op->kind == OP_PUT) {
-			c->uploaded++;
-			if (sha.len && strcmp(sha.ptr, op->sha) != 0)
-				say(c, "changed while syncing: %s (the server has what was read; "
-				       "run sync again)", op->path);
-		} else {
-			c->deleted++;
-		}
-		buf_release(&key);
-		buf_release(&sha);
-	} else if (status == 412) {
-		c->conflicts++;
-		say(c, "conflict: %s: changed on the server since the manifest was read; not %s",
-		    op->path, op->kind == OP_PUT ? "overwritten" : "deleted");
-	} else {
-		c->failed++;
-		describe(req, &msg);
-		say(c, "failed: %s %s: %s", op->kind == OP_PUT ? "upload" : "delete", op->path,
-		    msg.ptr);
-	}
-	buf_release(&msg);
-	progress(c, 0);
-	start_next(s);
-}
-
-static void fail_op(struct conn_slot *s, struct op *op, const char *why)
-{
-	struct client *c = s->c;
-
-	c->failed++;
-	c->done++;
-	say(c, "failed: %s %s: %s", op->kind == OP_PUT ? "upload" : "delete", op->path, why);
-}
-
-/* Starts the next operation of the plan on s, or leaves s idle. */
-static void launch(struct conn_slot *s)
-{
-	struct client *c = s->c;
-
-	while (c->next < c->nops) {
-		struct op *op = &c->ops[c->next++];
-		struct evhttp_request *req;
-		struct buf target = BUF_INIT, body = BUF_INIT, full = BUF_INIT;
-		struct evkeyvalq *h;
-		char tag[SHA256_HEX_SIZE + 3], num[32];
-		int rc = 0;
-
-		buf_addf(&target, "%s/api/v1/files/", c->prefix);
-		buf_add_urlpath(&target, op->path, strlen(op->path));
-		req = new_request(c, op_cb, s);
-		if (!req) {
-			fail_op(s, op, "cannot make a request");
-			buf_release(&target);
-			continue;
-		}
-		h = evhttp_request_get_output_headers(req);
-		if (op->kind == OP_PUT) {
-			/*
-			 * The file's bytes, read now: read_file() (whole, into memory), since
-			 * the body must be in the request's buffer before it is sent, and
-			 * freed when the request is done (--jobs bounds how many are held).
-			 * Rejected: evbuffer_add_file() (the file could change between the
-			 * Content-Length and the last byte sent).
-			 */
-			buf_addf(&full, "%s/%s", c->vault, op->disk);
-			if (read_file(full.ptr, &body) < 0) {
-				fail_op(s, op, strerror(errno));
-				evhttp_request_free(req);
-				buf_release(&target);
-				buf_release(&full);
-				buf_release(&body);
-				continue;
-			}
-			op->size = (off_t)body.len;
-			snprintf(num, sizeof(num), "%zu", body.len);
-			rc |= evhttp_add_header(h, "Content-Length", num);
-			rc |= evhttp_add_header(h, "Content-Type", "application/octet-stream");
-			if (op->remote[0]) {
-				snprintf(tag, sizeof(tag), "\"%s\"", op->remote);
-				rc |= evhttp_add_header(h, "If-Match", tag);
-			} else {
-				rc |= evhttp_add_header(h, "If-None-Match", "*");
-			}
-			rc |= evbuffer_add(evhttp_request_get_output_buffer(req), body.ptr, body.len);
-		} else {
-			snprintf(tag, sizeof(tag), "\"%s\"", op->remote);
-			rc |= evhttp_add_header(h, "If-Match", tag);
-		}
-		buf_release(&full);
-		buf_release(&body);
-		if (rc) {
-			fail_op(s, op, "cannot make a request");
-			evhttp_request_free(req);
-			buf_release(&target);
-			continue;
-		}
-		s->op = op;
-		c->running++;
-		if (evhttp_make_request(s->con, req,
-					op->kind == OP_PUT ? EVHTTP_REQ_PUT : EVHTTP_REQ_DELETE,
-					target.ptr) < 0) {
-			s->op = NULL;
-			c->running--;
-			fail_op(s, op, "cannot send the request");
-			buf_release(&target);
-			continue;
-		}
-		buf_release(&target);
-		return;
-	}
-	if (c->running == 0)
-		event_base_loopbreak(c->base);
-}
-
-static void delayed_launch(evutil_socket_t fd, short what, void *arg)
-{
-	struct conn_slot *s = arg;
-
-	s->c->running--; /* the timer counted as running */
-	launch(s);
-}
-
-static void start_next(struct conn_slot *s)
-{
-	struct client *c = s->c;
-	struct timeval tv;
-
-	if (c->delay_ms > 0 && c->next < c->nops) {
-		tv.tv_sec = c->delay_ms / 1000;
-		tv.tv_usec = (c->delay_ms % 1000) * 1000;
-		if (!s->delay)
-			s->delay = evtimer_new(c->base, delayed_launch, s);
-		if (s->delay && evtimer_add(s->delay, &tv) == 0) {
-			c->running++; /* a pending timer counts as running */
-			return;
-		}
-	}
-	launch(s);
-}
 
 /* ---- the local side ---- */
 
@@ -634,7 +260,34 @@ static int env_ms(const char *name)
 	return v && *v ? atoi(v) : 0;
 }
 
-int sync_main(int argc, char **argv)
+/* One run of the command: what the phases of sync_main() share. */
+struct run {
+	const char *token_file, *vault, *url;
+	int do_delete, dry, jobs;
+	char *token;
+	struct client c;
+	struct vault_scan scan;
+	struct diag_list diags;
+	struct hash_work hw;       /* the local hashes; owns hw.cache and hw.dirfd (the vault) */
+	struct map remote;         /* path -> struct remote, from the server's manifest */
+	size_t unchanged, skipped, only_remote;
+	int64_t t0;
+};
+
+static void run_init(struct run *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->t0 = (int64_t)clock_ms();
+	r->jobs = DEFAULT_JOBS;
+	buf_init(&r->c.sync_body, 0);
+	diag_list_init(&r->diags);
+	r->scan = (struct vault_scan)VAULT_SCAN_INIT;
+	r->remote = (struct map)MAP_INIT;
+	r->hw.dirfd = -1;
+}
+
+/* The options and arguments into r. -1 to go on, else the exit status (printed). */
+static int parse_args(struct run *r, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "token-file", required_argument, NULL, 't' },
@@ -644,29 +297,13 @@ int sync_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct client c;
-	struct vault_scan scan = VAULT_SCAN_INIT;
-	struct diag_list diags;
-	struct hash_work hw;
-	struct hash_cache *cache = NULL;
-	struct map remote = MAP_INIT;
-	struct buf cache_file = BUF_INIT, target = BUF_INIT;
-	const char *token_file = NULL, *vault, *url;
-	char *token = NULL;
-	int do_delete = 0, dry = 0, jobs = DEFAULT_JOBS, opt, ret = 1, vfd = -1, i;
-	size_t k, unchanged = 0, skipped = 0, only_remote = 0;
-	uint64_t version = 0;
-	int64_t t0 = (int64_t)clock_ms();
+	int opt;
 
-	memset(&c, 0, sizeof(c));
-	memset(&hw, 0, sizeof(hw));
-	buf_init(&c.sync_body, 0);
-	diag_list_init(&diags);
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
-		case 't': token_file = optarg; break;
-		case 'd': do_delete = 1; break;
-		case 'n': dry = 1; break;
+		case 't': r->token_file = optarg; break;
+		case 'd': r->do_delete = 1; break;
+		case 'n': r->dry = 1; break;
 		case 'j': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -675,7 +312,7 @@ int sync_main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			jobs = (int)v;
+			r->jobs = (int)v;
 			break;
 		}
 		case 'h': fputs(sync_usage, stdout); return 0;
@@ -686,234 +323,310 @@ int sync_main(int argc, char **argv)
 		fprintf(stderr, "quire sync: VAULT and URL are required\n%s", sync_usage);
 		return 2;
 	}
-	vault = argv[optind];
-	url = argv[optind + 1];
-	c.vault = vault;
-	if (parse_url(&c, url) < 0)
-		goto out;
-	if (!(token = load_token(token_file)))
-		goto out;
-	c.auth = xmalloc(strlen(token) + 8);
-	sprintf(c.auth, "Bearer %s", token);
-	c.progress = isatty(2);
-	c.delay_ms = env_ms("QUIRE_SYNC_TEST_DELAY_MS");
+	r->vault = argv[optind];
+	r->url = argv[optind + 1];
+	return -1;
+}
 
-	/* the local files and their hashes */
-	if (vault_scan(vault, NULL, &scan, &diags) < 0)
-		goto out;
-	for (k = 0; k < diags.n; k++)
-		fprintf(stderr, "%s: %s: %s\n", diags.items[k].path,
-			diags.items[k].level == DIAG_ERROR ? "skipped" : "note", diags.items[k].msg);
+/* The server's address and the token into the client. 0 or -1 (printed). */
+static int set_up_client(struct run *r)
+{
+	struct client *c = &r->c;
+
+	c->vault = r->vault;
+	if (parse_url(c, r->url) < 0)
+		return -1;
+	if (!(r->token = load_token(r->token_file)))
+		return -1;
+	c->auth = xmalloc(strlen(r->token) + 8);
+	sprintf(c->auth, "Bearer %s", r->token);
+	c->progress = isatty(2);
+	c->delay_ms = env_ms("QUIRE_SYNC_TEST_DELAY_MS");
+	return 0;
+}
+
+/* The local files and their hashes, through the hash cache. 0 or -1 (printed). */
+static int hash_local(struct run *r)
+{
+	struct hash_work *hw = &r->hw;
+	struct buf cache_file = BUF_INIT;
+	uint64_t pass;
+	size_t k;
+
+	if (vault_scan(r->vault, NULL, &r->scan, &r->diags) < 0)
+		return -1;
+	for (k = 0; k < r->diags.n; k++)
+		fprintf(stderr, "%s: %s: %s\n", r->diags.items[k].path,
+			r->diags.items[k].level == DIAG_ERROR ? "skipped" : "note",
+			r->diags.items[k].msg);
 	/*
 	 * Opening the vault folder: every local file is hashed relative to it,
 	 * so the scan and the hashing see one folder.
 	 * Rejected: joining paths per file (the path is resolved again each time).
 	 */
-	vfd = open(vault, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (vfd < 0) {
-		fprintf(stderr, "quire sync: %s: %s\n", vault, strerror(errno));
-		goto out;
+	hw->dirfd = open(r->vault, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (hw->dirfd < 0) {
+		fprintf(stderr, "quire sync: %s: %s\n", r->vault, strerror(errno));
+		return -1;
 	}
-	buf_addf(&cache_file, "%s/.quire", vault);
-	if (!dry && mkdir(cache_file.ptr, 0755) < 0 && errno != EEXIST)
+	buf_addf(&cache_file, "%s/.quire", r->vault);
+	if (!r->dry && mkdir(cache_file.ptr, 0755) < 0 && errno != EEXIST)
 		fprintf(stderr, "quire sync: %s: %s (hashes are not remembered)\n", cache_file.ptr,
 			strerror(errno));
 	buf_adds(&cache_file, "/sync-cache");
-	cache = hash_cache_new();
-	if (hash_cache_load(cache, cache_file.ptr) < 0)
+	hw->cache = hash_cache_new();
+	if (hash_cache_load(hw->cache, cache_file.ptr) < 0)
 		fprintf(stderr, "quire sync: starting with no remembered hashes\n");
-	hw.cache = cache;
-	hw.dirfd = vfd;
-	hw.scan = &scan;
-	hw.sha = xcalloc(scan.n + 1, sizeof(*hw.sha));
-	hw.ok = xcalloc(scan.n + 1, 1);
-	atomic_init(&hw.hashed, 0);
-	{
-		uint64_t pass = hash_cache_mark(cache);
-		parallel_for(scan.n, parallel_cpus(), hash_one, &hw);
-		hash_cache_sweep(cache, pass);
-	}
-	if (!dry && hash_cache_dirty(cache) && hash_cache_save(cache, cache_file.ptr) < 0)
+	hw->scan = &r->scan;
+	hw->sha = xcalloc(r->scan.n + 1, sizeof(*hw->sha));
+	hw->ok = xcalloc(r->scan.n + 1, 1);
+	atomic_init(&hw->hashed, 0);
+	pass = hash_cache_mark(hw->cache);
+	parallel_for(r->scan.n, parallel_cpus(), hash_one, hw);
+	hash_cache_sweep(hw->cache, pass);
+	if (!r->dry && hash_cache_dirty(hw->cache) && hash_cache_save(hw->cache, cache_file.ptr) < 0)
 		fprintf(stderr, "quire sync: hashes are not remembered for the next run\n");
+	buf_release(&cache_file);
+	return 0;
+}
 
-	/* the server's side */
-	c.base = event_base_new();
-	if (!c.base) {
-		fprintf(stderr, "quire sync: cannot create an event loop\n");
+/* The server's manifest into r->remote. 0 or -1 (printed). */
+static int fetch_manifest(struct run *r)
+{
+	struct client *c = &r->c;
+	struct buf target = BUF_INIT;
+	uint64_t version = 0;
+	int ret = -1;
+
+	buf_addf(&target, "%s/api/v1/manifest", c->prefix);
+	if (synccli_fetch(c, target.ptr) != 200) {
+		fprintf(stderr, "quire sync: cannot read the manifest from %s: %s\n", r->url,
+			c->sync_status ? c->sync_body.ptr : "connection failed");
 		goto out;
 	}
-	c.nslots = jobs;
-	c.slots = xcalloc((size_t)jobs, sizeof(*c.slots));
-	for (i = 0; i < jobs; i++) {
-		c.slots[i].c = &c;
-		c.slots[i].con = evhttp_connection_base_new(c.base, NULL, c.host, (ev_uint16_t)c.port);
-		if (!c.slots[i].con) {
-			fprintf(stderr, "quire sync: cannot connect to %s:%d\n", c.host, c.port);
-			goto out;
-		}
-		evhttp_connection_set_timeout(c.slots[i].con, REQUEST_TIMEOUT_S);
-		evhttp_connection_set_retries(c.slots[i].con, 2);
-	}
-	buf_addf(&target, "%s/api/v1/manifest", c.prefix);
-	if (fetch(&c, target.ptr) != 200) {
-		fprintf(stderr, "quire sync: cannot read the manifest from %s: %s\n", url,
-			c.sync_status ? c.sync_body.ptr : "connection failed");
-		goto out;
-	}
-	if (parse_manifest(c.sync_body.ptr, c.sync_body.len, &remote, &version) < 0) {
+	if (parse_manifest(c->sync_body.ptr, c->sync_body.len, &r->remote, &version) < 0) {
 		fprintf(stderr, "quire sync: the server's manifest is not valid\n");
 		goto out;
 	}
 	if (env_ms("QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS") > 0)
 		usleep((useconds_t)env_ms("QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS") * 1000);
+	ret = 0;
+out:
+	buf_release(&target);
+	return ret;
+}
 
-	/* the plan */
-	for (k = 0; k < scan.n; k++) {
-		const struct vault_file *f = &scan.files[k];
-		struct remote *r = map_gets(&remote, f->path);
+/* A new operation at the end of the plan, zeroed. */
+static struct op *add_op(struct client *c)
+{
+	struct op *op;
+
+	ALLOC_GROW(c->ops, c->nops + 1, c->aops);
+	op = &c->ops[c->nops++];
+	memset(op, 0, sizeof(*op));
+	return op;
+}
+
+/* Uploads for the local files that are new or differ; marks the remote files seen. */
+static void plan_uploads(struct run *r)
+{
+	struct client *c = &r->c;
+	size_t k;
+
+	for (k = 0; k < r->scan.n; k++) {
+		const struct vault_file *f = &r->scan.files[k];
+		struct remote *rf = map_gets(&r->remote, f->path);
 		struct buf nfc = BUF_INIT;
 		const char *why;
 		struct op *op;
 
-		if (r)
-			r->seen = 1;
-		if (!hw.ok[k]) {
+		if (rf)
+			rf->seen = 1;
+		if (!r->hw.ok[k]) {
 			fprintf(stderr, "failed: %s: cannot read it\n", f->path);
-			c.failed++;
+			c->failed++;
 			continue;
 		}
 		if (syncapi_check_path(f->path, strlen(f->path), &nfc, &why) < 0) {
 			fprintf(stderr, "skipped: %s: %s\n", f->path, why);
-			skipped++;
+			r->skipped++;
 			buf_release(&nfc);
 			continue;
 		}
 		buf_release(&nfc);
-		if (r && strcmp(r->sha, hw.sha[k]) == 0) {
-			unchanged++;
+		if (rf && strcmp(rf->sha, r->hw.sha[k]) == 0) {
+			r->unchanged++;
 			continue;
 		}
-		ALLOC_GROW(c.ops, c.nops + 1, c.aops);
-		op = &c.ops[c.nops++];
-		memset(op, 0, sizeof(*op));
+		op = add_op(c);
 		op->kind = OP_PUT;
 		op->path = f->path;
 		op->disk = f->disk;
 		op->size = f->size;
-		memcpy(op->sha, hw.sha[k], SHA256_HEX_SIZE);
-		if (r)
-			memcpy(op->remote, r->sha, SHA256_HEX_SIZE);
-		c.bytes_total += (uint64_t)f->size;
+		memcpy(op->sha, r->hw.sha[k], SHA256_HEX_SIZE);
+		if (rf)
+			memcpy(op->remote, rf->sha, SHA256_HEX_SIZE);
+		c->bytes_total += (uint64_t)f->size;
 	}
-	{
-		size_t it = 0, klen;
-		const char *key;
-		void *v;
-		while (map_next(&remote, &it, &key, &klen, &v)) {
-			struct remote *r = v;
-			struct op *op;
-			if (r->seen)
-				continue;
-			if (!do_delete) {
-				only_remote++;
-				continue;
-			}
-			ALLOC_GROW(c.ops, c.nops + 1, c.aops);
-			op = &c.ops[c.nops++];
-			memset(op, 0, sizeof(*op));
-			op->kind = OP_DELETE;
-			op->path = r->path;
-			memcpy(op->remote, r->sha, SHA256_HEX_SIZE);
-		}
-	}
-	if (c.nops)
-		qsort(c.ops, c.nops, sizeof(*c.ops), cmp_ops);
-	if (do_delete && scan.n == 0 && remote.len > 0) {
-		fprintf(stderr, "quire sync: %s has no files; refusing to delete all %zu files on the "
-				"server\n", vault, remote.len);
-		goto out;
-	}
+}
 
-	if (dry) {
-		for (k = 0; k < c.nops; k++) {
-			const struct op *op = &c.ops[k];
+/* Deletions for the files only the server has (with --delete; else counted). */
+static void plan_deletions(struct run *r)
+{
+	size_t it = 0, klen;
+	const char *key;
+	void *v;
+
+	while (map_next(&r->remote, &it, &key, &klen, &v)) {
+		struct remote *rf = v;
+		struct op *op;
+		if (rf->seen)
+			continue;
+		if (!r->do_delete) {
+			r->only_remote++;
+			continue;
+		}
+		op = add_op(&r->c);
+		op->kind = OP_DELETE;
+		op->path = rf->path;
+		memcpy(op->remote, rf->sha, SHA256_HEX_SIZE);
+	}
+}
+
+/*
+ * The plan: uploads then deletions, each in path order. -1 (printed) when
+ * it would delete every file on the server because the vault is empty.
+ */
+static int plan(struct run *r)
+{
+	struct client *c = &r->c;
+
+	plan_uploads(r);
+	plan_deletions(r);
+	if (c->nops)
+		qsort(c->ops, c->nops, sizeof(*c->ops), cmp_ops);
+	if (r->do_delete && r->scan.n == 0 && r->remote.len > 0) {
+		fprintf(stderr, "quire sync: %s has no files; refusing to delete all %zu files on the "
+				"server\n", r->vault, r->remote.len);
+		return -1;
+	}
+	return 0;
+}
+
+/* Runs the plan until every operation is answered; with --dry-run, prints it instead. */
+static void run_plan(struct run *r)
+{
+	struct client *c = &r->c;
+	size_t k;
+
+	if (r->dry) {
+		for (k = 0; k < c->nops; k++) {
+			const struct op *op = &c->ops[k];
 			if (op->kind == OP_PUT)
 				printf("would upload %s (%s, %lld bytes)\n", op->path,
 				       op->remote[0] ? "changed" : "new", (long long)op->size);
 			else
 				printf("would delete %s\n", op->path);
 		}
-	} else if (c.nops) {
-		progress(&c, 0);
-		for (i = 0; i < jobs; i++)
-			start_next(&c.slots[i]);
-		while (c.running > 0)
-			if (event_base_dispatch(c.base) < 0)
-				break;
-		progress(&c, 1);
+	} else if (c->nops) {
+		synccli_run(c);
 	}
-	if (!dry && (c.uploaded || c.deleted) && c.max_version > 0) {
-		buf_reset(&target);
-		buf_addf(&target, "%s/api/v1/wait?version=%" PRIu64 "&timeout=%d", c.prefix,
-			 c.max_version, WAIT_TIMEOUT_MS);
-		if (fetch(&c, target.ptr) != 200) {
+}
+
+/*
+ * Long-polls until the server's live snapshot holds every change made;
+ * when it does not in time, that counts as failed.
+ */
+static void wait_published(struct run *r)
+{
+	struct client *c = &r->c;
+	struct buf target = BUF_INIT;
+
+	if (!r->dry && (c->uploaded || c->deleted) && c->max_version > 0) {
+		buf_addf(&target, "%s/api/v1/wait?version=%" PRIu64 "&timeout=%d", c->prefix,
+			 c->max_version, WAIT_TIMEOUT_MS);
+		if (synccli_fetch(c, target.ptr) != 200) {
 			fprintf(stderr, "quire sync: the server has not published snapshot %" PRIu64
-					" yet: %s\n", c.max_version,
-				c.sync_status ? c.sync_body.ptr : "connection failed");
-			c.failed++;
+					" yet: %s\n", c->max_version,
+				c->sync_status ? c->sync_body.ptr : "connection failed");
+			c->failed++;
 		}
 	}
-	if (skipped)
-		c.failed += skipped;
-	if (dry) {
+	buf_release(&target);
+}
+
+/* Prints the totals; returns the exit status. */
+static int report(struct run *r)
+{
+	struct client *c = &r->c;
+	size_t k;
+
+	if (r->skipped)
+		c->failed += r->skipped;
+	if (r->dry) {
 		size_t up = 0;
-		for (k = 0; k < c.nops; k++)
-			up += c.ops[k].kind == OP_PUT;
+		for (k = 0; k < c->nops; k++)
+			up += c->ops[k].kind == OP_PUT;
 		printf("dry run: would upload %zu, would delete %zu, unchanged %zu, conflicts 0, "
 		       "failed %zu in %lld ms; nothing was changed\n",
-		       up, c.nops - up, unchanged, c.failed, (long long)((int64_t)clock_ms() - t0));
+		       up, c->nops - up, r->unchanged, c->failed,
+		       (long long)((int64_t)clock_ms() - r->t0));
 	} else {
 		printf("uploaded %zu, deleted %zu, unchanged %zu, conflicts %zu, failed %zu in %lld ms\n",
-		       c.uploaded, c.deleted, unchanged, c.conflicts, c.failed,
-		       (long long)((int64_t)clock_ms() - t0));
+		       c->uploaded, c->deleted, r->unchanged, c->conflicts, c->failed,
+		       (long long)((int64_t)clock_ms() - r->t0));
 	}
-	if (only_remote)
-		printf("%zu files are only on the server (--delete removes them)\n", only_remote);
-	ret = c.failed || c.conflicts ? 1 : 0;
+	if (r->only_remote)
+		printf("%zu files are only on the server (--delete removes them)\n", r->only_remote);
+	return c->failed || c->conflicts ? 1 : 0;
+}
+
+/* Frees what the run holds, wiping the token. */
+static void run_release(struct run *r)
+{
+	struct client *c = &r->c;
+
+	synccli_disconnect(c);
+	if (r->hw.dirfd >= 0 && close(r->hw.dirfd) < 0)
+		fprintf(stderr, "quire sync: %s: %s\n", r->vault, strerror(errno));
+	free_remote(&r->remote);
+	hash_cache_free(r->hw.cache);
+	free(r->hw.sha);
+	free(r->hw.ok);
+	free(c->ops);
+	free(c->host);
+	free(c->prefix);
+	if (c->auth) {
+		memset(c->auth, 0, strlen(c->auth));
+		free(c->auth);
+	}
+	if (r->token) {
+		memset(r->token, 0, strlen(r->token));
+		free(r->token);
+	}
+	buf_release(&c->sync_body);
+	vault_scan_release(&r->scan);
+	diag_list_release(&r->diags);
+}
+
+int sync_main(int argc, char **argv)
+{
+	struct run r;
+	int ret;
+
+	run_init(&r);
+	ret = parse_args(&r, argc, argv);
+	if (ret >= 0)
+		goto out;
+	ret = 1;
+	if (set_up_client(&r) < 0 || hash_local(&r) < 0 || synccli_connect(&r.c, r.jobs) < 0 ||
+	    fetch_manifest(&r) < 0 || plan(&r) < 0)
+		goto out;
+	run_plan(&r);
+	wait_published(&r);
+	ret = report(&r);
 out:
-	if (c.slots) {
-		for (i = 0; i < c.nslots; i++) {
-			if (c.slots[i].con)
-				evhttp_connection_free(c.slots[i].con);
-			if (c.slots[i].delay)
-				event_free(c.slots[i].delay);
-		}
-		free(c.slots);
-	}
-	if (c.base)
-		event_base_free(c.base);
-	if (vfd >= 0 && close(vfd) < 0)
-		fprintf(stderr, "quire sync: %s: %s\n", vault, strerror(errno));
-	free_remote(&remote);
-	hash_cache_free(cache);
-	free(hw.sha);
-	free(hw.ok);
-	free(c.ops);
-	free(c.host);
-	free(c.prefix);
-	if (c.auth) {
-		memset(c.auth, 0, strlen(c.auth));
-		free(c.auth);
-	}
-	if (token) {
-		memset(token, 0, strlen(token));
-		free(token);
-	}
-	buf_release(&c.sync_body);
-	buf_release(&cache_file);
-	buf_release(&target);
-	vault_scan_release(&scan);
-	diag_list_release(&diags);
+	run_release(&r);
 	fflush(stdout);
 	return ret;
 }

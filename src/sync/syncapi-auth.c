@@ -1,0 +1,121 @@
+/*
+ * syncapi-auth.c: who may use the sync API.
+ *
+ * Authentication. The token's SHA-256 is kept, and the presented token's
+ * hash is compared with it in constant time (so neither the token's
+ * length nor a matching prefix shows in the timing). Failures take a
+ * token from a per-address bucket (ratelimit.h); when the bucket is
+ * empty, the address is blocked until it holds a token again, and a
+ * blocked address gets 429 even with the right token.
+ *
+ * The blocked addresses sit in a small table of BLOCK_SLOTS slots, probed
+ * from the address's hash; when the probed slots are all taken, the one
+ * expiring first is reused.
+ */
+#include "sync/syncapi-int.h"
+#include "http/http.h"
+#include "util/clock.h"
+#include "util/hash.h"
+#include "util/ratelimit.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define BLOCK_PROBE 8
+
+/* Seconds until addr may try again, or 0 when it is not blocked. */
+static double blocked_for(struct syncapi *api, const char *addr, double now)
+{
+	uint32_t h = (uint32_t)hash64(addr, strlen(addr));
+	double left = 0;
+	int i;
+
+	pthread_mutex_lock(&api->block_lock);
+	for (i = 0; i < BLOCK_PROBE; i++) {
+		struct blocked *b = &api->blocked[(h + (uint32_t)i) % BLOCK_SLOTS];
+		if (b->until > now && strcmp(b->addr, addr) == 0) {
+			left = b->until - now;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&api->block_lock);
+	return left;
+}
+
+/* Blocks addr until now + secs: its own slot, a free one, or the one expiring first. */
+static void block(struct syncapi *api, const char *addr, double now, double secs)
+{
+	uint32_t h = (uint32_t)hash64(addr, strlen(addr));
+	struct blocked *pick = NULL;
+	int i;
+
+	pthread_mutex_lock(&api->block_lock);
+	for (i = 0; i < BLOCK_PROBE; i++) {
+		struct blocked *b = &api->blocked[(h + (uint32_t)i) % BLOCK_SLOTS];
+		if (strcmp(b->addr, addr) == 0) {
+			pick = b;
+			break;
+		}
+		if (!pick || b->until < pick->until)
+			pick = b;
+	}
+	snprintf(pick->addr, sizeof(pick->addr), "%s", addr);
+	pick->until = now + secs;
+	pthread_mutex_unlock(&api->block_lock);
+}
+
+static int token_ok(struct syncapi *api, const char *auth)
+{
+	char sha[SHA256_HEX_SIZE];
+	unsigned diff = 0;
+	size_t n;
+	int i;
+
+	if (!auth || strncasecmp(auth, "Bearer", 6) != 0 || (auth[6] != ' ' && auth[6] != '\t'))
+		return 0;
+	auth += 6;
+	while (*auth == ' ' || *auth == '\t')
+		auth++;
+	n = strlen(auth);
+	while (n && (auth[n - 1] == ' ' || auth[n - 1] == '\t'))
+		n--;
+	if (!n)
+		return 0;
+	hash_sha256_hex(auth, n, sha);
+	for (i = 0; i < 64; i++)
+		diff |= (unsigned)(sha[i] ^ api->token_sha[i]);
+	return diff == 0;
+}
+
+/* 1 when the request may go on; otherwise it has been answered (401 or 429). */
+int syncapi_authenticate(struct syncapi *api, struct http_request *req)
+{
+	const char *addr = http_request_peer(req);
+	double now = (clock_ms() / 1e3), retry = blocked_for(api, addr, now);
+	char num[32];
+
+	if (retry <= 0) {
+		if (token_ok(api, http_request_header(req, "Authorization")))
+			return 1;
+		count(&api->auth_failures);
+		if (rate_limiter_take(api->failures, addr, now, &retry)) {
+			http_reply_header(req, "WWW-Authenticate", "Bearer realm=\"quire\"");
+			syncapi_reply_error(req, 401,
+					    http_request_header(req, "Authorization")
+						    ? "wrong token"
+						    : "missing bearer token",
+					    NULL);
+			return 0;
+		}
+		if (retry < 1)
+			retry = 1;
+		block(api, addr, now, retry);
+	}
+	count(&api->limited);
+	snprintf(num, sizeof(num), "%.0f", retry < 1 ? 1.0 : retry + 0.5);
+	http_reply_header(req, "Retry-After", num);
+	syncapi_reply_error(req, 429, "too many failed authentications from this address", NULL);
+	return 0;
+}

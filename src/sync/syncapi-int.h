@@ -1,0 +1,183 @@
+/*
+ * syncapi-int.h: internal to the sync API (src/sync/syncapi*.c), not for
+ * other folders, which include syncapi.h.
+ *
+ * The API is cut along its responsibilities: syncapi.c (the requests:
+ * routes, handlers, paths, JSON errors, setup), syncapi-auth.c (the token
+ * and the per-address failure limit), syncapi-jobs.c (the job queue, its
+ * threads, the manifest), syncapi-write.c (durable writes into the vault,
+ * spares, leftovers) and syncapi-wait.c (long polls). This header holds
+ * what they share: the state of struct syncapi, the jobs, and the few
+ * functions one piece calls in another.
+ */
+#ifndef QUIRE_SYNCAPI_INT_H
+#define QUIRE_SYNCAPI_INT_H
+
+#include "util/buf.h"
+#include "util/hash.h"
+#include "util/ratelimit.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct hash_cache;
+struct http_deferred;
+struct http_request;
+struct loader;
+
+#define BLOCK_SLOTS 256
+#define JSON_TYPE "application/json"
+
+enum job_kind { J_PUT, J_DELETE, J_MOVE, J_MANIFEST };
+
+enum cond { C_NONE, C_MATCH, C_MATCH_ANY };
+
+struct job {
+	enum job_kind kind;
+	struct http_deferred *d;
+	char *path;               /* NFC, checked; the source of a move */
+	char *to;                 /* a move's target */
+	struct buf body;          /* a PUT's bytes */
+	enum cond if_match;
+	char match[SHA256_HEX_SIZE];
+	int if_none_match;        /* If-None-Match: * */
+	struct job *next;
+};
+
+struct waiter {
+	struct http_deferred *d;
+	uint64_t version;
+	int64_t deadline_ms;      /* CLOCK_MONOTONIC */
+	struct waiter *next;
+};
+
+/* An address that failed too often, until it may try again. */
+struct blocked {
+	char addr[RATE_LIMITER_KEY_MAX + 1];
+	double until;
+};
+
+/*
+ * The inode of a file a write replaced, linked in <data dir>/spares, to be
+ * a later write's temporary file.
+ */
+struct spare {
+	char name[48];
+	dev_t dev;
+	ino_t ino;
+};
+
+#define SPARES_MAX 64
+
+struct syncapi {
+	char *vault;
+	int root_fd;                  /* the vault folder, for every *at() call */
+	char *hashes_file;
+	struct loader *loader;        /* borrowed */
+	char token_sha[SHA256_HEX_SIZE];
+	size_t max_upload;
+	struct hash_cache *cache;
+
+	struct rate_limiter *failures;
+	pthread_mutex_t block_lock;
+	struct blocked blocked[BLOCK_SLOTS];
+
+	pthread_mutex_t lock;         /* the job queue and the busy paths */
+	pthread_cond_t work;          /* a job was queued, or stop */
+	pthread_cond_t released;      /* a busy path was released */
+	struct job *head, *tail;
+	size_t queued;
+	char **busy;
+	size_t nbusy, abusy;
+	int stop;
+	pthread_t *threads;
+	int nthreads;
+
+	pthread_mutex_t wlock;        /* the waiters */
+	pthread_cond_t wcond;         /* a waiter was added, or stop */
+	struct waiter *waiters;
+	int wstop;
+	pthread_t wthread;
+	int wstarted;
+
+	pthread_mutex_t save_lock;    /* one save of the hash cache at a time */
+	atomic_uint tmp_counter;
+	int spares_fd;                /* <data dir>/spares, or -1 */
+	struct spare spares[SPARES_MAX]; /* under lock */
+	size_t nspares;
+
+	_Atomic uint64_t puts, deletes, moves, manifests, hashed, auth_failures, limited;
+};
+
+static inline void count(_Atomic uint64_t *c)
+{
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* The outcome of a job, for its answer. */
+struct outcome {
+	int status;
+	const char *error;           /* static message for a 4xx/5xx */
+	char current[SHA256_HEX_SIZE]; /* the file's hash before, "" when missing */
+	char sha[SHA256_HEX_SIZE];   /* a PUT's new hash */
+	off_t size;
+	uint64_t version;
+};
+
+/* ---- syncapi.c: answers ---- */
+
+/* Answers req with status and {"error":msg,"path":path} (path may be NULL). */
+void syncapi_reply_error(struct http_request *req, int status, const char *msg, const char *path);
+
+/* The same for a deferred request. */
+void syncapi_dreply_error(struct http_deferred *d, int status, const char *msg, const char *path);
+
+/* ---- syncapi-auth.c ---- */
+
+/* 1 when the request may go on; otherwise it has been answered (401 or 429). */
+int syncapi_authenticate(struct syncapi *api, struct http_request *req);
+
+/* ---- syncapi-jobs.c ---- */
+
+/* Frees a job and what it holds. Accepts NULL. */
+void syncapi_job_free(struct job *j);
+
+/*
+ * Queues j (whose request is deferred), which the queue then owns; answers
+ * 503 itself when the queue is full.
+ */
+void syncapi_enqueue(struct syncapi *api, struct job *j);
+
+/* A thread of the pool: runs jobs until api->stop (pthread_create's start routine). */
+void *syncapi_worker_main(void *arg);
+
+/* Saves the hash cache when it changed, one save at a time. */
+void syncapi_save_cache(struct syncapi *api);
+
+/* ---- syncapi-write.c: run on the pool, the job's paths claimed ---- */
+
+void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out);
+void syncapi_delete(struct syncapi *api, struct job *j, struct outcome *out);
+void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out);
+
+/*
+ * Opens <data dir>/spares for spares (see "Spares" in syncapi-write.c),
+ * made if missing and emptied of what an earlier run left; -1 (writes then
+ * create their files) when it cannot be.
+ */
+int syncapi_open_spares(const char *path);
+
+/* Deletes the temporary files a crash left in the vault's folders (dot-folders skipped). */
+void syncapi_remove_leftovers(struct syncapi *api);
+
+/* ---- syncapi-wait.c ---- */
+
+/* GET /api/v1/wait: answers at once, or parks req among the waiters. */
+void syncapi_handle_wait(struct syncapi *api, struct http_request *req, const char *query);
+
+/* The waiters' thread: answers them as versions go live or they time out, until api->wstop. */
+void *syncapi_waiter_main(void *arg);
+
+#endif
