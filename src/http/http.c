@@ -66,6 +66,7 @@
  *   or swapped file be refused.
  */
 #include "http/http.h"
+#include "http/http-int.h"
 #include "util/buf.h"
 #include "site/hosts.h"
 #include "util/log.h"
@@ -107,157 +108,10 @@
 #define DEFAULT_GRACE 10
 #define LISTEN_BACKLOG 4096
 #define LOG_FLUSH_SIZE (32 * 1024)
-#define HTTP_DATE_SIZE 30 /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
 
-/* What a request was, for quire_requests_total{kind=...}. */
-enum kind { K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS, NKINDS };
 static const char *const kind_names[NKINDS] = {
 	"page", "file", "asset", "redirect", "notfound", "api", "health", "metrics",
 };
-
-/*
- * Per-loop counters. Only the owning loop writes them, with a relaxed load
- * and store (plain moves on common hardware); /metrics reads them from any
- * loop with relaxed loads.
- */
-struct counters {
-	_Atomic uint64_t requests[4][NKINDS]; /* 2xx, 3xx, 4xx, 5xx */
-	_Atomic uint64_t bytes;
-	_Atomic uint64_t not_modified;
-	_Atomic uint64_t refused;
-};
-
-static inline void bump(_Atomic uint64_t *c, uint64_t n)
-{
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
-
-static inline uint64_t peek(_Atomic uint64_t *c)
-{
-	return atomic_load_explicit(c, memory_order_relaxed);
-}
-
-struct handler {
-	char *prefix;
-	size_t len;
-	int is_prefix; /* prefix ends with '/': matches everything under it */
-	int raw;       /* also gets refused targets (http_server_add_raw_handler) */
-	enum kind kind;
-	void (*fn)(struct http_request *req, void *ctx);
-	void *ctx;
-};
-
-/* An open connection, known from adoption to close (to close idle ones at stop). */
-struct conn {
-	struct worker *w;
-	struct evhttp_connection *con;
-	struct conn *prev, *next;
-};
-
-/*
- * A request taken over by a handler. Created and listed on its loop; the
- * holder fills hdr and body; queued back under the loop's done_lock.
- */
-struct http_deferred {
-	struct worker *w;
-	struct evhttp_request *ev;  /* loop thread only; NULL once dead */
-	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
-	struct http_deferred *qnext;       /* w->done queue */
-	enum kind kind;
-	int head, absolute;
-	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
-	int status;
-	struct buf hdr;             /* header lines of the answer */
-	struct buf body;
-};
-
-struct worker {
-	struct http_server *srv;
-	int index;
-	pthread_t thread;
-	int thread_started;
-	struct event_base *base;
-	struct evhttp *http;
-	struct evhttp_bound_socket *bound;
-	int listen_fd;            /* until evhttp's listener owns it, then -1 */
-	int ctl[2];               /* stop pipe: any byte stops this loop */
-	struct event *ctl_ev;
-	struct event *adopt_ev;
-	struct event *grace_ev;
-	struct event *flush_ev;
-	struct event *resume_ev;  /* re-enables accepting after EMFILE */
-	int done_pipe[2];         /* deferred answers waiting: a byte wakes the loop */
-	struct event *done_ev;
-	pthread_mutex_t done_lock;
-	int done_lock_init;
-	struct http_deferred *done_head, *done_tail; /* under done_lock */
-	struct http_deferred *deferred; /* taken over and not yet answered (loop thread) */
-	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
-	struct bufferevent **pending; /* accepted, not yet adopted */
-	size_t npending, apending;
-	struct conn *conns;       /* adopted and open */
-	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
-	int stopping;
-	long inflight;            /* responses handed to evhttp and not yet written */
-	struct timeval deadline;
-	time_t date_sec;          /* second of the cached dates below */
-	char date[HTTP_DATE_SIZE];
-	char clf_date[80];        /* "10/Oct/2000:13:55:36 +0000" */
-	time_t lm_sec;            /* one-entry cache of the last Last-Modified */
-	char lm[HTTP_DATE_SIZE];
-	struct buf hdr;           /* header lines of the response being built */
-	struct buf head;          /* its status line and header block */
-	struct buf log;           /* access log lines not yet written */
-	struct counters c;
-};
-
-struct http_server {
-	struct http_options opt;  /* with the strings below */
-	char *listen;
-	char *prefix;             /* "" or "/docs" (no trailing slash) */
-	size_t prefix_len;
-	char *access_log;
-	int log_fd;
-	size_t max_uri;
-	struct timeval read_tv, write_tv;
-	int grace_s;
-	struct worker **workers;
-	int nworkers;
-	int port;
-	struct handler *handlers;
-	size_t nhandlers, ahandlers;
-	size_t nraw;              /* handlers with raw set */
-	atomic_int nconns;
-	time_t started;
-	int ran;
-	struct event *sig_int, *sig_term, *sig_hup;
-};
-
-struct http_request {
-	struct worker *w;
-	struct evhttp_request *ev;
-	enum http_method method;
-	int head;
-	const char *uri;          /* raw request target */
-	char *path;               /* decoded, without the prefix, in w->scratch */
-	size_t path_len;
-	const char *query;        /* raw, after '?', or NULL */
-	struct snapshot *snap;
-	struct snapshot_host *host; /* the custom domain asked for, or NULL: the main site */
-	enum kind kind;
-	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
-	int replied;              /* answered or deferred */
-	int sandbox;              /* an attachment a browser would run: CSP sandbox */
-	const char *target;       /* http_request_target(), computed on first use */
-};
-
-/* ---- small helpers ---- */
-
-static const char *in_header(struct evhttp_request *ev, const char *name)
-{
-	return evhttp_find_header(evhttp_request_get_input_headers(ev), name);
-}
 
 /* Decimal digits of v into out (at least 21 bytes); returns out. */
 static char *fmt_u64(char *out, uint64_t v)
