@@ -177,4 +177,17 @@ static inline const char *in_header(struct evhttp_request *ev, const char *name)
 	return evhttp_find_header(evhttp_request_get_input_headers(ev), name);
 }
 
+/* date.c */
+
+/* Refreshes the loop's Date (w->date) and log date (w->clf_date) once a second. */
+void refresh_dates(struct worker *w);
+/* t as an HTTP date, in a per-loop buffer valid until the next call. */
+const char *last_modified(struct worker *w, time_t t);
+/*
+ * Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime) into
+ * *out. Returns 0 or -1; an invalid date is ignored by the callers, as
+ * RFC 9110 asks.
+ */
+int parse_http_date(const char *s, time_t *out);
+
 #endif
