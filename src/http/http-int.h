@@ -190,4 +190,41 @@ const char *last_modified(struct worker *w, time_t t);
  */
 int parse_http_date(const char *s, time_t *out);
 
+/* respond.c */
+
+/* Decimal digits of v into out (at least 21 bytes); returns out. */
+char *fmt_u64(char *out, uint64_t v);
+/* The method's name for the access log, or "-" for one evhttp does not know. */
+const char *method_name(enum evhttp_cmd_type t);
+/* Writes the loop's buffered access log lines to the log file. */
+void flush_log(struct worker *w);
+/*
+ * Response header lines, gathered in the loop's hdr buffer until
+ * respond(): a whole line ("Name: value\r\n"), a constant one, or a name
+ * and a value (neither checked: callers pass their own or checked ones).
+ */
+void hdr_line(struct http_request *r, const char *line, size_t len);
+#define HDR_CONST(r, s) hdr_line((r), (s), sizeof(s) - 1)
+void hdr(struct http_request *r, const char *name, const char *value);
+void set_length(struct http_request *r, uint64_t len);
+/*
+ * Sends the response: status, the header lines gathered, and the body in
+ * the request's output buffer. Every response goes through here; the
+ * request (and its connection) may be freed when it returns.
+ */
+void respond(struct http_request *r, int status);
+/* A short plain-text answer (errors, 405, 503). */
+void respond_text(struct http_request *r, int status, const char *text);
+/* True for a byte of an HTTP token (a header name). */
+int token_char(unsigned char c);
+/* An evbuffer cleanup callback that frees arg (a buf_detach()ed body). */
+void free_bytes(const void *data, size_t len, void *arg);
+
+/* http.c */
+
+/* evhttp's callback when a response has been written: one fewer in flight. */
+void on_complete(struct evhttp_request *ev, void *arg);
+/* While stopping: ends the loop once nothing is in flight or the grace period is over. */
+void check_stop(struct worker *w);
+
 #endif
