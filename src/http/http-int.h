@@ -220,6 +220,24 @@ int token_char(unsigned char c);
 /* An evbuffer cleanup callback that frees arg (a buf_detach()ed body). */
 void free_bytes(const void *data, size_t len, void *arg);
 
+/* static.c */
+
+/* Cache-Control for a snapshot answer: a year for immutable assets, else revalidate. */
+void cache_control(struct http_request *r, int immutable);
+/*
+ * Sends a page that lives in memory: gzip or identity after the client's
+ * Accept-Encoding, 304 for conditional requests when status is 200.
+ */
+void serve_bytes(struct http_request *r, struct page *p, int status);
+/* Serves a snapshot entry of any kind (page, asset, attachment, redirect, 404). */
+void serve_page(struct http_request *r, struct page *p);
+/* The snapshot's themed 404, or a plain one. */
+void serve_not_found(struct http_request *r);
+/* A miss: "/x/" that exists as "/x" (or the other way round) is a 301, else 404. */
+void serve_miss(struct http_request *r);
+/* 301 to prefix + path (decoded, encoded here) + the query, if any. */
+void redirect_to(struct http_request *r, const char *path, size_t len);
+
 /* http.c */
 
 /* evhttp's callback when a response has been written: one fewer in flight. */
