@@ -238,6 +238,19 @@ void serve_miss(struct http_request *r);
 /* 301 to prefix + path (decoded, encoded here) + the query, if any. */
 void redirect_to(struct http_request *r, const char *path, size_t len);
 
+/* defer.c */
+
+/* The done pipe's callback: sends the answers handed back to this loop. */
+void on_done(evutil_socket_t fd, short what, void *arg);
+/* At a stop: answers the parked requests (long polls) 503 at once. */
+void answer_parked(struct worker *w);
+/* True when a deferred request on con is waiting for its answer. */
+int has_deferred(struct worker *w, struct evhttp_connection *con);
+/* Before evhttp frees its connections: no deferred request is touched after. */
+void kill_deferred(struct worker *w);
+/* Frees the answers that came back after the loop stopped (needs done_lock). */
+void drop_late_answers(struct worker *w);
+
 /* http.c */
 
 /* evhttp's callback when a response has been written: one fewer in flight. */
