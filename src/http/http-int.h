@@ -251,6 +251,14 @@ void kill_deferred(struct worker *w);
 /* Frees the answers that came back after the loop stopped (needs done_lock). */
 void drop_late_answers(struct worker *w);
 
+/* builtin.c */
+
+/*
+ * Registers /healthz, /metrics and /healthz/host: called first, so that
+ * they are handlers 0 to 2. Returns 0 or -1.
+ */
+int add_builtin_handlers(struct http_server *srv);
+
 /* http.c */
 
 /* evhttp's callback when a response has been written: one fewer in flight. */
