@@ -13,6 +13,7 @@
 #include "http/http.h"
 #include "http/http-int.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>

@@ -1,7 +1,8 @@
 /*
- * http-int.h: what the files of the HTTP front share; private to
- * src/http/ (http.c, the server; and the files it is cut into below).
- * Nothing outside this folder includes it: the public API is http.h.
+ * http-int.h: what the files of the HTTP front share (http.c, request.c,
+ * static.c, respond.c, defer.c, builtin.c, date.c; http.c's header
+ * comment says which owns what). Private to src/http/: the public API is
+ * http.h, and searchapi.c uses only that.
  *
  * The state is three structures: the server (options, handlers, loops),
  * one worker per event loop (its evhttp, pipes, connections, counters and
@@ -9,7 +10,8 @@
  * which lives on the loop's stack for the length of one callback.
  *
  * Include http/http.h first: this header uses its types but does not
- * include it, so that the two stay one module and not an include circle.
+ * include it, since http.c includes this one and the two would otherwise
+ * be an include circle (scripts/check-structure.py).
  */
 #ifndef QUIRE_HTTP_INT_H
 #define QUIRE_HTTP_INT_H
@@ -189,6 +191,14 @@ const char *last_modified(struct worker *w, time_t t);
  * RFC 9110 asks.
  */
 int parse_http_date(const char *s, time_t *out);
+
+/* request.c */
+
+/*
+ * evhttp's callback for every request it parsed: decodes the target,
+ * then a handler or the snapshot answers it.
+ */
+void on_request(struct evhttp_request *ev, void *arg);
 
 /* respond.c */
 
