@@ -1,0 +1,146 @@
+/*
+ * builtin.c: the server's own endpoints.
+ *
+ * /healthz answers with the live snapshot's version and counts;
+ * /healthz/host tells a TLS proxy whether a domain is one of the vault's
+ * sites; /metrics gives the Prometheus text format of the request
+ * counters, summed over the loops, and of the snapshot. They are handlers
+ * like the ones other modules register, registered first, and counted
+ * under kinds of their own.
+ *
+ * Rejected: shared atomic counters. Each loop bumps its own (relaxed
+ * stores, no read-modify-write, see bump() in http-int.h) and /metrics
+ * sums them.
+ */
+#include "http/http.h"
+#include "http/http-int.h"
+#include "site/hosts.h"
+#include "util/buf.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* Names of enum kind, for quire_requests_total{kind=...}. */
+static const char *const kind_names[NKINDS] = {
+	"page", "file", "asset", "redirect", "notfound", "api", "health", "metrics",
+};
+
+static void health(struct http_request *req, void *ctx)
+{
+	struct http_server *srv = ctx;
+	struct snapshot *s = req->snap;
+	struct buf b = BUF_INIT;
+
+	http_reply_header(req, "Cache-Control", "no-store");
+	buf_addf(&b, "{\"status\":\"ok\",\"version\":%llu,\"notes\":%zu,\"attachments\":%zu,"
+		     "\"uptime_s\":%lld}\n",
+		 (unsigned long long)s->version, s->nnotes, s->nattachments,
+		 (long long)(time(NULL) - srv->started));
+	http_reply_buf(req, 200, "application/json", &b);
+}
+
+/*
+ * GET /healthz/host?domain=H: 200 when H is a site of this vault (base_url's
+ * host, a routed or configured host, or www. of one of them), else 404.
+ * For a TLS proxy that gets certificates on demand (Caddy's "ask").
+ */
+static void host_allowed(struct http_request *req, void *ctx)
+{
+	struct buf q = BUF_INIT;
+	struct snapshot_host *h;
+	char name[HOST_NAME_MAX_LEN];
+	const struct snapshot_hosts *sh = req->snap->hosts;
+	int ok = 0;
+
+	(void)ctx;
+	http_reply_header(req, "Cache-Control", "no-store");
+	if (http_query_param(http_request_query(req), "domain", &q) > 0) {
+		host_from_header(q.ptr, name);
+		ok = hosts_find(req->snap, name, &h) != HOST_MAIN ||
+		     (sh && sh->main_name[0] && strcmp(name, sh->main_name) == 0);
+	}
+	buf_release(&q);
+	if (ok)
+		http_reply(req, 200, "text/plain; charset=utf-8", "yes\n", 4);
+	else
+		http_reply(req, 404, "text/plain; charset=utf-8", "no\n", 3);
+}
+
+static void metrics(struct http_request *req, void *ctx)
+{
+	static const char *const classes[4] = { "2xx", "3xx", "4xx", "5xx" };
+	struct http_server *srv = ctx;
+	struct snapshot *s = req->snap;
+	struct buf b = BUF_INIT;
+	uint64_t bytes = 0, nm = 0, refused = 0;
+	int i, c, k;
+
+	if (!srv->opt.metrics_public && !http_request_peer_is_loopback(req)) {
+		http_reply_header(req, "Cache-Control", "no-store");
+		http_reply(req, 403, "text/plain; charset=utf-8", "Forbidden\n", 10);
+		return;
+	}
+	buf_adds(&b, "# HELP quire_requests_total HTTP requests answered, by status class and kind.\n"
+		     "# TYPE quire_requests_total counter\n");
+	for (c = 0; c < 4; c++) {
+		for (k = 0; k < NKINDS; k++) {
+			uint64_t n = 0;
+			for (i = 0; i < srv->nworkers; i++)
+				n += peek(&srv->workers[i]->c.requests[c][k]);
+			buf_addf(&b, "quire_requests_total{status=\"%s\",kind=\"%s\"} %llu\n",
+				 classes[c], kind_names[k], (unsigned long long)n);
+		}
+	}
+	for (i = 0; i < srv->nworkers; i++) {
+		bytes += peek(&srv->workers[i]->c.bytes);
+		nm += peek(&srv->workers[i]->c.not_modified);
+		refused += peek(&srv->workers[i]->c.refused);
+	}
+	buf_addf(&b, "# HELP quire_response_bytes_total Body bytes sent.\n"
+		     "# TYPE quire_response_bytes_total counter\n"
+		     "quire_response_bytes_total %llu\n"
+		     "# HELP quire_not_modified_total Conditional requests answered with 304.\n"
+		     "# TYPE quire_not_modified_total counter\n"
+		     "quire_not_modified_total %llu\n"
+		     "# HELP quire_connections_refused_total Connections closed at once over max_connections.\n"
+		     "# TYPE quire_connections_refused_total counter\n"
+		     "quire_connections_refused_total %llu\n"
+		     "# HELP quire_connections Open connections.\n"
+		     "# TYPE quire_connections gauge\n"
+		     "quire_connections %d\n"
+		     "# HELP quire_snapshot_version Version of the live snapshot.\n"
+		     "# TYPE quire_snapshot_version gauge\n"
+		     "quire_snapshot_version %llu\n"
+		     "# HELP quire_snapshot_age_seconds Seconds since the live snapshot was built.\n"
+		     "# TYPE quire_snapshot_age_seconds gauge\n"
+		     "quire_snapshot_age_seconds %lld\n"
+		     "# HELP quire_notes Published notes.\n"
+		     "# TYPE quire_notes gauge\n"
+		     "quire_notes %zu\n"
+		     "# HELP quire_attachments Published attachments.\n"
+		     "# TYPE quire_attachments gauge\n"
+		     "quire_attachments %zu\n"
+		     "# HELP quire_load_duration_seconds How long building the live snapshot took.\n"
+		     "# TYPE quire_load_duration_seconds gauge\n"
+		     "quire_load_duration_seconds %.6f\n",
+		 (unsigned long long)bytes, (unsigned long long)nm, (unsigned long long)refused,
+		 atomic_load_explicit(&srv->nconns, memory_order_relaxed),
+		 (unsigned long long)s->version, (long long)(time(NULL) - s->created), s->nnotes,
+		 s->nattachments, s->load_ms / 1000.0);
+	http_reply_header(req, "Cache-Control", "no-store");
+	http_reply_buf(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+int add_builtin_handlers(struct http_server *srv)
+{
+	if (http_server_add_handler(srv, "/healthz", health, srv) < 0 ||
+	    http_server_add_handler(srv, "/metrics", metrics, srv) < 0 ||
+	    http_server_add_handler(srv, "/healthz/host", host_allowed, srv) < 0)
+		return -1;
+	srv->handlers[0].kind = K_HEALTH;
+	srv->handlers[1].kind = K_METRICS;
+	srv->handlers[2].kind = K_HEALTH;
+	return 0;
+}

@@ -1,0 +1,280 @@
+/*
+ * defer.c: deferred replies, for handlers that answer later from another
+ * thread (http_request_defer(), http_request_park()).
+ *
+ * A handler may take a request over (http_request_defer) and answer from
+ * another thread. The answer is queued on the request's loop under a mutex
+ * and the loop is woken by a byte on a second pipe (written only when the
+ * queue was empty), so only the owning loop ever touches the
+ * evhttp_request. evhttp reads nothing more from a connection while a
+ * request on it is unanswered, so the request stays valid; if the
+ * connection is freed anyway (stop, server teardown), the close callback
+ * marks the deferred request dead and its answer is dropped. Deferred
+ * requests count as in flight, and a stop does not close their connections
+ * as idle.
+ *
+ * Rejected: evthread_use_pthreads(), so that another thread could wake
+ * the loop with event_active(): it puts a lock around every event
+ * operation of every loop (see http.c); a pipe per loop does the job.
+ */
+#include "http/http.h"
+#include "http/http-int.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+struct http_deferred *http_request_defer(struct http_request *req)
+{
+	struct worker *w = req->w;
+	struct http_deferred *d;
+
+	if (req->replied || !req->ev) {
+		log_warn("http: %s: cannot defer an answered request", req->path ? req->path : "-");
+		return NULL;
+	}
+	d = xcalloc(1, sizeof(*d));
+	d->w = w;
+	d->ev = req->ev;
+	d->kind = req->kind;
+	d->head = req->head;
+	d->absolute = req->absolute;
+	d->status = 500;
+	buf_init(&d->hdr, 0);
+	buf_init(&d->body, 0);
+	d->next = w->deferred;
+	if (w->deferred)
+		w->deferred->prev = d;
+	w->deferred = d;
+	w->inflight++;
+	req->replied = 1;
+	return d;
+}
+
+struct http_deferred *http_request_park(struct http_request *req)
+{
+	struct http_deferred *d = http_request_defer(req);
+
+	if (d) {
+		d->parked = 1;
+		req->w->inflight--; /* a stop does not wait for it */
+	}
+	return d;
+}
+
+void http_deferred_header(struct http_deferred *d, const char *name, const char *value)
+{
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)name; *p; p++)
+		if (!token_char(*p))
+			break;
+	if (!*name || *p || strpbrk(value, "\r\n")) {
+		log_warn("http: invalid deferred response header dropped");
+		return;
+	}
+	buf_adds(&d->hdr, name);
+	buf_add(&d->hdr, ": ", 2);
+	buf_adds(&d->hdr, value);
+	buf_add(&d->hdr, "\r\n", 2);
+}
+
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	d->status = status;
+	if (content_type) {
+		buf_add(&d->hdr, "Content-Type: ", 14);
+		buf_adds(&d->hdr, content_type);
+		buf_add(&d->hdr, "\r\n", 2);
+	}
+	if (body) {
+		buf_release(&d->body);
+		d->body = *body;
+		buf_init(body, 0);
+	}
+	pthread_mutex_lock(&w->done_lock);
+	wake = !w->done_head;
+	if (w->done_tail)
+		w->done_tail->qnext = d;
+	else
+		w->done_head = d;
+	w->done_tail = d;
+	pthread_mutex_unlock(&w->done_lock);
+	if (wake) {
+		ssize_t n;
+		do
+			n = write(w->done_pipe[1], "d", 1);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno != EAGAIN)
+			log_error("http: cannot wake loop %d: %s", w->index, strerror(errno));
+	}
+}
+
+void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
+			 const void *body, size_t len)
+{
+	struct buf b = BUF_INIT;
+
+	buf_add(&b, body, len);
+	http_deferred_reply_buf(d, status, content_type, &b);
+}
+
+static void unlink_deferred(struct worker *w, struct http_deferred *d)
+{
+	if (d->prev)
+		d->prev->next = d->next;
+	else if (w->deferred == d)
+		w->deferred = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	d->prev = d->next = NULL;
+}
+
+static void free_deferred(struct http_deferred *d)
+{
+	buf_release(&d->hdr);
+	buf_release(&d->body);
+	free(d);
+}
+
+/* Takes the queue of answers handed back to this loop. */
+static struct http_deferred *take_done(struct worker *w)
+{
+	struct http_deferred *list;
+
+	pthread_mutex_lock(&w->done_lock);
+	list = w->done_head;
+	w->done_head = w->done_tail = NULL;
+	pthread_mutex_unlock(&w->done_lock);
+	return list;
+}
+
+/* Sends one handed-back answer on its own loop (the fast path's respond()). */
+static void send_deferred(struct worker *w, struct http_deferred *d)
+{
+	struct http_request r;
+	size_t len = d->body.len;
+
+	memset(&r, 0, sizeof(r));
+	r.w = w;
+	r.ev = d->ev;
+	r.kind = d->kind;
+	r.head = d->head;
+	r.absolute = d->absolute;
+	r.uri = evhttp_request_get_uri(d->ev);
+	buf_reset(&w->hdr);
+	buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
+	HDR_CONST(&r, "Cache-Control: no-store\r\n");
+	set_length(&r, len);
+	if (!r.head && len > 0) {
+		char *bytes = buf_detach(&d->body, NULL);
+		if (evbuffer_add_reference(evhttp_request_get_output_buffer(d->ev), bytes, len,
+					   free_bytes, bytes) < 0) {
+			free(bytes);
+			log_warn("http: cannot queue a deferred response");
+		}
+	}
+	respond(&r, d->status);
+}
+
+void on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct http_deferred *d, *next;
+	char b[64];
+
+	while (read(fd, b, sizeof(b)) > 0)
+		;
+	for (d = take_done(w); d; d = next) {
+		next = d->qnext;
+		unlink_deferred(w, d);
+		if (!d->parked)
+			w->inflight--;
+		if (d->ev)
+			send_deferred(w, d);
+		free_deferred(d);
+	}
+	if (w->stopping)
+		check_stop(w);
+}
+
+/*
+ * A stop answers parked requests (long polls) at once with 503; the
+ * holder's answer, when it comes, is dropped. Only loop-owned fields of d
+ * are touched: its headers and body belong to the holder until it replies.
+ */
+void answer_parked(struct worker *w)
+{
+	static const char text[] = "Service Unavailable: the server is stopping\n";
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		struct http_request r;
+
+		if (!d->parked || !d->ev)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.w = w;
+		r.ev = d->ev;
+		r.kind = d->kind;
+		r.head = d->head;
+		r.absolute = d->absolute;
+		r.uri = evhttp_request_get_uri(d->ev);
+		d->ev = NULL;
+		buf_reset(&w->hdr);
+		HDR_CONST(&r, "Retry-After: 1\r\n");
+		respond_text(&r, 503, text);
+	}
+}
+
+/* True when a deferred request on con is waiting for its answer. */
+int has_deferred(struct worker *w, struct evhttp_connection *con)
+{
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next)
+		if (d->ev && evhttp_request_get_connection(d->ev) == con)
+			return 1;
+	return 0;
+}
+
+/*
+ * The loops have stopped and evhttp is about to free every connection with
+ * its requests: no deferred request may be touched after that. A request
+ * that evhttp had already detached from its connection (its client left)
+ * is ours to free.
+ */
+void kill_deferred(struct worker *w)
+{
+	struct http_deferred *d;
+
+	for (d = w->deferred; d; d = d->next) {
+		if (d->ev && !evhttp_request_get_connection(d->ev))
+			evhttp_request_free(d->ev);
+		d->ev = NULL;
+	}
+}
+
+/* Frees the answers that came back after the loop stopped: they are not sent. */
+void drop_late_answers(struct worker *w)
+{
+	struct http_deferred *d, *next;
+
+	for (d = take_done(w); d; d = next) {
+		next = d->qnext;
+		unlink_deferred(w, d);
+		free_deferred(d);
+	}
+}

@@ -1,0 +1,279 @@
+/*
+ * http-int.h: what the files of the HTTP front share (http.c, request.c,
+ * static.c, respond.c, defer.c, builtin.c, date.c; http.c's header
+ * comment says which owns what). Private to src/http/: the public API is
+ * http.h, and searchapi.c uses only that.
+ *
+ * The state is three structures: the server (options, handlers, loops),
+ * one worker per event loop (its evhttp, pipes, connections, counters and
+ * the buffers a response is built in), and the request being answered,
+ * which lives on the loop's stack for the length of one callback.
+ *
+ * Include http/http.h first: this header uses its types but does not
+ * include it, since http.c includes this one and the two would otherwise
+ * be an include circle (scripts/check-structure.py).
+ */
+#ifndef QUIRE_HTTP_INT_H
+#define QUIRE_HTTP_INT_H
+
+#ifndef QUIRE_HTTP_H
+#error "include http/http.h before http/http-int.h"
+#endif
+
+#include "util/buf.h"
+#include "site/snapshot.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <event2/http.h>
+
+#define HTTP_DATE_SIZE 30 /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
+
+/* What a request was, for quire_requests_total{kind=...}. */
+enum kind { K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS, NKINDS };
+
+/*
+ * Per-loop counters. Only the owning loop writes them, with a relaxed load
+ * and store (plain moves on common hardware); /metrics reads them from any
+ * loop with relaxed loads.
+ */
+struct counters {
+	_Atomic uint64_t requests[4][NKINDS]; /* 2xx, 3xx, 4xx, 5xx */
+	_Atomic uint64_t bytes;
+	_Atomic uint64_t not_modified;
+	_Atomic uint64_t refused;
+};
+
+static inline void bump(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static inline uint64_t peek(_Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+struct handler {
+	char *prefix;
+	size_t len;
+	int is_prefix; /* prefix ends with '/': matches everything under it */
+	int raw;       /* also gets refused targets (http_server_add_raw_handler) */
+	enum kind kind;
+	void (*fn)(struct http_request *req, void *ctx);
+	void *ctx;
+};
+
+/* An open connection, known from adoption to close (to close idle ones at stop). */
+struct conn {
+	struct worker *w;
+	struct evhttp_connection *con;
+	struct conn *prev, *next;
+};
+
+/*
+ * A request taken over by a handler. Created and listed on its loop; the
+ * holder fills hdr and body; queued back under the loop's done_lock.
+ */
+struct http_deferred {
+	struct worker *w;
+	struct evhttp_request *ev;  /* loop thread only; NULL once dead */
+	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
+	struct http_deferred *qnext;       /* w->done queue */
+	enum kind kind;
+	int head, absolute;
+	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
+	int status;
+	struct buf hdr;             /* header lines of the answer */
+	struct buf body;
+};
+
+struct worker {
+	struct http_server *srv;
+	int index;
+	pthread_t thread;
+	int thread_started;
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound;
+	int listen_fd;            /* until evhttp's listener owns it, then -1 */
+	int ctl[2];               /* stop pipe: any byte stops this loop */
+	struct event *ctl_ev;
+	struct event *adopt_ev;
+	struct event *grace_ev;
+	struct event *flush_ev;
+	struct event *resume_ev;  /* re-enables accepting after EMFILE */
+	int done_pipe[2];         /* deferred answers waiting: a byte wakes the loop */
+	struct event *done_ev;
+	pthread_mutex_t done_lock;
+	int done_lock_init;
+	struct http_deferred *done_head, *done_tail; /* under done_lock */
+	struct http_deferred *deferred; /* taken over and not yet answered (loop thread) */
+	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
+	struct bufferevent **pending; /* accepted, not yet adopted */
+	size_t npending, apending;
+	struct conn *conns;       /* adopted and open */
+	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
+	int stopping;
+	long inflight;            /* responses handed to evhttp and not yet written */
+	struct timeval deadline;
+	time_t date_sec;          /* second of the cached dates below */
+	char date[HTTP_DATE_SIZE];
+	char clf_date[80];        /* "10/Oct/2000:13:55:36 +0000" */
+	time_t lm_sec;            /* one-entry cache of the last Last-Modified */
+	char lm[HTTP_DATE_SIZE];
+	struct buf hdr;           /* header lines of the response being built */
+	struct buf head;          /* its status line and header block */
+	struct buf log;           /* access log lines not yet written */
+	struct counters c;
+};
+
+struct http_server {
+	struct http_options opt;  /* with the strings below */
+	char *listen;
+	char *prefix;             /* "" or "/docs" (no trailing slash) */
+	size_t prefix_len;
+	char *access_log;
+	int log_fd;
+	size_t max_uri;
+	struct timeval read_tv, write_tv;
+	int grace_s;
+	struct worker **workers;
+	int nworkers;
+	int port;
+	struct handler *handlers;
+	size_t nhandlers, ahandlers;
+	size_t nraw;              /* handlers with raw set */
+	atomic_int nconns;
+	time_t started;
+	int ran;
+	struct event *sig_int, *sig_term, *sig_hup;
+};
+
+struct http_request {
+	struct worker *w;
+	struct evhttp_request *ev;
+	enum http_method method;
+	int head;
+	const char *uri;          /* raw request target */
+	char *path;               /* decoded, without the prefix, in w->scratch */
+	size_t path_len;
+	const char *query;        /* raw, after '?', or NULL */
+	struct snapshot *snap;
+	struct snapshot_host *host; /* the custom domain asked for, or NULL: the main site */
+	enum kind kind;
+	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
+	int replied;              /* answered or deferred */
+	int sandbox;              /* an attachment a browser would run: CSP sandbox */
+	const char *target;       /* http_request_target(), computed on first use */
+};
+
+/* The first value of a request header (case-insensitive name), or NULL. */
+static inline const char *in_header(struct evhttp_request *ev, const char *name)
+{
+	return evhttp_find_header(evhttp_request_get_input_headers(ev), name);
+}
+
+/* date.c */
+
+/* Refreshes the loop's Date (w->date) and log date (w->clf_date) once a second. */
+void refresh_dates(struct worker *w);
+/* t as an HTTP date, in a per-loop buffer valid until the next call. */
+const char *last_modified(struct worker *w, time_t t);
+/*
+ * Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime) into
+ * *out. Returns 0 or -1; an invalid date is ignored by the callers, as
+ * RFC 9110 asks.
+ */
+int parse_http_date(const char *s, time_t *out);
+
+/* request.c */
+
+/*
+ * evhttp's callback for every request it parsed: decodes the target,
+ * then a handler or the snapshot answers it.
+ */
+void on_request(struct evhttp_request *ev, void *arg);
+
+/* respond.c */
+
+/* Decimal digits of v into out (at least 21 bytes); returns out. */
+char *fmt_u64(char *out, uint64_t v);
+/* The method's name for the access log, or "-" for one evhttp does not know. */
+const char *method_name(enum evhttp_cmd_type t);
+/* Writes the loop's buffered access log lines to the log file. */
+void flush_log(struct worker *w);
+/*
+ * Response header lines, gathered in the loop's hdr buffer until
+ * respond(): a whole line ("Name: value\r\n"), a constant one, or a name
+ * and a value (neither checked: callers pass their own or checked ones).
+ */
+void hdr_line(struct http_request *r, const char *line, size_t len);
+#define HDR_CONST(r, s) hdr_line((r), (s), sizeof(s) - 1)
+void hdr(struct http_request *r, const char *name, const char *value);
+void set_length(struct http_request *r, uint64_t len);
+/*
+ * Sends the response: status, the header lines gathered, and the body in
+ * the request's output buffer. Every response goes through here; the
+ * request (and its connection) may be freed when it returns.
+ */
+void respond(struct http_request *r, int status);
+/* A short plain-text answer (errors, 405, 503). */
+void respond_text(struct http_request *r, int status, const char *text);
+/* True for a byte of an HTTP token (a header name). */
+int token_char(unsigned char c);
+/* An evbuffer cleanup callback that frees arg (a buf_detach()ed body). */
+void free_bytes(const void *data, size_t len, void *arg);
+
+/* static.c */
+
+/* Cache-Control for a snapshot answer: a year for immutable assets, else revalidate. */
+void cache_control(struct http_request *r, int immutable);
+/*
+ * Sends a page that lives in memory: gzip or identity after the client's
+ * Accept-Encoding, 304 for conditional requests when status is 200.
+ */
+void serve_bytes(struct http_request *r, struct page *p, int status);
+/* Serves a snapshot entry of any kind (page, asset, attachment, redirect, 404). */
+void serve_page(struct http_request *r, struct page *p);
+/* The snapshot's themed 404, or a plain one. */
+void serve_not_found(struct http_request *r);
+/* A miss: "/x/" that exists as "/x" (or the other way round) is a 301, else 404. */
+void serve_miss(struct http_request *r);
+/* 301 to prefix + path (decoded, encoded here) + the query, if any. */
+void redirect_to(struct http_request *r, const char *path, size_t len);
+
+/* defer.c */
+
+/* The done pipe's callback: sends the answers handed back to this loop. */
+void on_done(evutil_socket_t fd, short what, void *arg);
+/* At a stop: answers the parked requests (long polls) 503 at once. */
+void answer_parked(struct worker *w);
+/* True when a deferred request on con is waiting for its answer. */
+int has_deferred(struct worker *w, struct evhttp_connection *con);
+/* Before evhttp frees its connections: no deferred request is touched after. */
+void kill_deferred(struct worker *w);
+/* Frees the answers that came back after the loop stopped (needs done_lock). */
+void drop_late_answers(struct worker *w);
+
+/* builtin.c */
+
+/*
+ * Registers /healthz, /metrics and /healthz/host: called first, so that
+ * they are handlers 0 to 2. Returns 0 or -1.
+ */
+int add_builtin_handlers(struct http_server *srv);
+
+/* http.c */
+
+/* evhttp's callback when a response has been written: one fewer in flight. */
+void on_complete(struct evhttp_request *ev, void *arg);
+/* While stopping: ends the loop once nothing is in flight or the grace period is over. */
+void check_stop(struct worker *w);
+
+#endif

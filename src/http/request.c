@@ -1,0 +1,505 @@
+/*
+ * request.c: from a parsed request to whoever answers it.
+ *
+ * evhttp has parsed the request line, headers and body; on_request()
+ * checks and decodes the target, refusing (400) what a vault path can
+ * never be and what could escape it, strips the URL prefix, picks the
+ * site a custom domain asks for (hosts.h), and then hands the request to
+ * a registered handler or to the snapshot (static.c), the fast path: one
+ * lookup. Targets refused here may still go to a raw handler, so that
+ * an API can say what is wrong with them.
+ *
+ * Also here: the handler table (http_server_add_handler()) and the
+ * accessors through which handlers read a request without libevent.
+ */
+#include "http/http.h"
+#include "http/http-int.h"
+#include "site/hosts.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/unicode.h"
+#include "util/xalloc.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+/* ---- request parsing ---- */
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int http_query_param(const char *query, const char *name, struct buf *out)
+{
+	size_t nlen = strlen(name);
+	const char *p = query;
+
+	buf_reset(out);
+	while (p && *p) {
+		const char *end = strchr(p, '&');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len > nlen && strncmp(p, name, nlen) == 0 && p[nlen] == '=') {
+			if (buf_add_urldecoded(out, p + nlen + 1, len - nlen - 1, 1) < 0 ||
+			    memchr(out->ptr, '\0', out->len))
+				return -1;
+			return 1;
+		}
+		p = end ? end + 1 : NULL;
+	}
+	return 0;
+}
+
+
+/*
+ * Decodes the path of a request target into out (room for strlen(uri) + 1
+ * bytes) and points *query at the raw query or NULL. Rejects (-1) what a
+ * vault path can never be and what could escape it: no leading '/', bad
+ * or NUL escapes, control bytes, backslashes, invalid UTF-8, "//", and "."
+ * or ".." segments, raw or encoded alike. Returns the decoded length.
+ */
+static long decode_target(const char *uri, char *out, const char **query)
+{
+	const unsigned char *p = (const unsigned char *)uri;
+	size_t n = 0, i, seg;
+	int high = 0;
+
+	*query = NULL;
+	if (*p != '/')
+		return -1;
+	for (; *p && *p != '?'; p++) {
+		unsigned c = *p;
+		if (c <= 0x20 || c == 0x7f || c == '#' || c == '\\')
+			return -1;
+		if (c == '%') {
+			int a = hexval(p[1]), b = a < 0 ? -1 : hexval(p[2]);
+			if (b < 0)
+				return -1;
+			c = (unsigned)(a * 16 + b);
+			p += 2;
+			if (c < 0x20 || c == 0x7f || c == '\\')
+				return -1;
+		}
+		if (c >= 0x80)
+			high = 1;
+		out[n++] = (char)c;
+	}
+	if (*p == '?') {
+		*query = (const char *)p + 1;
+		for (p++; *p; p++)
+			if (*p <= 0x20 || *p == 0x7f)
+				return -1;
+	}
+	out[n] = '\0';
+	if (high && !utf8_valid(out, n))
+		return -1;
+	/* segments: out[0] == '/' */
+	for (i = 0; i < n; i = seg) {
+		size_t len;
+		seg = i + 1;
+		while (seg < n && out[seg] != '/')
+			seg++;
+		len = seg - i - 1;
+		if (len == 0 && seg < n)
+			return -1; /* "//" */
+		if ((len == 1 && out[i + 1] == '.') ||
+		    (len == 2 && out[i + 1] == '.' && out[i + 2] == '.'))
+			return -1;
+	}
+	return (long)n;
+}
+
+int http_addr_is_loopback(const char *addr)
+{
+	if (!addr)
+		return 0;
+	if (strncmp(addr, "127.", 4) == 0 || strcmp(addr, "::1") == 0)
+		return 1;
+	return strncasecmp(addr, "::ffff:127.", 11) == 0;
+}
+
+/* ---- what a handler sees of its request ---- */
+
+enum http_method http_request_method(const struct http_request *req)
+{
+	return req->method;
+}
+
+const char *http_request_path(const struct http_request *req)
+{
+	return req->path;
+}
+
+const char *http_request_query(const struct http_request *req)
+{
+	return req->query;
+}
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+	return req->ev ? in_header(req->ev, name) : NULL;
+}
+
+const void *http_request_body(struct http_request *req, size_t *len)
+{
+	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
+	const unsigned char *p;
+
+	*len = in ? evbuffer_get_length(in) : 0;
+	if (!*len)
+		return "";
+	p = evbuffer_pullup(in, -1);
+	return p ? (const void *)p : "";
+}
+
+size_t http_request_take_body(struct http_request *req, struct buf *out)
+{
+	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
+	size_t len = in ? evbuffer_get_length(in) : 0;
+	ev_ssize_t n;
+
+	buf_reset(out);
+	if (!len)
+		return 0;
+	buf_grow(out, len);
+	n = evbuffer_remove(in, out->ptr, len);
+	buf_setlen(out, n > 0 ? (size_t)n : 0);
+	return out->len;
+}
+
+const char *http_request_target(const struct http_request *req)
+{
+	struct http_request *r = (struct http_request *)req; /* a cache, not state */
+	const struct http_server *srv = req->w->srv;
+	const char *t;
+
+	if (r->target)
+		return r->target;
+	t = r->uri ? r->uri : "";
+	if (r->absolute) {
+		t = strchr(t, ':') + 3;
+		t += strcspn(t, "/?");
+	}
+	if (srv->prefix_len && strncmp(t, srv->prefix, srv->prefix_len) == 0 &&
+	    t[srv->prefix_len] == '/')
+		t += srv->prefix_len;
+	r->target = t;
+	return t;
+}
+
+const char *http_request_peer(const struct http_request *req)
+{
+	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
+	char *host = NULL;
+	ev_uint16_t port = 0;
+
+	if (!con)
+		return "";
+	evhttp_connection_get_peer(con, &host, &port);
+	return host ? host : "";
+}
+
+int http_request_peer_is_loopback(const struct http_request *req)
+{
+	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
+	char *host = NULL;
+	ev_uint16_t port = 0;
+
+	if (!con)
+		return 0;
+	evhttp_connection_get_peer(con, &host, &port);
+	return http_addr_is_loopback(host);
+}
+
+struct snapshot *http_request_snapshot(const struct http_request *req)
+{
+	return req->snap;
+}
+
+struct snapshot_host *http_request_host(const struct http_request *req)
+{
+	return req->host;
+}
+
+/* ---- handlers ---- */
+
+int http_server_add_handler(struct http_server *srv, const char *prefix,
+			    void (*fn)(struct http_request *req, void *ctx), void *ctx)
+{
+	struct handler *h;
+
+	if (!prefix || prefix[0] != '/' || !fn || srv->ran)
+		return log_error("http: bad handler registration for %s", prefix ? prefix : "(null)");
+	ALLOC_GROW(srv->handlers, srv->nhandlers + 1, srv->ahandlers);
+	h = &srv->handlers[srv->nhandlers++];
+	h->prefix = xstrdup(prefix);
+	h->len = strlen(prefix);
+	h->is_prefix = prefix[h->len - 1] == '/';
+	h->kind = K_API;
+	h->raw = 0;
+	h->fn = fn;
+	h->ctx = ctx;
+	return 0;
+}
+
+int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
+				void (*fn)(struct http_request *req, void *ctx), void *ctx)
+{
+	if (http_server_add_handler(srv, prefix, fn, ctx) < 0)
+		return -1;
+	srv->handlers[srv->nhandlers - 1].raw = 1;
+	srv->nraw++;
+	return 0;
+}
+
+/* Calls a handler and answers 500 for it when it neither replied nor deferred. */
+static void call_handler(struct http_request *r, const struct handler *h)
+{
+	r->kind = h->kind;
+	h->fn(r, h->ctx);
+	if (!r->replied) {
+		log_error("http: handler for %s did not reply", h->prefix);
+		buf_reset(&r->w->hdr);
+		respond_text(r, 500, "Internal Server Error\n");
+	}
+}
+
+/*
+ * A target that decode_target() refused: a raw handler whose prefix starts
+ * the raw target gets it, to explain the refusal. Returns 1 when one did.
+ */
+static int dispatch_raw(struct http_request *r)
+{
+	const struct http_server *srv = r->w->srv;
+	const char *t = r->uri;
+	size_t i, len;
+
+	if (r->absolute) {
+		t = strchr(t, ':') + 3;
+		t += strcspn(t, "/?");
+	}
+	if (srv->prefix_len) {
+		if (strncmp(t, srv->prefix, srv->prefix_len) != 0 || t[srv->prefix_len] != '/')
+			return 0; /* outside the URL prefix */
+		t += srv->prefix_len;
+	}
+	if (*t != '/')
+		return 0;
+	r->target = t;
+	len = strcspn(t, "?");
+	for (i = 0; i < srv->nhandlers; i++) {
+		const struct handler *h = &srv->handlers[i];
+		if (!h->raw || !(h->is_prefix ? len >= h->len && memcmp(t, h->prefix, h->len) == 0
+					   : len == h->len && memcmp(t, h->prefix, len) == 0))
+			continue;
+		r->path = NULL;
+		r->path_len = 0;
+		r->query = t[len] == '?' ? t + len + 1 : NULL;
+		r->snap = snapshot_acquire(srv->opt.slot);
+		if (!r->snap) {
+			HDR_CONST(r, "Retry-After: 1\r\n");
+			respond_text(r, 503, "Service Unavailable: no snapshot published yet\n");
+			return 1;
+		}
+		call_handler(r, h);
+		snapshot_unref(r->snap);
+		return 1;
+	}
+	return 0;
+}
+
+static const struct handler *find_handler(const struct http_server *srv, const char *path,
+					  size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < srv->nhandlers; i++) {
+		const struct handler *h = &srv->handlers[i];
+		if (h->is_prefix ? len >= h->len && memcmp(path, h->prefix, h->len) == 0
+				 : len == h->len && memcmp(path, h->prefix, len) == 0)
+			return h;
+	}
+	return NULL;
+}
+
+/* ---- dispatch ---- */
+
+static enum http_method map_method(enum evhttp_cmd_type t)
+{
+	switch (t) {
+	case EVHTTP_REQ_GET: return HTTP_GET;
+	case EVHTTP_REQ_HEAD: return HTTP_HEAD;
+	case EVHTTP_REQ_POST: return HTTP_POST;
+	case EVHTTP_REQ_PUT: return HTTP_PUT;
+	case EVHTTP_REQ_DELETE: return HTTP_DELETE;
+	case EVHTTP_REQ_PATCH: return HTTP_PATCH;
+	case EVHTTP_REQ_OPTIONS: return HTTP_OPTIONS;
+	default: return HTTP_OTHER;
+	}
+}
+
+/* Answers 405 or 501 unless the request is a GET or HEAD; returns whether it is. */
+static int get_or_head(struct http_request *r)
+{
+	int known;
+
+	if (r->method == HTTP_GET || r->method == HTTP_HEAD)
+		return 1;
+	known = strcmp(method_name(evhttp_request_get_command(r->ev)), "-") != 0;
+	HDR_CONST(r, "Allow: GET, HEAD\r\n");
+	if (known)
+		respond_text(r, 405, "Method Not Allowed\n");
+	else
+		respond_text(r, 501, "Not Implemented\n");
+	return 0;
+}
+
+/*
+ * A request for a host other than the main site's (hosts.h): served from
+ * that host's pages, or redirected from www. to the bare host. Returns 0
+ * when the main site should answer.
+ */
+static int serve_other_host(struct http_request *r)
+{
+	struct snapshot_host *host;
+	const struct handler *h;
+	const char *name = in_header(r->ev, "Host"), *target = r->uri;
+	char norm[HOST_NAME_MAX_LEN];
+	struct page *p;
+
+	if (r->absolute) {
+		/* absolute-form: its authority is the host (RFC 9112 3.2.2) */
+		name = strchr(r->uri, ':') + 3;
+		target = name + strcspn(name, "/?");
+	}
+	host_from_header(name, norm);
+	switch (hosts_find(r->snap, norm, &host)) {
+	case HOST_MAIN:
+		return 0;
+	case HOST_WWW: {
+		struct buf *hd = &r->w->hdr;
+		r->kind = K_REDIRECT;
+		buf_adds(hd, "Location: ");
+		buf_adds(hd, host ? host->origin : r->snap->hosts->main_origin);
+		buf_adds(hd, *target == '/' ? target : "/");
+		buf_add(hd, "\r\n", 2);
+		if (strpbrk(target, "\r\n")) {
+			buf_reset(hd);
+			respond_text(r, 400, "Bad Request\n");
+			return 1;
+		}
+		cache_control(r, 0);
+		set_length(r, 0);
+		respond(r, 301);
+		return 1;
+	}
+	case HOST_CUSTOM:
+		break;
+	}
+	r->host = host;
+	if ((h = find_handler(r->w->srv, r->path, r->path_len)))
+		call_handler(r, h);
+	else if (!get_or_head(r))
+		;
+	else if ((p = hosts_page(r->snap, host, r->path, r->path_len)))
+		serve_page(r, p);
+	else if (host->not_found)
+		r->kind = K_NOTFOUND, serve_bytes(r, host->not_found, 404);
+	else
+		serve_not_found(r);
+	return 1;
+}
+
+/*
+ * evhttp's callback for every request it parsed: checks and decodes the
+ * target, strips the URL prefix, then hands the request to a registered
+ * handler or serves it from the snapshot (the fast path: one lookup).
+ */
+void on_request(struct evhttp_request *ev, void *arg)
+{
+	struct worker *w = arg;
+	struct http_server *srv = w->srv;
+	struct http_request r;
+	const struct handler *h;
+	struct page *p;
+	size_t ulen;
+	long n;
+
+	memset(&r, 0, sizeof(r));
+	buf_reset(&w->hdr);
+	r.w = w;
+	r.ev = ev;
+	r.kind = K_PAGE;
+	r.method = map_method(evhttp_request_get_command(ev));
+	r.head = r.method == HTTP_HEAD;
+	r.uri = evhttp_request_get_uri(ev);
+	if (!r.uri) {
+		respond_text(&r, 400, "Bad Request\n");
+		return;
+	}
+	ulen = strlen(r.uri);
+	if (ulen > srv->max_uri) {
+		respond_text(&r, 414, "URI Too Long\n");
+		return;
+	}
+	if (r.uri[0] != '/' && (strncasecmp(r.uri, "http://", 7) == 0 ||
+				strncasecmp(r.uri, "https://", 8) == 0)) {
+		/* absolute-form (RFC 9112 3.2.2): the path starts after the authority */
+		const char *a = strchr(r.uri, ':') + 3;
+		a += strcspn(a, "/?");
+		r.absolute = 1;
+		n = *a == '/' ? decode_target(a, w->scratch, &r.query) : -1;
+	} else {
+		n = decode_target(r.uri, w->scratch, &r.query);
+	}
+	if (n < 0) {
+		if (!srv->nraw || !dispatch_raw(&r))
+			respond_text(&r, 400, "Bad Request\n");
+		return;
+	}
+	r.path = w->scratch;
+	r.path_len = (size_t)n;
+	r.snap = snapshot_acquire(srv->opt.slot);
+	if (r.snap && r.snap->hosts && serve_other_host(&r))
+		goto done;
+	if (srv->prefix_len) {
+		if (r.path_len == srv->prefix_len && memcmp(r.path, srv->prefix, r.path_len) == 0) {
+			redirect_to(&r, "/", 1);
+			goto done;
+		}
+		if (r.path_len < srv->prefix_len + 1 ||
+		    memcmp(r.path, srv->prefix, srv->prefix_len) != 0 ||
+		    r.path[srv->prefix_len] != '/') {
+			serve_not_found(&r);
+			goto done;
+		}
+		r.path += srv->prefix_len;
+		r.path_len -= srv->prefix_len;
+	}
+	if (!r.snap) {
+		HDR_CONST(&r, "Retry-After: 1\r\n");
+		respond_text(&r, 503, "Service Unavailable: no snapshot published yet\n");
+		return;
+	}
+	if ((h = find_handler(srv, r.path, r.path_len)))
+		call_handler(&r, h);
+	else if (!get_or_head(&r))
+		;
+	else if ((p = snapshot_get(r.snap, r.path, r.path_len)))
+		serve_page(&r, p);
+	else if ((p = hosts_main_route(r.snap, r.path, r.path_len)))
+		serve_page(&r, p);
+	else
+		serve_miss(&r);
+done:
+	snapshot_unref(r.snap);
+}

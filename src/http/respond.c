@@ -1,0 +1,388 @@
+/*
+ * respond.c: writing responses, and the reply half of the handler API.
+ *
+ * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
+ * response side is ours (see respond()): the status line and headers are
+ * written in one block, and the response is written from the request
+ * callback and finished at once with evhttp_send_reply_end() when it fits
+ * in the socket. Both came from profiles (bench/http-vs-nginx.sh): evhttp's
+ * header lists and its wait for EPOLLOUT with epoll_ctl calls around every
+ * request cost about a third of the server's CPU. What is left is mostly
+ * the kernel's send path, which nginx pays too.
+ *
+ * Every answer, from the snapshot, a handler or a deferred reply, goes
+ * through respond(), which also adds the security headers, counts the
+ * response for /metrics and writes its access log line (buffered per loop,
+ * flushed at 32 KiB and once a second).
+ */
+#include "http/http.h"
+#include "http/http-int.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/http_struct.h> /* the request's major/minor version */
+
+#define LOG_FLUSH_SIZE (32 * 1024)
+
+/* Decimal digits of v into out (at least 21 bytes); returns out. */
+char *fmt_u64(char *out, uint64_t v)
+{
+	char tmp[21];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	out[n] = '\0';
+	return out;
+}
+
+const char *method_name(enum evhttp_cmd_type t)
+{
+	switch (t) {
+	case EVHTTP_REQ_GET: return "GET";
+	case EVHTTP_REQ_HEAD: return "HEAD";
+	case EVHTTP_REQ_POST: return "POST";
+	case EVHTTP_REQ_PUT: return "PUT";
+	case EVHTTP_REQ_DELETE: return "DELETE";
+	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+	case EVHTTP_REQ_TRACE: return "TRACE";
+	case EVHTTP_REQ_CONNECT: return "CONNECT";
+	case EVHTTP_REQ_PATCH: return "PATCH";
+	default: return "-";
+	}
+}
+
+void flush_log(struct worker *w)
+{
+	const char *p = w->log.ptr;
+	size_t left = w->log.len;
+
+	while (left > 0) {
+		ssize_t n = write(w->srv->log_fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			log_warn("http: access log: %s", n < 0 ? strerror(errno) : "short write");
+			break;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	buf_reset(&w->log);
+}
+
+/* One line of the common log format; the URI is escaped as nginx does. */
+static void log_request(struct http_request *r, int status, size_t bytes)
+{
+	struct worker *w = r->w;
+	struct evhttp_connection *con = evhttp_request_get_connection(r->ev);
+	char *host = NULL;
+	ev_uint16_t port = 0;
+	const unsigned char *u;
+	char num[24];
+
+	if (con)
+		evhttp_connection_get_peer(con, &host, &port);
+	buf_adds(&w->log, host ? host : "-");
+	buf_add(&w->log, " - - [", 6);
+	buf_adds(&w->log, w->clf_date);
+	buf_add(&w->log, "] \"", 3);
+	buf_adds(&w->log, method_name(evhttp_request_get_command(r->ev)));
+	buf_addc(&w->log, ' ');
+	for (u = (const unsigned char *)(r->uri ? r->uri : "-"); *u; u++) {
+		if (*u < 0x20 || *u >= 0x7f || *u == '"' || *u == '\\')
+			buf_addf(&w->log, "\\x%02X", *u);
+		else
+			buf_addc(&w->log, *u);
+	}
+	buf_addf(&w->log, " HTTP/%d.%d\" %d ", r->ev->major, r->ev->minor, status);
+	buf_adds(&w->log, fmt_u64(num, bytes));
+	buf_addc(&w->log, '\n');
+	if (w->log.len >= LOG_FLUSH_SIZE)
+		flush_log(w);
+}
+
+/*
+ * Response headers. evhttp keeps headers as a list of three malloc'd
+ * pieces each and prints them one printf at a time; the profile showed
+ * that at a tenth of the server's time. We write the header block
+ * ourselves instead: lines accumulate in the loop's hdr buffer while the
+ * request is handled, and respond() puts the status line, Date and the
+ * lines in the connection's output with one copy.
+ */
+void hdr_line(struct http_request *r, const char *line, size_t len)
+{
+	buf_add(&r->w->hdr, line, len);
+}
+
+void hdr(struct http_request *r, const char *name, const char *value)
+{
+	struct buf *h = &r->w->hdr;
+
+	buf_adds(h, name);
+	buf_add(h, ": ", 2);
+	buf_adds(h, value);
+	buf_add(h, "\r\n", 2);
+}
+
+void set_length(struct http_request *r, uint64_t len)
+{
+	char num[24];
+
+	hdr(r, "Content-Length", fmt_u64(num, len));
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 303: return "See Other";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 412: return "Precondition Failed";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 415: return "Unsupported Media Type";
+	case 416: return "Range Not Satisfiable";
+	case 422: return "Unprocessable Content";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Status";
+	}
+}
+
+/*
+ * Security headers (docs/security.md). A response from a snapshot carries
+ * the snapshot's (quire's Content-Security-Policy, or quire.yml's); an
+ * attachment a browser would run as a document (HTML, SVG, XML) is
+ * sandboxed, so that its scripts have no origin; the rest (plain-text
+ * errors, API answers given later) may run nothing at all.
+ */
+#define NOSNIFF "X-Content-Type-Options: nosniff\r\n" \
+		"Referrer-Policy: strict-origin-when-cross-origin\r\n"
+#define SANDBOX_HEADERS "Content-Security-Policy: sandbox; default-src 'none'; " \
+			"img-src 'self' data:; style-src 'unsafe-inline'\r\n" NOSNIFF
+#define BARE_HEADERS "Content-Security-Policy: default-src 'none'; " \
+		     "frame-ancestors 'none'\r\n" NOSNIFF
+
+/*
+ * Sends the response whose header lines are in the loop's hdr buffer and
+ * whose body is in the request's output buffer; every response of ours
+ * goes through here.
+ *
+ * The response is written at once rather than on the next loop iteration,
+ * and when it all fits in the socket, evhttp_send_reply_end() finishes the
+ * request right away: the connection goes back to reading within the same
+ * iteration, so a keep-alive request costs no EPOLLOUT round trip and,
+ * with the epoll changelist, the write event's add and remove cancel out
+ * (the first profile had epoll_ctl at a fifth of the server's time; the
+ * one call left per request is evhttp turning reads off and on again).
+ * What does not fit is left to the bufferevent, set up as
+ * evhttp_write_buffer() would (reads off but close detection on), and the
+ * request finishes when the rest is written.
+ *
+ * The request (and the connection) may be freed when this returns, so r's
+ * libevent pointers are cleared.
+ */
+void respond(struct http_request *r, int status)
+{
+	struct worker *w = r->w;
+	struct evhttp_request *ev = r->ev;
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct evbuffer *body = evhttp_request_get_output_buffer(ev), *out;
+	size_t blen = evbuffer_get_length(body);
+	struct buf *h = &w->head;
+	const char *c = in_header(ev, "Connection");
+	int v10 = ev->major < 1 || (ev->major == 1 && ev->minor == 0);
+	int cls = status / 100 - 2, n;
+	evutil_socket_t fd;
+
+	refresh_dates(w);
+	buf_reset(h);
+	buf_add(h, "HTTP/1.1 ", 9);
+	buf_addc(h, '0' + status / 100 % 10);
+	buf_addc(h, '0' + status / 10 % 10);
+	buf_addc(h, '0' + status % 10);
+	buf_addc(h, ' ');
+	buf_adds(h, reason(status));
+	buf_add(h, "\r\nDate: ", 8);
+	buf_add(h, w->date, HTTP_DATE_SIZE - 1);
+	buf_add(h, "\r\n", 2);
+	/* the same tests evhttp makes to decide whether to close afterwards */
+	if (r->absolute) {
+		c = in_header(ev, "Proxy-Connection");
+		v10 = 1;
+	}
+	if (w->stopping || (c && strcasecmp(c, "close") == 0) ||
+	    (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0))) {
+		buf_add(h, "Connection: close\r\n", 19);
+		if (w->stopping && evhttp_add_header(evhttp_request_get_output_headers(ev),
+						     "Connection", "close") < 0)
+			log_warn("http: cannot mark the connection for closing");
+	} else if (v10) {
+		buf_add(h, "Connection: keep-alive\r\n", 24);
+	}
+	buf_add(h, w->hdr.ptr, w->hdr.len);
+	if (r->sandbox)
+		buf_add(h, SANDBOX_HEADERS, sizeof(SANDBOX_HEADERS) - 1);
+	else if (r->snap && r->snap->headers)
+		buf_adds(h, r->snap->headers);
+	else
+		buf_add(h, BARE_HEADERS, sizeof(BARE_HEADERS) - 1);
+	buf_add(h, "\r\n", 2);
+
+	if (cls < 0)
+		cls = 0;
+	if (cls > 3)
+		cls = 3;
+	bump(&w->c.requests[cls][r->kind], 1);
+	bump(&w->c.bytes, blen);
+	if (status == 304)
+		bump(&w->c.not_modified, 1);
+	if (w->srv->log_fd >= 0)
+		log_request(r, status, blen);
+	r->replied = 1;
+	r->ev = NULL;
+	r->uri = NULL;
+	r->query = NULL;
+	if (!bev) {
+		evhttp_send_reply_end(ev); /* no connection: frees the request */
+		return;
+	}
+	out = bufferevent_get_output(bev);
+	if (evbuffer_add(out, h->ptr, h->len) < 0 || evbuffer_add_buffer(out, body) < 0)
+		log_warn("http: cannot queue a response");
+	w->inflight++;
+	evhttp_request_set_on_complete_cb(ev, on_complete, w);
+
+	fd = bufferevent_getfd(bev);
+	evbuffer_unfreeze(out, 1); /* the socket bufferevent drains it only in its write callback */
+	n = fd >= 0 ? evbuffer_write(out, fd) : -1;
+	evbuffer_freeze(out, 1);
+	(void)n; /* errors show up again when the bufferevent writes */
+	if (evbuffer_get_length(out) > 0) {
+		bufferevent_data_cb wcb;
+		bufferevent_event_cb ecb;
+		void *arg;
+
+		bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
+		bufferevent_setcb(bev, NULL, wcb, ecb, arg);
+		if (bufferevent_enable(bev, EV_READ | EV_WRITE) < 0)
+			log_warn("http: cannot wait for the socket");
+	}
+	evhttp_send_reply_end(ev);
+}
+
+/* A short plain-text answer (errors, 405, 503). */
+void respond_text(struct http_request *r, int status, const char *text)
+{
+	size_t len = strlen(text);
+
+	HDR_CONST(r, "Content-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n");
+	set_length(r, len);
+	if (!r->head && evbuffer_add(evhttp_request_get_output_buffer(r->ev), text, len) < 0)
+		log_warn("http: cannot queue a response");
+	respond(r, status);
+}
+
+int token_char(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+void http_reply_header(struct http_request *req, const char *name, const char *value)
+{
+	const unsigned char *p;
+
+	if (req->replied)
+		return;
+	for (p = (const unsigned char *)name; *p; p++)
+		if (!token_char(*p))
+			break;
+	if (!*name || *p || strpbrk(value, "\r\n")) {
+		log_warn("http: %s: invalid response header dropped", req->path);
+		return;
+	}
+	hdr(req, name, value);
+}
+
+void http_reply(struct http_request *req, int status, const char *content_type,
+		const void *body, size_t len)
+{
+	if (req->replied) {
+		log_warn("http: %s: second reply ignored", req->path);
+		return;
+	}
+	if (content_type)
+		hdr(req, "Content-Type", content_type);
+	set_length(req, len);
+	if (!req->head && len > 0 &&
+	    evbuffer_add(evhttp_request_get_output_buffer(req->ev), body, len) < 0)
+		log_warn("http: cannot queue response");
+	respond(req, status);
+}
+
+void free_bytes(const void *data, size_t len, void *arg)
+{
+	free(arg);
+}
+
+void http_reply_buf(struct http_request *req, int status, const char *content_type,
+		    struct buf *body)
+{
+	size_t len = body->len;
+	char *bytes;
+
+	if (req->replied || req->head || !len) {
+		if (!req->replied) {
+			if (content_type)
+				hdr(req, "Content-Type", content_type);
+			set_length(req, len);
+			respond(req, status);
+		}
+		buf_release(body);
+		return;
+	}
+	if (content_type)
+		hdr(req, "Content-Type", content_type);
+	set_length(req, len);
+	bytes = buf_detach(body, NULL);
+	if (evbuffer_add_reference(evhttp_request_get_output_buffer(req->ev), bytes, len,
+				   free_bytes, bytes) < 0) {
+		free(bytes);
+		log_warn("http: cannot queue response");
+	}
+	respond(req, status);
+}
