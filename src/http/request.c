@@ -28,17 +28,6 @@
 
 /* ---- request parsing ---- */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int http_query_param(const char *query, const char *name, struct buf *out)
 {
 	size_t nlen = strlen(name);
@@ -81,7 +70,7 @@ static long decode_target(const char *uri, char *out, const char **query)
 		if (c <= 0x20 || c == 0x7f || c == '#' || c == '\\')
 			return -1;
 		if (c == '%') {
-			int a = hexval(p[1]), b = a < 0 ? -1 : hexval(p[2]);
+			int a = hex_value(p[1]), b = a < 0 ? -1 : hex_value(p[2]);
 			if (b < 0)
 				return -1;
 			c = (unsigned)(a * 16 + b);

@@ -492,7 +492,8 @@ static void update_note(struct site *s, struct site_note *n)
 		folder_dirty(d, folder);
 	}
 	/* folders; a folder's index note is its link in the explorer's document above it */
-	if (n->listed->folder && n->listed->folder->index == n && (n->listed->folder != folder || changed)) {
+	if (n->listed->folder && n->listed->folder->index == n &&
+	    (n->listed->folder != folder || changed)) {
 		/* "index.md" and "Index.md" both: the first in path order is the one */
 		struct derived_folder *f = n->listed->folder;
 		struct oset_iter it = OSET_ITER_INIT;

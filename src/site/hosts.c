@@ -529,7 +529,7 @@ static void diagnose(struct site *s, struct site_note *n)
 
 /* ---- pages for a host ---------------------------------------------------------- */
 
-static void rules_of(const struct site *s, const struct site_host *h, struct rules *r)
+static void rules_of(const struct site *s, const struct site_host *h, struct rewrite_rules *r)
 {
 	r->main_origin = s->hosts->main_origin;
 	r->prefix = s->cfg.url_prefix;
@@ -583,9 +583,9 @@ static struct page *derive(const struct site *s, const struct site_host *h, cons
 	if (!h->name[0]) {
 		buf_add(&b, page_bytes(src), src->body_len); /* an extra path on the main site */
 	} else {
-		struct rules r;
+		struct rewrite_rules r;
 		rules_of(s, h, &r);
-		host_rewrite(&r, page_bytes(src), src->body_len, &b);
+		rewrite_doc(&r, page_bytes(src), src->body_len, &b);
 	}
 	p = text_page(src->kind, path, src->content_type, &b);
 	p->mtime = src->mtime;
@@ -926,10 +926,11 @@ enum host_match hosts_find(const struct snapshot *snap, const char *name,
 static char rendering;
 
 /* The rules of host h in snap, as they were at load (rules_of()). */
-static struct rules snapshot_rules(const struct snapshot *snap, const struct snapshot_host *h)
+static struct rewrite_rules snapshot_rules(const struct snapshot *snap,
+					   const struct snapshot_host *h)
 {
 	const struct snapshot_hosts *sh = snap->hosts;
-	struct rules r = { sh->main_origin, sh->prefix, sh->main_title, h->origin, h->title,
+	struct rewrite_rules r = { sh->main_origin, sh->prefix, sh->main_title, h->origin, h->title,
 			   h->open, &h->pages, &h->routed, NULL, &snap->pages };
 	return r;
 }
@@ -937,14 +938,14 @@ static struct rules snapshot_rules(const struct snapshot *snap, const struct sna
 void hosts_rewrite(const struct snapshot *snap, const struct snapshot_host *h, const char *s,
 		   size_t len, struct buf *out)
 {
-	struct rules r = snapshot_rules(snap, h);
-	host_rewrite(&r, s, len, out);
+	struct rewrite_rules r = snapshot_rules(snap, h);
+	rewrite_doc(&r, s, len, out);
 }
 
 static struct page *render_lazy(const struct snapshot *snap, const struct snapshot_host *h,
 				const struct page *src, const char *path, size_t len)
 {
-	struct rules r = snapshot_rules(snap, h);
+	struct rewrite_rules r = snapshot_rules(snap, h);
 	struct page *p;
 	struct buf b = BUF_INIT;
 	size_t n;
@@ -953,13 +954,13 @@ static struct page *render_lazy(const struct snapshot *snap, const struct snapsh
 	if (src->kind == PAGE_REDIRECT) {
 		p = page_new(PAGE_REDIRECT, path, len);
 		if (src->location[0] == '/')
-			host_rewrite_url(&r, src->location, strlen(src->location), ESC_NONE, 0, &b);
+			rewrite_url(&r, src->location, strlen(src->location), ESC_NONE, 0, &b);
 		else
 			buf_adds(&b, src->location);
 		p->location = buf_detach(&b, NULL);
 		return p;
 	}
-	host_rewrite(&r, page_bytes(src), src->body_len, &b);
+	rewrite_doc(&r, page_bytes(src), src->body_len, &b);
 	p = page_new(src->kind, path, len);
 	p->content_type = src->content_type;
 	p->mtime = src->mtime;

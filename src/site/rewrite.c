@@ -33,7 +33,7 @@ static int host_resource(const char *key)
  * Where a main-site path (decoded, without the prefix) is on the host: its
  * path there, or NULL when the host does not serve it.
  */
-static const char *host_path(const struct rules *r, const char *key, size_t len)
+static const char *host_path(const struct rewrite_rules *r, const char *key, size_t len)
 {
 	const char *to = map_get(r->routed, key, len);
 	const struct page *p;
@@ -53,7 +53,7 @@ static const char *host_path(const struct rules *r, const char *key, size_t len)
  * into out. The path part is decoded to look it up; the query and
  * fragment are kept as written.
  */
-void host_rewrite_url(const struct rules *r, const char *u, size_t len, enum esc esc,
+void rewrite_url(const struct rewrite_rules *r, const char *u, size_t len, enum esc esc,
 			int absolute, struct buf *out)
 {
 	size_t plen = strlen(r->prefix), pathlen, i;
@@ -146,7 +146,7 @@ static int starts(const char *p, const char *end, const char *pat, size_t len)
  * The input is our own output (layout.c, markdown.c, derived.c), where
  * user text is escaped: the patterns below cannot come from a note.
  */
-void host_rewrite(const struct rules *r, const char *s, size_t len, struct buf *out)
+void rewrite_doc(const struct rewrite_rules *r, const char *s, size_t len, struct buf *out)
 {
 	const char *p = s, *end = s + len, *copied = s;
 	size_t molen = strlen(r->main_origin), plen = strlen(r->prefix), k;
@@ -169,7 +169,7 @@ void host_rewrite(const struct rules *r, const char *s, size_t len, struct buf *
 			while (p + ulen < end && !strchr("\"<> \n\t", p[ulen]))
 				ulen++;
 			buf_add(out, copied, (size_t)(p - copied));
-			host_rewrite_url(r, p + molen, ulen - molen, ESC_HTML, 1, out);
+			rewrite_url(r, p + molen, ulen - molen, ESC_HTML, 1, out);
 			copied = p + ulen;
 			p = copied - 1;
 			continue;
@@ -186,7 +186,7 @@ void host_rewrite(const struct rules *r, const char *s, size_t len, struct buf *
 				if (!(ve = memchr(v, '"', (size_t)(end - v))))
 					break;
 				buf_add(out, copied, (size_t)(v - copied));
-				host_rewrite_url(r, v, (size_t)(ve - v), url_attrs[k].esc, 0, out);
+				rewrite_url(r, v, (size_t)(ve - v), url_attrs[k].esc, 0, out);
 				copied = ve;
 				p = ve - 1;
 				done = 1;

@@ -17,7 +17,7 @@
 #include "util/map.h"
 
 /* What rewriting needs to know; the same at load (from the site) and on request. */
-struct rules {
+struct rewrite_rules {
 	const char *main_origin;  /* "" when the main site has no base_url */
 	const char *prefix;
 	const char *main_title;
@@ -37,10 +37,10 @@ enum esc { ESC_HTML, ESC_JSON, ESC_NONE };
  * Rewrites one root-relative URL u (len bytes, escaped as esc) for the
  * host into out; absolute: as an absolute URL on the host's origin.
  */
-void host_rewrite_url(const struct rules *r, const char *u, size_t len, enum esc esc,
+void rewrite_url(const struct rewrite_rules *r, const char *u, size_t len, enum esc esc,
 		      int absolute, struct buf *out);
 
 /* Appends the document s (len bytes) to out with its links rewritten for the host. */
-void host_rewrite(const struct rules *r, const char *s, size_t len, struct buf *out);
+void rewrite_doc(const struct rewrite_rules *r, const char *s, size_t len, struct buf *out);
 
 #endif

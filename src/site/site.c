@@ -1,18 +1,9 @@
 /*
- * site.c: a site's life: set-up, load, snapshots, compression, teardown.
- *
- * site_apply() is the only way notes enter, change or leave. It works in
- * rounds: parse what is marked (in parallel), then, on this thread in path
- * order, see what the new metadata changes (publish state, names, URLs)
- * and mark the notes whose links may now resolve differently; those are
- * parsed in the next round. When nothing new is marked, the marked notes
- * are rendered (in parallel), their contributions (backlinks, mentions,
- * attachment references) updated, the notes whose pages read any of that
- * are composed (in parallel), and the page table is brought up to date.
- *
- * Loading a vault is site_apply() on its root folder from an empty site.
- * The same code builds every page of a fresh load and the few pages of an
- * edit; a test compares the two after each step of a random edit sequence.
+ * site.c: a site's life around its changes: set-up (quire.yml, assets,
+ * the moves and routes kept from earlier runs), the first load (one
+ * site_apply() of the vault's root), snapshots, compression of the pages
+ * published uncompressed, statistics and teardown. The changes themselves
+ * are apply.c's; URLs and moves are urls.c's; search rows sitesearch.c's.
  */
 #include "site/site-int.h"
 #include "site/theme.h"

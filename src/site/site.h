@@ -1,6 +1,9 @@
 /*
  * site.h: the loader's state, and how a change becomes a snapshot.
  *
+ * The structures are model.h's; this is what the loader and the commands
+ * call: load, apply a change, take a snapshot, keep the search index.
+ *
  * A site is everything known about a vault between two snapshots: the
  * settings, each note's metadata, rendered fragment and resolved
  * references, the attachments, the name index, the backlinks, and the

@@ -119,7 +119,10 @@ int site_search_start(struct site *s, struct search *search)
 	s->search = search;
 	s->search_fill = xstrdup("");
 	ok = search_begin(search) == 0 && search_prune(search, keep_url, s) == 0;
-	/* the rows the prune kept are under the notes' URLs: a note that moves before the fill reaches it drops its row */
+	/*
+	 * The rows the prune kept are under the notes' URLs: a note that moves
+	 * before the fill reaches it drops the row under its old one.
+	 */
 	for (i = 0; ok && i < s->nnotes; i++) {
 		struct site_note *n = s->notes[i];
 		if (n->published && !n->surl)

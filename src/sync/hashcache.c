@@ -131,19 +131,9 @@ int hash_cache_load(struct hash_cache *c, const char *file)
 			return 0;
 		return log_error("%s: %s", file, strerror(errno));
 	}
-	for (;;) {
-		ssize_t n;
-		buf_grow(&b, 65536);
-		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = log_error("%s: %s", file, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		buf_setlen(&b, b.len + (size_t)n);
+	if (read_fd(fd, &b) < 0) {
+		ret = log_error("%s: %s", file, strerror(errno));
+		goto out;
 	}
 	if (strncmp(b.ptr, HEADER, strlen(HEADER)) != 0)
 		goto out; /* another format: start empty */
@@ -287,18 +277,8 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 
 	t0 = hash_cache_now_ns();
 	buf_grow(&b, (size_t)st.st_size);
-	for (;;) {
-		ssize_t n;
-		buf_grow(&b, 65536);
-		n = read(fd, b.ptr + b.len, b.cap - b.len - 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto out;
-		if (n == 0)
-			break;
-		buf_setlen(&b, b.len + (size_t)n);
-	}
+	if (read_fd(fd, &b) < 0)
+		goto out;
 	hash_sha256_hex(b.ptr, b.len, sha);
 	e = xcalloc(1, sizeof(*e));
 	e->path = xstrdup(path);

@@ -177,7 +177,7 @@ void buf_add_urlpath(struct buf *b, const char *s, size_t len)
 	}
 }
 
-static int hexval(char c)
+int hex_value(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -196,7 +196,7 @@ int buf_add_urldecoded(struct buf *b, const char *s, size_t len, int form)
 	for (i = 0; i < len; i++) {
 		int hi, lo;
 		if (s[i] == '%') {
-			if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+			if (i + 2 >= len || (hi = hex_value(s[i + 1])) < 0 || (lo = hex_value(s[i + 2])) < 0)
 				return -1;
 			buf_addc(b, hi * 16 + lo);
 			i += 2;

@@ -70,6 +70,9 @@ void buf_add_urlpath(struct buf *b, const char *s, size_t len);
  * before it is appended). A %00 decodes to a NUL byte: callers that cannot
  * take one check for it.
  */
+/* The value of a hexadecimal digit (either case), or -1 for any other character. */
+int hex_value(int c);
+
 int buf_add_urldecoded(struct buf *b, const char *s, size_t len, int form);
 /* Appends s as the contents of a JSON string (without the quotes). */
 void buf_add_json(struct buf *b, const char *s, size_t len);

@@ -24,19 +24,8 @@ int read_file(const char *path, struct buf *out)
 		goto fail;
 	}
 	buf_grow(out, (size_t)st.st_size);
-	for (;;) {
-		ssize_t n;
-		buf_grow(out, 65536);
-		n = read(fd, out->ptr + out->len, out->cap - out->len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		buf_setlen(out, out->len + (size_t)n);
-	}
+	if (read_fd(fd, out) < 0)
+		goto fail;
 	close(fd);
 	return 0;
 fail:
@@ -44,6 +33,22 @@ fail:
 	close(fd);
 	errno = saved;
 	return -1;
+}
+
+int read_fd(int fd, struct buf *out)
+{
+	for (;;) {
+		ssize_t n;
+		buf_grow(out, 65536);
+		n = read(fd, out->ptr + out->len, out->cap - out->len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+		buf_setlen(out, out->len + (size_t)n);
+	}
 }
 
 int write_fd(int fd, const void *data, size_t len)

@@ -19,6 +19,12 @@
 int read_file(const char *path, struct buf *out);
 
 /*
+ * Appends what is left to read from fd to out, again after EINTR. Returns
+ * 0 at the end of the file, or -1 with errno set.
+ */
+int read_fd(int fd, struct buf *out);
+
+/*
  * Writes all len bytes to fd, again after short writes and EINTR. Returns
  * 0, or -1 with errno set (EIO when write() wrote nothing).
  */

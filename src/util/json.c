@@ -78,14 +78,8 @@ static int hex4(const char *p, unsigned *out)
 	int i;
 
 	for (i = 0; i < 4; i++) {
-		int c = p[i], d;
-		if (c >= '0' && c <= '9')
-			d = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			d = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			d = c - 'A' + 10;
-		else
+		int d = hex_value(p[i]);
+		if (d < 0)
 			return -1;
 		v = v * 16 + (unsigned)d;
 	}
