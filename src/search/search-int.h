@@ -1,0 +1,325 @@
+/*
+ * search-int.h: what the files of src/search share. Internal: the module's
+ * interface is search.h, which must be included before this header (it
+ * does not include it itself, so that search.c, which includes both, makes
+ * no include circle with it).
+ *
+ * The writer's and the readers' structures, the shapes of a parsed query,
+ * a row list and a match, and the functions the files call in each other,
+ * by the file that defines them; each is described where it is defined.
+ * search.c's opening comment is the design of the whole.
+ */
+#ifndef QUIRE_SEARCH_INT_H
+#define QUIRE_SEARCH_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "util/buf.h"
+
+/* Columns of fts, in order. */
+enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
+
+/* Matches considered when choosing a snippet's window (snippet.c). */
+#define SNIP_HITS_MAX 64
+
+/* The fewest characters of a substring, and of a word worth listing in vocab. */
+#define SUBSTRING_MIN 3
+
+/* Around the matches in a snippet: search_put() replaces them in any text. */
+#define MARK_OPEN '\x01'
+#define MARK_CLOSE '\x02'
+
+/* Characters in s (n bytes of UTF-8), counting up to max at most. */
+static inline int chars_upto(const char *s, int n, int max)
+{
+	int i, chars = 0;
+
+	for (i = 0; i < n && chars < max; i++)
+		chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return chars;
+}
+
+/* Where the character after the one at p starts in t (len bytes). */
+static inline int next_char(const char *t, int len, int p)
+{
+	p++;
+	while (p < len && ((unsigned char)t[p] & 0xC0) == 0x80)
+		p++;
+	return p;
+}
+
+/* A match in a column, for the snippet. */
+struct hit {
+	int phrase;
+	int first, last;   /* token positions */
+	int start, end;    /* bytes, once mapped; -1 before */
+};
+
+/*
+ * An instance of fts's tokenizer: a reader's, to find a row's matches in
+ * its text; the writer's, for the words of new rows.
+ */
+struct row_tokenizer {
+	fts5_tokenizer api;
+	Fts5Tokenizer *inst;     /* owned */
+};
+
+/*
+ * A term of a substring query (see run_substrings()) as fts's tokenizer
+ * reads it: one token of SUBSTRING_MIN characters or more is looked for
+ * inside words (SUB_CONTAINS: "shell" in powershell); several are a phrase
+ * whose last token may be the start of a word (SUB_PHRASE: "Get-ChildI").
+ */
+enum sub_kind { SUB_CONTAINS, SUB_PHRASE };
+
+/* The tokens of a phrase the snippet matches: a bit each. */
+#define SUB_TOKENS_MAX 64
+
+struct row_list;
+
+struct sub_term {
+	enum sub_kind kind;
+	struct buf text;         /* its tokens, each followed by a NUL */
+	int ntok;
+	int tok[SUB_TOKENS_MAX]; /* where the first tokens start in text */
+	int toklen[SUB_TOKENS_MAX];
+	struct row_list *list;   /* the rows it is in, kept in the reader's lists */
+};
+
+/*
+ * Rows waiting in vocab_todo from which search_fill_substrings() lists the
+ * words of the whole index (a pass over fts's terms, 0.2 s for 10,000
+ * notes) instead of tokenizing each row again, and the terms of that pass
+ * each row of its argument stands for (a step of 250 rows: 5,000 terms).
+ */
+#define VOCAB_BULK_ROWS 1000
+#define VOCAB_TERMS_PER_ROW 20
+
+/* A set of words: those of the rows being written, on their way to vocab. */
+struct term_set {
+	char **slot;             /* open addressing, NUL-terminated words; NULL: free */
+	size_t cap, n;           /* cap is 0 or a power of two */
+};
+
+struct staged;
+
+/* The writer (write.c, vocab.c). */
+struct search {
+	sqlite3 *db;
+	sqlite3_stmt *find, *insert, *old_row, *remove, *begin, *commit, *rollback;
+	sqlite3_stmt *index_put, *index_del;
+	sqlite3_stmt *todo_add, *todo_del, *todo_next, *todo_done, *todo_left;
+	sqlite3_stmt *scan_after, *scan_next, *scan_save, *scan_end;
+	sqlite3_stmt *vocab_add, *vocab_max, *vocab_sync;
+	struct row_tokenizer tok; /* fts's, for the words of new rows */
+	struct term_set terms;
+	int in_tx;
+	int defer;               /* new rows' ids go to vocab_todo, their words later */
+	struct staged *staged;
+	size_t nstaged, astaged, staged_bytes;
+	struct buf field[5];     /* sanitized copies for put, reused */
+	struct search_counts counts;
+};
+
+/* A term of the query, as query_parse() splits it. */
+struct term {
+	const char *s;   /* into the query */
+	size_t n;
+	const char *core; /* s without leading and trailing non-alphanumerics */
+	size_t core_n;
+	size_t chars;    /* code points in core */
+	int neg, prefix;
+};
+
+struct query {
+	struct term t[SEARCH_TERMS_MAX];
+	int n, npos;
+};
+
+/*
+ * The rows a phrase is in, with its weighted frequency in each (what
+ * quire_rank() computes per row), read with one pass over the phrase
+ * alone (quire_list()). A query whose terms are all positive is then
+ * ranked by intersecting its phrases' lists in C (rank_lists()) instead of
+ * FTS5 merging their position lists row by row: for two frequent words,
+ * where most of the time went. Kept per reader until data_version moves,
+ * LISTS_MAX of them and about LISTS_BYTES, the least recently used going
+ * first; a query whose lists are all kept costs a merge of arrays, the
+ * snippets of its page, and no pass over the index.
+ */
+struct row_list {
+	char *key;             /* the phrase, as the MATCH expression spells it */
+	size_t len;
+	sqlite3_int64 *rowid;  /* ascending */
+	double *freq;
+	size_t n, alloc;
+	unsigned long long used; /* the query that last used it (r->nquery) */
+};
+
+#define LISTS_MAX 64
+
+/*
+ * A phrase gets a list the second time a query asks for it at one
+ * data_version (a list costs a third more than ranking through FTS5 once:
+ * queries that never come back, such as every pair of the 3,000 most
+ * frequent words once, lost a quarter of their rate), and lists rank a
+ * query whose phrases are in LISTS_MIN_ROWS rows or more together (below,
+ * FTS5 is as quick, and its pass also finds the snippets' matches, which
+ * lists read per result).
+ */
+#define SEEN_SLOTS 1024
+#define LISTS_MIN_ROWS SEARCH_LISTS_MIN_ROWS
+
+struct df_entry;
+
+/* What one index's queries keep in the reader. */
+struct index_state {
+	struct search_reader *reader;
+	uint32_t *len;       /* tokens in each row, by rowid; 0: unknown */
+	size_t cap;
+	long long version;   /* data_version the lengths were read at; -1: never */
+	long long nrow;      /* rows in the index, set by quire_rank() */
+	struct row_tokenizer tok;
+	struct df_entry *df; /* DF_SLOTS, allocated when first needed */
+	long long df_version; /* data_version the document frequencies are of */
+	struct row_list *lists[LISTS_MAX];
+	size_t nlists, list_bytes;
+	long long lists_version; /* data_version the lists are of */
+	int have_totals;     /* nrow_all and ntok_all are of lists_version */
+	sqlite3_int64 nrow_all, ntok_all; /* the index's rows and tokens */
+	struct row_list *building; /* the list quire_list() appends to */
+	uint64_t seen[SEEN_SLOTS]; /* hashes of phrases asked for at lists_version; 0: none */
+};
+
+/* A ranked row and where its matches are, for the snippet. */
+struct ranked {
+	double score;
+	sqlite3_int64 rowid;
+	int slot;            /* its hits: slots[slot] */
+};
+
+struct slot {
+	int col;             /* the column the hits are in */
+	int n;
+	struct hit hits[SNIP_HITS_MAX];
+};
+
+/* A reader: one serving thread's connection, and what its queries keep. */
+struct search_reader {
+	sqlite3 *db;
+	sqlite3_stmt *begin, *commit, *rollback, *version, *doc, *exists;
+	sqlite3_stmt *scan, *sizes; /* prepared on first use */
+	struct index_state idx;
+	long long data_version;    /* of the open read transaction */
+	/* the query under way: the best k rows in a heap with the worst at the root */
+	struct ranked *top;
+	size_t ntop, k;
+	struct slot *slots;
+	size_t nslots;
+	struct buf match, snippet;
+	size_t phrase[SEARCH_TERMS_MAX][2]; /* where each positive term is in match */
+	int nterms;              /* terms in match, positive and excluded */
+	int html;                /* add_result writes HTML list items, not JSON */
+	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
+	int poslist_checks;
+	long lists_min_rows;     /* rank from row lists when the query allows (rank_lists()); -1: never */
+	unsigned long long nquery;
+	long long nlisted;       /* queries ranked from lists */
+	sqlite3_stmt *list_scan, *hit_scan, *vocab_scan;
+	/* a substring query under way (run_substrings()): its terms, the positive ones first */
+	struct sub_term sub[SEARCH_TERMS_MAX];
+	int nsub;                /* its positive terms */
+	int substrings;          /* add_result() finds the matches in the row itself */
+	double *acc;             /* by row id from a base: frequencies summed, else 0 */
+	size_t acc_cap;
+};
+
+/* bm25's parameters, as FTS5's (rank.c, and rank_rows() in lists.c). */
+#define BM25_K1 1.2
+#define BM25_B 0.75
+
+/* a ranks above b: a higher score, or the same and an older row */
+static inline int above(const struct ranked *a, const struct ranked *b)
+{
+	return a->score > b->score || (a->score == b->score && a->rowid < b->rowid);
+}
+
+/* tokenize.c: the cjk tokenizer, and instances of fts's */
+int is_cjk(uint32_t c);
+uint32_t cjk_at(const char *s, int n, int *len);
+int fts5_api_of(sqlite3 *db, fts5_api **out);
+int register_fts(sqlite3 *db);
+int tokenizer_open(sqlite3 *db, struct row_tokenizer *tk);
+
+/* db.c: connections, the schema, the writer's file */
+int db_error(sqlite3 *db, const char *what);
+void db_close(sqlite3 *db);
+int db_exec(sqlite3 *db, const char *sql, const char *what);
+int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
+int db_run_once(sqlite3 *db, sqlite3_stmt *st, const char *what);
+int db_step_done(sqlite3_stmt *st);
+int db_query_int(sqlite3 *db, const char *sql, long long *v);
+int db_open(const char *path, int flags, sqlite3 **out);
+int open_writer(const char *path, sqlite3 **out, int *fresh);
+
+/* vocab.c: the words of new rows */
+void terms_clear(struct term_set *t);
+int collect_terms(struct search *s, const char *text, int n);
+int vocab_flush(struct search *s);
+
+/* query.c: parsing what was typed */
+int query_parse(const char *q, size_t len, struct query *out, const char **err);
+void match_add_string(struct buf *b, const char *s, size_t n);
+void match_add_term(struct buf *b, const struct term *t);
+int substring_terms(const struct query *q);
+void build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2]);
+
+/* snippet.c */
+int by_position(const void *a, const void *b);
+int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
+		 struct row_tokenizer *tk);
+void emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n);
+
+/* rank.c: the functions FTS5 calls per row, bm25, the heap of the best rows */
+double idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit);
+void df_clear(struct index_state *st);
+int by_rank(const void *a, const void *b);
+void heap_put(struct search_reader *r, struct ranked x);
+void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+	     sqlite3_value **argv);
+void list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+	     sqlite3_value **argv);
+void hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+	     sqlite3_value **argv);
+
+/* lists.c: the row lists a reader keeps */
+void list_free(struct row_list *l);
+void lists_clear(struct index_state *st);
+struct row_list *list_find(struct search_reader *r, struct index_state *st, const char *key,
+			   size_t len);
+struct row_list *list_new(struct search_reader *r, const char *key, size_t len);
+void list_keep(struct search_reader *r, struct index_state *st, struct row_list *l);
+int list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
+		   struct row_list *l);
+int rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
+	      struct row_list **neg, int nneg, int strict, long long *total);
+int rank_lists(struct search_reader *r, int npos, long long *total);
+int list_hits(struct search_reader *r, size_t from);
+
+/* substring.c: queries on substrings */
+int sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms, int nterms,
+		struct row_tokenizer *tk);
+int run_substrings(struct search_reader *r, const struct query *q, int limit, int offset,
+		   struct buf *out, long long *total);
+int want_substrings(struct search_reader *r, const struct query *q);
+
+/* search.c: readers and results */
+sqlite3_stmt *reader_stmt(struct search_reader *r, sqlite3_stmt **slot, const char *sql);
+int load_lengths(struct search_reader *r);
+int add_result(struct search_reader *r, const struct ranked *row, double scale, int first,
+	       struct buf *out);
+
+#endif
