@@ -18,7 +18,7 @@
 # Environment: DURATION (seconds per run, default 5), CONNS (default
 # "1 64 512"), REPEAT (runs per cell, best kept, default 1), SERVER_CORE
 # (default 0), CLIENT_CORE (default 1). Without an argument the bench
-# server is built here with cc -O2.
+# server is build/bench/http-bench-server (built by ninja -C build).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,13 +51,8 @@ trap cleanup EXIT INT TERM
 if [ $# -ge 1 ]; then
 	server=$1
 else
-	server=$tmp/http-bench-server
-	# shellcheck disable=SC2046
-	cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -I"$root/src" \
-		"$root/src/http/http.c" "$root/src/site/snapshot.c" "$root/src/util/map.c" "$root/src/util/hash.c" \
-		"$root/src/util/gzip.c" "$root/src/util/buf.c" "$root/src/util/xalloc.c" "$root/src/util/log.c" \
-		"$root/bench/http-bench-server.c" -o "$server" \
-		$(pkg-config --cflags --libs libevent libxxhash libcrypto zlib) -lpthread
+	server=$root/build/bench/http-bench-server
+	ninja -C "$root/build" bench/http-bench-server >/dev/null
 fi
 
 # The page: realistic HTML, about 10 KB, with prose that compresses like

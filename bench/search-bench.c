@@ -13,10 +13,8 @@
  * 100 most frequent words (the worst case: most notes match), fragments
  * of words (their end, "rameter", and their start as typed, "para").
  *
- *	cc -O2 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Isrc bench/search-bench.c \
- *	   src/search/search.c src/util/buf.c src/util/xalloc.c src/util/log.c src/util/unicode.c \
- *	   $(pkg-config --cflags --libs sqlite3 libutf8proc) -lpthread -o /tmp/search-bench
- *	/tmp/search-bench [corpus-dir] [N] [queries]
+ *	ninja -C build bench/search-bench
+ *	build/bench/search-bench [corpus-dir] [N] [queries]
  *
  * With QUIRE_BENCH_DB=file, the index is kept there, and an existing one
  * is reused: only the queries run (for profiling them).

@@ -161,19 +161,25 @@ static struct http_deferred *take_done(struct worker *w)
 	return list;
 }
 
+/* The request a deferred one was, to answer it on its loop. */
+static void request_of(struct worker *w, const struct http_deferred *d, struct http_request *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->w = w;
+	r->ev = d->ev;
+	r->kind = d->kind;
+	r->head = d->head;
+	r->absolute = d->absolute;
+	r->uri = evhttp_request_get_uri(d->ev);
+}
+
 /* Sends one handed-back answer on its own loop (the fast path's respond()). */
 static void send_deferred(struct worker *w, struct http_deferred *d)
 {
 	struct http_request r;
 	size_t len = d->body.len;
 
-	memset(&r, 0, sizeof(r));
-	r.w = w;
-	r.ev = d->ev;
-	r.kind = d->kind;
-	r.head = d->head;
-	r.absolute = d->absolute;
-	r.uri = evhttp_request_get_uri(d->ev);
+	request_of(w, d, &r);
 	buf_reset(&w->hdr);
 	buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
 	HDR_CONST(&r, "Cache-Control: no-store\r\n");
@@ -225,13 +231,7 @@ void answer_parked(struct worker *w)
 
 		if (!d->parked || !d->ev)
 			continue;
-		memset(&r, 0, sizeof(r));
-		r.w = w;
-		r.ev = d->ev;
-		r.kind = d->kind;
-		r.head = d->head;
-		r.absolute = d->absolute;
-		r.uri = evhttp_request_get_uri(d->ev);
+		request_of(w, d, &r);
 		d->ev = NULL;
 		buf_reset(&w->hdr);
 		HDR_CONST(&r, "Retry-After: 1\r\n");

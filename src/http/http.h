@@ -18,8 +18,8 @@
  * runs. A handler answers synchronously with http_reply(), or defers the
  * request with http_request_defer() and answers later from any thread
  * with http_deferred_reply(); it sees the request through the small
- * accessor set below, never through libevent: only http.c includes
- * libevent's headers.
+ * accessor set below, never through libevent: only the files of src/http/
+ * include libevent's headers.
  */
 #ifndef QUIRE_HTTP_H
 #define QUIRE_HTTP_H

@@ -13,7 +13,7 @@
  * interrupted is finished by running it again: only what is still
  * different is sent.
  *
- * This module and http.c are the only ones that include libevent; the
+ * This module and src/http/ are the only ones that include libevent; the
  * client uses evhttp's client side, one event loop, --jobs connections.
  */
 #ifndef QUIRE_SYNCCLI_H
