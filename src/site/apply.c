@@ -153,9 +153,9 @@ static void mention_add(struct site *s, const char *key, struct site_note *n)
 		k = xstrndup(key, len);
 		/* the key string is stored right after the vector's pointer array owner */
 		map_put(&s->mentions, k, len, v);
-		vec_push(v, (struct site_note *)(void *)k); /* slot 0 keeps the key alive */
+		notevec_push(v, (struct site_note *)(void *)k); /* slot 0 keeps the key alive */
 	}
-	vec_push(v, n);
+	notevec_push(v, n);
 }
 
 static void mention_remove(struct site *s, const char *key, struct site_note *n)
@@ -186,7 +186,7 @@ void apply_mark_recompose(struct work *w, struct site_note *n)
 {
 	if (!n->recompose && !n->removed) {
 		n->recompose = 1;
-		vec_push(&w->recompose, n);
+		notevec_push(&w->recompose, n);
 	}
 }
 
@@ -312,12 +312,12 @@ void apply_referrers(const struct site *s, const struct site_note *t, int kind,
 			uintptr_t kinds = (uintptr_t)map_get(&x->ref_kinds, (const char *)&t,
 							     sizeof(t));
 			if (kinds & want)
-				vec_push(out, x);
+				notevec_push(out, x);
 			continue;
 		}
 		for (k = 0; k < x->md.nrefs; k++) {
 			if (x->refs[k].target == t && (kind < 0 || (int)x->md.refs[k].kind == kind)) {
-				vec_push(out, x);
+				notevec_push(out, x);
 				break;
 			}
 		}
@@ -331,11 +331,11 @@ void apply_need_render(struct work *w, struct site_note *n)
 	if (n->rerender || n->removed)
 		return;
 	n->rerender = 1;
-	vec_push(&w->rerender, n);
+	notevec_push(&w->rerender, n);
 	if (!n->reparse) {
 		/* the body was dropped after the last render: read the file again */
 		n->reparse = 1;
-		vec_push(&w->parse, n);
+		notevec_push(&w->parse, n);
 	}
 }
 
@@ -352,7 +352,7 @@ static void touch_note(struct work *w, struct site *s, const char *path, const c
 	n->removed = 0; /* seen gone earlier in this apply, and back since: the last look wins */
 	if (!n->reparse) {
 		n->reparse = 1;
-		vec_push(&w->parse, n);
+		notevec_push(&w->parse, n);
 	}
 }
 
@@ -387,7 +387,7 @@ static void remove_note(struct work *w, struct site_note *n)
 	if (n->removed)
 		return;
 	n->removed = 1;
-	vec_push(&w->removed, n);
+	notevec_push(&w->removed, n);
 }
 
 /*
@@ -593,7 +593,7 @@ static void mark_embedded(const struct notevec *live, struct notevec *marked)
 			struct site_note *t = r->target;
 			if (r->kind == MD_TARGET_NOTE && !t->embedded) {
 				t->embedded = 1;
-				vec_push(marked, t);
+				notevec_push(marked, t);
 			}
 		}
 	}
@@ -620,7 +620,7 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 	}
 	if (!n->parsed) {
 		n->parsed = 1;
-		vec_push(&w->parsed, n);
+		notevec_push(&w->parsed, n);
 	}
 	if (published != n->published) {
 		key_add(&w->names, n->name_key);
@@ -647,7 +647,7 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 	if (published) {
 		if (!n->rerender) {
 			n->rerender = 1;
-			vec_push(&w->rerender, n);
+			notevec_push(&w->rerender, n);
 		}
 	}
 	free(n->base_url);
@@ -686,7 +686,7 @@ static void resolve_names(struct site *s, struct work *w)
 		struct notevec todo = { 0 };
 
 		for (j = 1; m && j < m->n; j++)
-			vec_push(&todo, m->v[j]);
+			notevec_push(&todo, m->v[j]);
 		for (j = 0; j < todo.n; j++) {
 			struct site_note *x = todo.v[j];
 			if (x->rerender || x->removed)
@@ -755,7 +755,7 @@ static void parse_rounds(struct site *s, struct work *w)
 		struct notevec round = { 0 };
 		for (i = done; i < w->parse.n; i++) {
 			before_parse(w->parse.v[i]);
-			vec_push(&round, w->parse.v[i]);
+			notevec_push(&round, w->parse.v[i]);
 		}
 		done = w->parse.n;
 		run_parallel(s, &round, parse_one);
@@ -783,7 +783,7 @@ static void render_marked(struct site *s, struct work *w)
 			withdraw(s, w, w->rerender.v[i]);
 	for (i = 0; i < w->rerender.n; i++)
 		if (w->rerender.v[i]->published && !w->rerender.v[i]->removed)
-			vec_push(&live, w->rerender.v[i]);
+			notevec_push(&live, w->rerender.v[i]);
 	run_parallel(s, &live, render_one);
 	for (i = 0; i < live.n; i++) {
 		contribute(s, w, live.v[i]);
@@ -817,7 +817,7 @@ static void mark_embedders(struct site *s, struct work *w)
 
 	for (i = 0; i < w->recompose.n; i++) {
 		w->recompose.v[i]->seen = 1;
-		vec_push(&queue, w->recompose.v[i]);
+		notevec_push(&queue, w->recompose.v[i]);
 	}
 	for (i = 0; i < queue.n; i++) {
 		struct notevec emb = { 0 };
@@ -826,7 +826,7 @@ static void mark_embedders(struct site *s, struct work *w)
 			if (!emb.v[k]->seen) {
 				emb.v[k]->seen = 1;
 				apply_mark_recompose(w, emb.v[k]);
-				vec_push(&queue, emb.v[k]);
+				notevec_push(&queue, emb.v[k]);
 			}
 		}
 		free(emb.v);
@@ -844,7 +844,7 @@ static void compose_marked(struct site *s, struct work *w)
 
 	for (i = 0; i < w->recompose.n; i++)
 		if (w->recompose.v[i]->published && !w->recompose.v[i]->removed)
-			vec_push(&live, w->recompose.v[i]);
+			notevec_push(&live, w->recompose.v[i]);
 	mark_embedded(&live, &embedded);
 	run_parallel(s, &live, compose_one);
 	for (i = 0; i < live.n; i++) {
@@ -891,11 +891,11 @@ static void update_derived(struct site *s, struct work *w)
 	size_t i;
 
 	for (i = 0; i < w->parsed.n; i++)
-		vec_push(&changed, w->parsed.v[i]);
+		notevec_push(&changed, w->parsed.v[i]);
 	for (i = 0; i < w->removed.n; i++)
-		vec_push(&changed, w->removed.v[i]);
+		notevec_push(&changed, w->removed.v[i]);
 	for (i = 0; i < w->moved.n; i++)
-		vec_push(&changed, w->moved.v[i]);
+		notevec_push(&changed, w->moved.v[i]);
 	sitesearch_stage(s, changed.v, changed.n);
 	for (i = 0; i < w->rerender.n; i++)
 		if (!sitesearch_text_wanted(s, w->rerender.v[i]))

@@ -13,11 +13,6 @@
 
 #include <stdlib.h>
 
-struct notelist {
-	struct site_note **v;
-	size_t n, alloc;
-};
-
 struct derived_tag {
 	char *key;             /* lowercased, as tag links write it */
 	struct listing list;   /* its notes by title, and the pages of its listing */
@@ -52,7 +47,7 @@ struct derived {
 	struct derived_folder **dirty_folders;
 	size_t ndirty_folders, adirty_folders;
 	int tree_started;      /* the root's document was written once */
-	struct notelist *shards;
+	struct notevec *shards;
 	int *shard_dirty;
 	size_t nshards;
 	size_t nlisted;
@@ -72,7 +67,7 @@ static inline void derived_sort(void *v, size_t n, size_t size,
 
 /* derived.c */
 const char *derived_summary(const struct site_note *n);
-void derived_newest(const struct oset *o, size_t k, struct notelist *out);
+void derived_newest(const struct oset *o, size_t k, struct notevec *out);
 char *derived_folder_url(const struct derived_folder *f);
 
 /* derived-pages.c */

@@ -278,7 +278,7 @@ void derived_render_tag(struct site *s, struct derived_tag *t, int listing, int 
 		derived_del_generated(s, c.key0.ptr);
 	} else if (with_feed && s->cfg.base_url[0]) {
 		struct buf link = BUF_INIT;
-		struct notelist top = { 0 };
+		struct notevec top = { 0 };
 		buf_adds(&link, s->cfg.url_prefix);
 		buf_add_urlpath(&link, c.key0.ptr, c.key0.len);
 		buf_adds(&c.key0, "/rss.xml");
@@ -541,7 +541,7 @@ void derived_render_folder(struct site *s, struct derived_folder *f, int listing
 	if (!f->subtree) {
 		derived_del_generated(s, feed.ptr);
 	} else if (with_feed && s->cfg.base_url[0] && f->path[0]) {
-		struct notelist top = { 0 };
+		struct notevec top = { 0 };
 		derived_newest(&f->by_date, (size_t)s->cfg.feed_items, &top);
 		buf_adds(&href, s->cfg.url_prefix);
 		buf_add_urlpath(&href, f->url, strlen(f->url));
@@ -559,7 +559,7 @@ static int cmp_notes_url(const void *a, const void *b)
 
 void derived_render_shard(struct site *s, size_t i)
 {
-	struct notelist *l = &s->derived->shards[i];
+	struct notevec *l = &s->derived->shards[i];
 	struct buf b = BUF_INIT, key = BUF_INIT;
 	struct feed_entry *e;
 	char *origin = main_origin(s);

@@ -41,23 +41,6 @@
 
 #include "site/derived-int.h"
 
-static void nl_add(struct notelist *l, struct site_note *n)
-{
-	ALLOC_GROW(l->v, l->n + 1, l->alloc);
-	l->v[l->n++] = n;
-}
-
-static void nl_del(struct notelist *l, const struct site_note *n)
-{
-	size_t i;
-	for (i = 0; i < l->n; i++) {
-		if (l->v[i] == n) {
-			l->v[i] = l->v[--l->n];
-			return;
-		}
-	}
-}
-
 /*
  * Newest first: by the date a note is listed under, then by path. The
  * same order as cmp_notes_date(), from the date kept at registration, so
@@ -407,13 +390,13 @@ static void date_sets(struct derived *d, struct site_note *n, int add, size_t to
 }
 
 /* The first k notes of a feed's order. */
-void derived_newest(const struct oset *o, size_t k, struct notelist *out)
+void derived_newest(const struct oset *o, size_t k, struct notevec *out)
 {
 	struct oset_iter it = OSET_ITER_INIT;
 	struct site_note *n;
 
 	while (out->n < k && (n = oset_next(o, &it)))
-		nl_add(out, n);
+		notevec_push(out, n);
 }
 
 /* Registers a note as it is now; marks whatever lists it, before or now. */
@@ -520,13 +503,13 @@ static void update_note(struct site *s, struct site_note *n)
 	}
 	/* sitemap shard */
 	if (n->listed->shard >= 0 && (!listed || changed)) {
-		nl_del(&d->shards[n->listed->shard], n);
+		notevec_take(&d->shards[n->listed->shard], n);
 		shard_dirty(d, n->listed->shard);
 		n->listed->shard = -1;
 	}
 	if (listed && n->listed->shard < 0 && d->nshards) {
 		n->listed->shard = shard_of(d, n->url);
-		nl_add(&d->shards[n->listed->shard], n);
+		notevec_push(&d->shards[n->listed->shard], n);
 		shard_dirty(d, n->listed->shard);
 	}
 	/* a derived page may want the URL the note left, or yield to the one it took */
@@ -580,7 +563,7 @@ static void reshard(struct site *s, size_t k)
 		n->listed->shard = -1;
 		if (n->listed->sig) {
 			n->listed->shard = shard_of(d, n->url);
-			nl_add(&d->shards[n->listed->shard], n);
+			notevec_push(&d->shards[n->listed->shard], n);
 		}
 	}
 	d->sitemap_index_dirty = 1;
@@ -640,7 +623,7 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		if (d->sitemap_index_dirty)
 			derived_render_sitemap_index(s);
 		if (d->site_feed_dirty) {
-			struct notelist top = { 0 };
+			struct notevec top = { 0 };
 			struct buf home = BUF_INIT;
 			derived_newest(&d->by_date, (size_t)s->cfg.feed_items, &top);
 			buf_addf(&home, "%s/", s->cfg.url_prefix);

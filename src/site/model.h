@@ -24,6 +24,9 @@
 #include "vault/note.h"
 #include "site/snapshot.h"
 #include "vault/vault.h"
+#include "util/xalloc.h"
+
+#include <string.h>
 
 struct resolver;
 struct derived;
@@ -161,6 +164,44 @@ struct gz_pending {
 	struct page *page;    /* a reference */
 	char *note;           /* the note's path: the note is looked up, it may be gone */
 };
+
+/* A growable array of notes ------------------------------------------------- */
+
+struct notevec {
+	struct site_note **v;
+	size_t n, alloc;
+};
+
+static inline void notevec_push(struct notevec *v, struct site_note *n)
+{
+	ALLOC_GROW(v->v, v->n + 1, v->alloc);
+	v->v[v->n++] = n;
+}
+
+/* Removes n (its first place), keeping the others in order. */
+static inline void notevec_remove(struct notevec *v, const struct site_note *n)
+{
+	size_t i;
+	for (i = 0; i < v->n; i++) {
+		if (v->v[i] == n) {
+			memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(*v->v));
+			v->n--;
+			return;
+		}
+	}
+}
+
+/* Removes n (its first place), moving the last note there: order is not kept. */
+static inline void notevec_take(struct notevec *v, const struct site_note *n)
+{
+	size_t i;
+	for (i = 0; i < v->n; i++) {
+		if (v->v[i] == n) {
+			v->v[i] = v->v[--v->n];
+			return;
+		}
+	}
+}
 
 /* The page table ---------------------------------------------------------- */
 

@@ -16,29 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct notevec {
-	struct site_note **v;
-	size_t n, alloc;
-};
-
-static inline void vec_push(struct notevec *v, struct site_note *n)
-{
-	ALLOC_GROW(v->v, v->n + 1, v->alloc);
-	v->v[v->n++] = n;
-}
-
-static inline void vec_remove(struct notevec *v, const struct site_note *n)
-{
-	size_t i;
-	for (i = 0; i < v->n; i++) {
-		if (v->v[i] == n) {
-			memmove(&v->v[i], &v->v[i + 1], (v->n - i - 1) * sizeof(*v->v));
-			v->n--;
-			return;
-		}
-	}
-}
-
 /* One site_apply()'s worklists. */
 struct work {
 	struct notevec parse;     /* to parse in the next round */

@@ -146,7 +146,7 @@ static void set_url(struct site *s, struct work *w, struct site_note *n, const c
 	n->url = xstrdup(url);
 	n->href = make_href(s, n->url);
 	apply_mark_recompose(w, n);
-	vec_push(&w->moved, n);
+	notevec_push(&w->moved, n);
 	/* its alias redirects point at the old URL */
 	for (k = 0; k < n->naliases; k++)
 		key_add(&w->stale_keys, n->aliases[k]);
@@ -398,7 +398,7 @@ static void claim(struct site *s, const char *key, struct site_note *n, int add)
 		size_t i;
 		if (!v) {
 			v = xcalloc(1, sizeof(*v));
-			vec_push(v, (struct site_note *)(void *)xstrndup(key, len));
+			notevec_push(v, (struct site_note *)(void *)xstrndup(key, len));
 			map_put(&s->claims, (char *)(void *)v->v[0], len, v);
 		}
 		/* keep claimants in path order: the first one wins, as in a full load */
@@ -409,7 +409,7 @@ static void claim(struct site *s, const char *key, struct site_note *n, int add)
 		v->v[i] = n;
 		v->n++;
 	} else if (v) {
-		vec_remove(v, n);
+		notevec_remove(v, n);
 		if (v->n == 1) {
 			char *k = (char *)(void *)v->v[0];
 			map_remove(&s->claims, key, len);
