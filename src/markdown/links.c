@@ -1,0 +1,467 @@
+/*
+ * links.c: stage 4 of md_render(), the references: wikilinks, embeds, and
+ * Markdown links and images.
+ *
+ * Each reference is handed to md_result.refs and resolved through the
+ * caller's md_resolve_fn when the writer meets it, so refs come out in
+ * document order with the source line they stand on. What the caller says
+ * it points at decides the markup: a link to a note (with "#heading-id" or
+ * "#^block"), an attachment, plain text for an unpublished note, a broken
+ * mark. An embed of a note leaves a splice for the composer; an embed of an
+ * attachment becomes <img>, <audio>, <video>, a PDF <iframe> or a link. A
+ * Markdown link or image whose URL is a relative path with an extension
+ * resolves the same way; any other URL is written only if sanitize_url()
+ * allows it.
+ */
+#include "markdown/markdown.h"
+#include "markdown/markdown-int.h"
+#include "markdown/sanitize.h"
+#include "util/unicode.h"
+#include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- link addresses ---- */
+
+/*
+ * May the URL of a Markdown link or image be written (sanitize_url())? It
+ * is judged with its placeholders turned back, as add_href_raw() writes it.
+ */
+static int url_ok(struct ctx *c, const char *s, enum sanitize_url_kind kind)
+{
+	size_t len = strlen(s);
+
+	if (!pre_has_placeholder(&c->pre, s, len))
+		return sanitize_url(s, len, kind);
+	buf_reset(&c->tmp);
+	pre_expand(&c->pre, &c->tmp, s, len, PH_URL);
+	return sanitize_url(c->tmp.ptr, c->tmp.len, kind);
+}
+
+static void add_href_raw(struct ctx *c, const char *s, size_t len)
+{
+	if (pre_has_placeholder(&c->pre, s, len)) {
+		struct buf t = BUF_INIT;
+
+		pre_expand(&c->pre, &t, s, len, PH_URL);
+		add_href(c->out, t.ptr, t.len);
+		buf_release(&t);
+		return;
+	}
+	add_href(c->out, s, len);
+}
+
+/* ---- wikilinks and embeds ---- */
+
+static int src_line(const struct ctx *c)
+{
+	long l = (long)c->block_line + c->breaks;
+	int first = c->opt->first_line > 0 ? c->opt->first_line : 1;
+
+	if (c->pre.nlines && l >= 1 && (size_t)l <= c->pre.nlines)
+		l = c->pre.lines[l - 1];
+	return (int)l + c->math_lines + first - 1;
+}
+
+/* Hands the link to res->refs and asks the caller what it points at. */
+static struct link *resolve(struct ctx *c, size_t ix)
+{
+	struct md_result *res = c->res;
+	struct link *l = &c->links[ix];
+	struct md_target t = { MD_TARGET_BROKEN, NULL, NULL };
+	struct md_ref *r;
+
+	if (l->done)
+		return l;
+	ALLOC_GROW(res->refs, res->nrefs + 1, c->arefs);
+	r = &res->refs[res->nrefs];
+	r->kind = l->embed ? MD_REF_EMBED : MD_REF_LINK;
+	r->target = l->target;
+	r->fragment = l->fragment;
+	r->label = l->label;
+	r->line = src_line(c);
+	r->markdown = l->markdown;
+	l->ref = res->nrefs++;
+	l->done = 1;
+	if (c->opt->resolve)
+		c->opt->resolve(c->opt->resolve_ctx, l->ref, r, &t);
+	l->kind = t.kind;
+	l->url = t.url ? t.url : "";
+	l->title = t.title;
+	return l;
+}
+
+/* "#heading-id" or "#^block" for a wikilink's fragment ("H1#H2" uses H2). */
+static void add_fragment(struct buf *o, const char *frag)
+{
+	const char *last;
+	char *id;
+
+	if (!frag || !*frag)
+		return;
+	buf_addc(o, '#');
+	if (frag[0] == '^') {
+		buf_adds_html(o, frag);
+		return;
+	}
+	last = strrchr(frag, '#');
+	id = md_heading_id(last ? last + 1 : frag);
+	buf_adds_html(o, id);
+	free(id);
+}
+
+/*
+ * A Markdown link or image whose URL is a relative path with a file
+ * extension ("../Other/Note.md", "media/x.png", "My%20Note.md#Usage")
+ * points into the vault: it resolves like a wikilink, publishes the
+ * attachment it names, counts as a backlink, and is reported when broken.
+ * URLs with a scheme, root-relative URLs, fragments alone and paths
+ * without an extension are the web's, and are left as written.
+ */
+static int local_url(const char *u)
+{
+	size_t n = strcspn(u, "?#"), i;
+	const char *last;
+
+	if (!n || u[0] == '/' || u[0] == '#')
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (u[i] == ':')
+			return 0;
+		if (u[i] == '/')
+			break;
+	}
+	for (i = 0; i < n; i++)
+		if (u[i] == '\\')
+			return 0;
+	last = u;
+	for (i = 0; i < n; i++)
+		if (u[i] == '/')
+			last = u + i + 1;
+	return memchr(last, '.', (size_t)(u + n - last)) != NULL && last[0] != '.';
+}
+
+/* %XX decoded; NULs dropped; an invalid escape leaves the text as written. */
+static char *percent_decode(const char *s, size_t len)
+{
+	struct buf b = BUF_INIT;
+	size_t i, j;
+
+	if (buf_add_urldecoded(&b, s, len, 0) < 0) {
+		buf_reset(&b);
+		buf_add(&b, s, len);
+	}
+	for (i = j = 0; i < b.len; i++)
+		if (b.ptr[i])
+			b.ptr[j++] = b.ptr[i];
+	buf_setlen(&b, j);
+	return detach_exact(&b);
+}
+
+/* Registers a local link or image as a reference and resolves it; returns its link. */
+static struct link *local_link(struct ctx *c, const char *u, int embed)
+{
+	size_t ix, n = strcspn(u, "?#");
+	struct link *l = new_link(c, &ix);
+	char *target = percent_decode(u, n), *frag = NULL;
+
+	if (!utf8_valid(target, strlen(target))) {
+		free(target);
+		target = xstrdup(u);
+		target[n] = '\0';
+	}
+	if (u[n] == '#' && u[n + 1]) {
+		frag = percent_decode(u + n + 1, strlen(u + n + 1));
+		if (!utf8_valid(frag, strlen(frag))) {
+			free(frag);
+			frag = NULL;
+		}
+	}
+	l->embed = embed;
+	l->target = target;
+	l->fragment = frag;
+	l->markdown = 1;
+	return resolve(c, ix);
+}
+
+void link_open(struct ctx *c, size_t ix)
+{
+	struct link *l = resolve(c, ix);
+	struct buf *o = c->out;
+
+	switch (l->kind) {
+	case MD_TARGET_NOTE:
+		buf_adds(o, "<a class=\"internal\" href=\"");
+		buf_adds_html(o, l->url);
+		add_fragment(o, l->fragment);
+		buf_addc(o, '"');
+		if (l->title) {
+			buf_adds(o, " title=\"");
+			buf_adds_html(o, l->title);
+			buf_addc(o, '"');
+		}
+		buf_addc(o, '>');
+		break;
+	case MD_TARGET_ATTACHMENT:
+		buf_adds(o, "<a class=\"internal attachment\" href=\"");
+		buf_adds_html(o, l->url);
+		if (l->fragment && *l->fragment) {
+			buf_addc(o, '#');
+			buf_adds_html(o, l->fragment);
+		}
+		buf_adds(o, "\">");
+		break;
+	case MD_TARGET_PLAIN:
+		break;
+	case MD_TARGET_BROKEN:
+	default:
+		if (!*l->target) {
+			/* [[#Heading]]: a heading of this note */
+			buf_adds(o, "<a class=\"internal\" href=\"");
+			add_fragment(o, l->fragment);
+			buf_adds(o, "\">");
+			break;
+		}
+		buf_adds(o, "<a class=\"internal broken\" title=\"not found: ");
+		buf_adds_html(o, l->target);
+		buf_adds(o, "\">");
+		break;
+	}
+}
+
+void link_close(struct ctx *c, size_t ix)
+{
+	if (c->links[ix].kind != MD_TARGET_PLAIN)
+		buf_adds(c->out, "</a>");
+}
+
+static int ext_is(const char *ext, const char *list)
+{
+	size_t n = strlen(ext);
+	const char *p = list;
+
+	if (!n)
+		return 0;
+	while ((p = strstr(p, ext))) {
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+/* "300" or "300x200": sets *w and *h (0 when absent); 0 if it is no size. */
+static int parse_size(const char *s, size_t len, unsigned long *w, unsigned long *h)
+{
+	size_t k = 0;
+
+	*w = *h = 0;
+	while (k < len && is_digit(s[k]) && k < 6)
+		*w = *w * 10 + (unsigned long)(s[k++] - '0');
+	if (!k)
+		return 0;
+	if (k == len)
+		return 1;
+	if (s[k] != 'x' || k + 1 == len)
+		return 0;
+	while (++k < len) {
+		if (!is_digit(s[k]) || *h > 99999)
+			return 0;
+		*h = *h * 10 + (unsigned long)(s[k] - '0');
+	}
+	return 1;
+}
+
+static void attachment_embed(struct ctx *c, const struct link *l)
+{
+	struct buf *o = c->out;
+	const char *base = strrchr(l->target, '/'), *dot;
+	char ext[8] = "";
+	size_t i;
+
+	base = base ? base + 1 : l->target;
+	dot = strrchr(base, '.');
+	if (dot && strlen(dot + 1) < sizeof(ext)) {
+		for (i = 0; dot[1 + i]; i++)
+			ext[i] = lower(dot[1 + i]);
+		ext[i] = '\0';
+	}
+	if (ext_is(ext, "png jpg jpeg gif svg webp avif bmp ico")) {
+		const char *alt = l->target, *lab = l->label, *bar;
+		size_t altlen = strlen(alt), lablen = lab ? strlen(lab) : 0;
+		unsigned long w = 0, h = 0;
+
+		if (lab) {
+			bar = strrchr(lab, '|');
+			if (bar && parse_size(bar + 1, lablen - (size_t)(bar + 1 - lab), &w, &h)) {
+				alt = lab;
+				altlen = (size_t)(bar - lab);
+			} else if (!parse_size(lab, lablen, &w, &h)) {
+				alt = lab;
+				altlen = lablen;
+			}
+		}
+		buf_adds(o, "<img src=\"");
+		buf_adds_html(o, l->url);
+		buf_adds(o, "\" alt=\"");
+		buf_add_html(o, alt, altlen);
+		buf_addc(o, '"');
+		if (w)
+			buf_addf(o, " width=\"%lu\"", w);
+		if (h)
+			buf_addf(o, " height=\"%lu\"", h);
+		buf_adds(o, " />");
+	} else if (ext_is(ext, "mp3 wav ogg oga m4a flac aac opus")) {
+		buf_adds(o, "<audio controls src=\"");
+		buf_adds_html(o, l->url);
+		buf_adds(o, "\"></audio>");
+	} else if (ext_is(ext, "mp4 webm mov ogv mkv m4v")) {
+		buf_adds(o, "<video controls src=\"");
+		buf_adds_html(o, l->url);
+		buf_adds(o, "\"></video>");
+	} else if (!strcmp(ext, "pdf")) {
+		buf_adds(o, "<iframe class=\"pdf\" src=\"");
+		buf_adds_html(o, l->url);
+		if (l->fragment && *l->fragment) {
+			buf_addc(o, '#');
+			buf_adds_html(o, l->fragment);
+		}
+		buf_adds(o, "\"></iframe>");
+	} else {
+		buf_adds(o, "<a class=\"internal attachment\" href=\"");
+		buf_adds_html(o, l->url);
+		buf_adds(o, "\">");
+		buf_adds_html(o, l->label ? l->label : l->target);
+		buf_adds(o, "</a>");
+	}
+}
+
+void render_embed(struct ctx *c, size_t ix)
+{
+	struct md_result *res = c->res;
+	struct link *l = resolve(c, ix);
+	struct buf *o = c->out;
+
+	if (l->kind == MD_TARGET_PLAIN)
+		return; /* an unpublished note leaves no trace */
+	if (c->embed_block)
+		cr(o);
+	switch (l->kind) {
+	case MD_TARGET_NOTE:
+		buf_adds(o, "<div class=\"embed\" data-src=\"");
+		buf_adds_html(o, l->target);
+		if (l->fragment && *l->fragment) {
+			buf_addc(o, '#');
+			buf_adds_html(o, l->fragment);
+		}
+		buf_adds(o, "\">");
+		ALLOC_GROW(res->splices, res->nsplices + 1, c->asplices);
+		res->splices[res->nsplices].offset = o->len;
+		res->splices[res->nsplices].ref = l->ref;
+		res->nsplices++;
+		buf_adds(o, "</div>");
+		break;
+	case MD_TARGET_ATTACHMENT:
+		attachment_embed(c, l);
+		break;
+	default:
+		buf_adds(o, "<span class=\"embed broken\" title=\"not found: ");
+		buf_adds_html(o, l->target);
+		buf_adds(o, "\">");
+		buf_adds_html(o, l->display);
+		buf_adds(o, "</span>");
+		break;
+	}
+	if (c->embed_block)
+		buf_addc(o, '\n');
+}
+
+/* ---- Markdown links and images ---- */
+
+void render_link(struct ctx *c, cmark_node *n, int entering)
+{
+	struct buf *o = c->out;
+	const char *s;
+
+	if (!entering) {
+		buf_adds(o, has_flag(n, A_PLAIN) ? "</span>" : "</a>");
+		return;
+	}
+	s = cmark_node_get_url(n);
+	if (s && local_url(s)) {
+		struct link *l = local_link(c, s, 0);
+		struct ann *la = ann_get(c, n);
+		la->flags |= A_LOCAL;
+		if (l->kind == MD_TARGET_PLAIN) {
+			la->flags |= A_PLAIN;
+			buf_adds(o, "<span class=\"internal\">");
+			return;
+		}
+		if (l->kind == MD_TARGET_BROKEN) {
+			/* not in the vault: perhaps meant for the web, keep it as written */
+			buf_adds(o, "<a href=\"");
+			add_href_raw(c, s, strlen(s));
+			buf_adds(o, "\">");
+			return;
+		}
+		buf_adds(o, l->kind == MD_TARGET_NOTE ? "<a class=\"internal\" href=\""
+						     : "<a class=\"internal attachment\" href=\"");
+		buf_adds_html(o, l->url);
+		if (l->kind == MD_TARGET_NOTE)
+			add_fragment(o, l->fragment);
+		buf_adds(o, "\">");
+		return;
+	}
+	/* an unsafe URL (javascript:...) leaves the text in an <a> without href */
+	if (!s || url_ok(c, s, SANITIZE_URL_LINK)) {
+		buf_adds(o, "<a href=\"");
+		add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
+		buf_addc(o, '"');
+	} else {
+		buf_adds(o, "<a");
+	}
+	s = cmark_node_get_title(n);
+	if (s && *s) {
+		buf_adds(o, " title=\"");
+		add_html_exp(c, o, s, strlen(s), PH_URL);
+		buf_addc(o, '"');
+	}
+	buf_addc(o, '>');
+}
+
+/* Entering writes up to the alt text, which html.c writes (c->plain); leaving closes. */
+void render_image(struct ctx *c, cmark_node *n, int entering)
+{
+	struct buf *o = c->out;
+	const char *s;
+
+	if (entering) {
+		s = cmark_node_get_url(n);
+		if (s && !local_url(s) && !url_ok(c, s, SANITIZE_URL_IMAGE)) {
+			/* an unsafe URL: the image keeps its alt text, not its src */
+			buf_adds(o, "<img alt=\"");
+			c->plain = n;
+			return;
+		}
+		buf_adds(o, "<img src=\"");
+		if (s && local_url(s)) {
+			struct link *l = local_link(c, s, 1);
+			if (l->kind == MD_TARGET_ATTACHMENT || l->kind == MD_TARGET_NOTE)
+				buf_adds_html(o, l->url);
+			else /* broken or private: the src as written, so nothing leaks */
+				add_href_raw(c, s, l->kind == MD_TARGET_PLAIN ? 0 : strlen(s));
+		} else {
+			add_href_raw(c, s ? s : "", s ? strlen(s) : 0);
+		}
+		buf_adds(o, "\" alt=\"");
+		c->plain = n;
+		return;
+	}
+	s = cmark_node_get_title(n);
+	if (s && *s) {
+		buf_adds(o, "\" title=\"");
+		add_html_exp(c, o, s, strlen(s), PH_URL);
+	}
+	buf_adds(o, "\" />");
+}

@@ -1,0 +1,345 @@
+/*
+ * markdown-int.h: internal to src/markdown/, what the stages of md_render()
+ * share. Nothing outside this folder includes it; the API is markdown.h.
+ *
+ * The stages (see the top of markdown.c) and who owns what:
+ *
+ *	prepass.c   stage 1: the source pre-pass (struct pre) and the
+ *	            placeholders it leaves, turned back by pre_expand()
+ *	annotate.c  stage 3: the annotations (struct ann, struct seg) on
+ *	            cmark's tree, and the links (struct link) they find
+ *	html.c      stage 4: the HTML writer, its blocks, text and footnotes
+ *	links.c     stage 4: wikilinks, embeds and Markdown links and images,
+ *	            resolved through the caller as they are written
+ *	markdown.c  md_render() running the stages, struct ctx's lifetime,
+ *	            the helpers above (detach_exact, struct sset)
+ *
+ * Does not include markdown.h, which markdown.c implements: that would make
+ * an include circle (scripts/check-structure.py). The public structs are
+ * declared here by name only, and the few files that read them include
+ * markdown.h themselves.
+ */
+#ifndef QUIRE_MARKDOWN_INT_H
+#define QUIRE_MARKDOWN_INT_H
+
+#include "util/buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmark-gfm.h>
+
+struct md_options;
+struct md_result;
+
+#define NONE ((size_t)-1)
+/* Longer backtick runs are never code spans here: keeps the failure cache small. */
+#define MAX_TICKS 64
+#define PH_OPEN '\x02'
+#define PH_CLOSE '\x03'
+/* Escapes that the pre-pass keeps from cmark (see the top of markdown.c). */
+#define ESCAPED "[]#=^"
+
+static inline int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+static inline int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static inline int is_alpha(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static inline char lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
+}
+
+static inline void trim(const char **s, size_t *len)
+{
+	while (*len && is_space(**s)) {
+		(*s)++;
+		(*len)--;
+	}
+	while (*len && is_space((*s)[*len - 1]))
+		(*len)--;
+}
+
+/*
+ * b's string in a block of its own length, b released: for the short
+ * strings md_result keeps (reference targets, heading texts and ids),
+ * which a buffer would hold in at least 64 bytes. A copy rather than a
+ * shrink in place, which would leave a hole after each one.
+ */
+char *detach_exact(struct buf *b);
+
+/* ---- stage 1: the source pre-pass (prepass.c) ---- */
+
+struct math {
+	size_t raw, rawlen; /* the original text in the source, delimiters included */
+	size_t tex, texlen; /* the TeX in pre.tex */
+	int display;
+};
+
+struct pre {
+	const char *s;
+	size_t len;
+	struct buf out;
+	int *lines; /* lines[i]: source line of output line i + 1 */
+	size_t nlines, alines;
+	int line; /* source line being read */
+	struct math *math;
+	size_t nmath, amath;
+	struct buf tex;
+	/* fenced code: its character, length, quote depth and list indent */
+	int in_fence, fdepth;
+	char fchar;
+	size_t flen, findent;
+	int list_ctx, prev_blank, in_indented;
+	/*
+	 * Failure caches: a search for a closer that ran into a paragraph end
+	 * at x also fails from anywhere before x. Without them a line of
+	 * openers would be quadratic.
+	 */
+	size_t tick_fail[MAX_TICKS + 1];
+	size_t dd_fail, dollar_fail;
+};
+
+/*
+ * Does src (len bytes) hold anything the pre-pass changes: '$', "%%", an
+ * escape it keeps, or a wikilink with a '|'? Most notes have none: then
+ * cmark reads the source itself and the pre-pass does not run.
+ */
+int prepass_needed(const char *src, size_t len);
+
+/*
+ * Runs the pre-pass over p->s (p->len bytes) into p->out, p->lines,
+ * p->math and p->tex. p is zeroed, with s, len and its buffers set.
+ */
+void prepass(struct pre *p);
+
+/* Frees what p owns (p itself is the caller's). */
+void pre_release(struct pre *p);
+
+/*
+ * Parses a placeholder at s: returns its length, or 0 if there is none.
+ * *kind is 'M' (math, *ix its index) or 'E' (an escaped byte, *ix).
+ */
+size_t pre_placeholder(const struct pre *p, const char *s, size_t len, char *kind, size_t *ix);
+
+/*
+ * What a placeholder turns back into. PH_RAW: the source as written (code,
+ * raw HTML). PH_URL: math as written, an escape as its character (where
+ * cmark would have read the escape: URLs, link targets). PH_TEX: math as
+ * its TeX, an escape as its character (plain text).
+ */
+enum ph_mode { PH_RAW, PH_URL, PH_TEX };
+
+/* Appends s (len bytes) to b with its placeholders turned back as mode says. */
+void pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len,
+		enum ph_mode mode);
+
+/* The same in a string of its own (detach_exact()); the caller frees it. */
+char *pre_expand_dup(const struct pre *p, const char *s, size_t len, enum ph_mode mode);
+
+static inline int pre_has_placeholder(const struct pre *p, const char *s, size_t len)
+{
+	return p->out.len && memchr(s, PH_OPEN, len);
+}
+
+/* ---- stage 3: annotations (annotate.c) ---- */
+
+enum {
+	A_SKIP = 1 << 0,      /* not rendered at all */
+	A_SEGS = 1 << 1,      /* a text node rendered from its segments */
+	A_CALLOUT = 1 << 2,   /* a block quote that is a callout */
+	A_CALLHEAD = 1 << 3,  /* the paragraph holding a callout's [!type] line */
+	A_TITLE_END = 1 << 4, /* the line break that ends a callout's title */
+	A_EMBEDS = 1 << 5,    /* a paragraph of nothing but embeds: rendered without <p> */
+	A_ID = 1 << 6,        /* a block carrying a ^block id */
+	A_LOCAL = 1 << 7,     /* a Markdown link or image to a file of the vault */
+	A_PLAIN = 1 << 8,     /* ... that resolved to an unpublished note: no <a> */
+};
+
+struct ann {
+	unsigned flags;
+	size_t trim_start, trim_end; /* text: bytes cut off the literal's ends */
+	size_t seg, nseg;            /* A_SEGS */
+	const char *id;              /* A_ID: without the caret; points into a literal */
+	size_t idlen, block;         /* block: index in res->blocks while rendering */
+	const char *ctype;           /* A_CALLOUT: [!type], in a literal */
+	size_t ctypelen;
+	char fold;                   /* A_CALLOUT: '+', '-' or 0 */
+	char has_title, has_content;
+	cmark_node *last_para;       /* list items: cache for "is the last paragraph" */
+};
+
+enum seg_kind {
+	S_TEXT,   /* s, len: text (may hold math placeholders) */
+	S_NODE,   /* a sibling node; only while a run is being processed */
+	S_LOPEN,  /* link: wikilink opens */
+	S_LCLOSE, /* link: wikilink closes */
+	S_EMBED,  /* link: an embed */
+	S_MOPEN,  /* ==highlight== opens */
+	S_MCLOSE,
+	S_TAG,    /* s, len: the tag without '#' */
+};
+
+struct seg {
+	enum seg_kind kind;
+	cmark_node *node; /* the text node the segment came from, or the S_NODE */
+	const char *s;
+	size_t len;
+	size_t link;
+};
+
+struct segv {
+	struct seg *v;
+	size_t n, a;
+};
+
+/* A wikilink or embed found by the tree pass, resolved when rendered. */
+struct link {
+	int embed, done, markdown;
+	char *target, *fragment, *label; /* owned until handed to res->refs */
+	char *display;                    /* the text shown when there is no label */
+	size_t ref;
+	int kind; /* an enum md_target_kind (markdown.h, not included here) */
+	const char *url, *title;
+};
+
+/* A set of strings with a counter each: heading ids and folded tags (markdown.c). */
+struct sent {
+	char *key;
+	size_t next;
+};
+
+struct sset {
+	struct sent *v;
+	size_t n, cap;
+};
+
+int sset_has(const struct sset *set, const char *key);
+/* The entry for key, added (a copy, counter 0) if it was not there. */
+struct sent *sset_add(struct sset *set, const char *key);
+void sset_release(struct sset *set);
+
+/* One md_render() call: its input, output and the state of every stage. */
+struct ctx {
+	const struct md_options *opt;
+	struct md_result *res;
+	struct buf *out;
+	struct pre pre;
+
+	struct ann **chunks;
+	size_t nchunks, achunks, used;
+	struct segv segs, v0, v1, v2, scratch;
+	struct link *links;
+	size_t nlinks, alinks;
+	int link_depth;
+
+	/* rendering */
+	cmark_node *plain; /* an image whose alt text is being written */
+	uint8_t *aligns;
+	uint16_t ncols, col;
+	int in_thead, need_tbody;
+	int footnote_ix, written_fn;
+	int block_line, breaks, math_lines;
+	int callouts, footnotes;
+	int embed_block;   /* inside an A_EMBEDS paragraph */
+	int title_closed;  /* in a callout's head paragraph: 1 past the title, 2 and no <p> */
+	cmark_node *summary_node;
+	size_t summary_from;
+	struct sset ids, tags;
+	size_t arefs, asplices, atags, aheadings, ablocks;
+	struct buf tmp;
+};
+
+static inline struct ann *ann_of(cmark_node *n)
+{
+	return cmark_node_get_user_data(n);
+}
+
+static inline int has_flag(cmark_node *n, unsigned flag)
+{
+	struct ann *a = ann_of(n);
+
+	return a && (a->flags & flag);
+}
+
+static inline int is_type(cmark_node *n, cmark_node_type t)
+{
+	return n && cmark_node_get_type(n) == t;
+}
+
+static inline int is_break(cmark_node *n)
+{
+	cmark_node_type t = cmark_node_get_type(n);
+
+	return t == CMARK_NODE_SOFTBREAK || t == CMARK_NODE_LINEBREAK;
+}
+
+static inline const char *literal(cmark_node *n, size_t *len)
+{
+	const char *s = cmark_node_get_literal(n);
+
+	if (!s)
+		s = "";
+	*len = strlen(s);
+	return s;
+}
+
+/* n's annotation, made (zeroed, from c's pool) if it has none. */
+struct ann *ann_get(struct ctx *c, cmark_node *n);
+
+/*
+ * Marks up doc through ann_get(): callouts, ^block ids, and on every run of
+ * inlines the segments of wikilinks, embeds, highlights and tags.
+ */
+void annotate(struct ctx *c, cmark_node *doc);
+
+/*
+ * Appends the plain text of root's inline content (placeholders left in):
+ * text, code, what wikilinks show, tags with their '#'. Not images, HTML
+ * or footnote marks.
+ */
+void plain_of(const struct ctx *c, cmark_node *root, struct buf *b);
+
+/* A new zeroed link at the end of c->links; *ix is its index. */
+struct link *new_link(struct ctx *c, size_t *ix);
+
+/* ---- stage 4: the HTML writer (html.c, links.c) ---- */
+
+static inline void cr(struct buf *b)
+{
+	if (b->len && b->ptr[b->len - 1] != '\n')
+		buf_addc(b, '\n');
+}
+
+/* Writes doc into c->out, and its plain text, summary, headings and blocks into c->res. */
+void render_html(struct ctx *c, cmark_node *doc);
+
+/* cmark-gfm's houdini_escape_href: URL-safe bytes stay, & and ' become entities. */
+void add_href(struct buf *b, const char *s, size_t len);
+
+/* Escaped text with placeholders turned back (code, titles, alt text). */
+void add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode);
+
+/* The wikilink c->links[ix]: its opening <a> (none for an unpublished note), then its </a>. */
+void link_open(struct ctx *c, size_t ix);
+void link_close(struct ctx *c, size_t ix);
+
+/* The embed c->links[ix]: a splice, an image, audio, video, PDF, or a broken mark. */
+void render_embed(struct ctx *c, size_t ix);
+
+/* A Markdown link or image node, entering or leaving it. */
+void render_link(struct ctx *c, cmark_node *n, int entering);
+void render_image(struct ctx *c, cmark_node *n, int entering);
+
+#endif
