@@ -392,7 +392,6 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 	if (s && local_url(s)) {
 		struct link *l = local_link(c, s, 0);
 		struct ann *la = ann_get(c, n);
-		la->flags |= A_LOCAL;
 		if (l->kind == MD_TARGET_PLAIN) {
 			la->flags |= A_PLAIN;
 			buf_adds(o, "<span class=\"internal\">");

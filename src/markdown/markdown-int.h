@@ -14,14 +14,13 @@
  *	markdown.c  md_render() running the stages, struct ctx's lifetime,
  *	            the helpers above (detach_exact, struct sset)
  *
- * Does not include markdown.h, which markdown.c implements: that would make
- * an include circle (scripts/check-structure.py). The public structs are
- * declared here by name only, and the few files that read them include
- * markdown.h themselves.
+ * It includes markdown.h: a module's private header is part of the module
+ * (scripts/check-structure.py counts it so).
  */
 #ifndef QUIRE_MARKDOWN_INT_H
 #define QUIRE_MARKDOWN_INT_H
 
+#include "markdown/markdown.h"
 #include "util/buf.h"
 
 #include <stddef.h>
@@ -163,8 +162,7 @@ enum {
 	A_TITLE_END = 1 << 4, /* the line break that ends a callout's title */
 	A_EMBEDS = 1 << 5,    /* a paragraph of nothing but embeds: rendered without <p> */
 	A_ID = 1 << 6,        /* a block carrying a ^block id */
-	A_LOCAL = 1 << 7,     /* a Markdown link or image to a file of the vault */
-	A_PLAIN = 1 << 8,     /* ... that resolved to an unpublished note: no <a> */
+	A_PLAIN = 1 << 7,     /* a Markdown link that resolved to an unpublished note: no <a> */
 };
 
 struct ann {
@@ -210,7 +208,7 @@ struct link {
 	char *target, *fragment, *label; /* owned until handed to res->refs */
 	char *display;                    /* the text shown when there is no label */
 	size_t ref;
-	int kind; /* an enum md_target_kind (markdown.h, not included here) */
+	enum md_target_kind kind;
 	const char *url, *title;
 };
 
