@@ -2,12 +2,12 @@
  * export.c: writing a snapshot to a folder.
  */
 #include "cmd/export.h"
-#include "util/files.h"
 #include "util/buf.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/parallel.h"
-#include "vault/vault.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <fcntl.h>

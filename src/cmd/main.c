@@ -2,14 +2,14 @@
  * main.c: the command line. Each command parses its flags and calls into
  * the library; nothing else lives here.
  */
-#include "util/diag.h"
 #include "cmd/export.h"
-#include "util/log.h"
+#include "cmd/serve.h"
 #include "markdown/markdown.h"
 #include "site/site.h"
-#include "cmd/serve.h"
 #include "site/snapshot.h"
 #include "sync/synccli.h"
+#include "util/diag.h"
+#include "util/log.h"
 
 #include <getopt.h>
 #include <stdio.h>

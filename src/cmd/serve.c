@@ -9,15 +9,15 @@
  */
 #include "cmd/serve.h"
 #include "http/http.h"
+#include "http/searchapi.h"
 #include "site/loader.h"
+#include "site/site.h"
+#include "sync/syncapi.h"
 #include "util/log.h"
 #include "util/parallel.h"
-#include "http/searchapi.h"
-#include "site/site.h"
-#include "vault/watch.h"
-#include "sync/syncapi.h"
-#include "vault/vault.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
+#include "vault/watch.h"
 
 #include <errno.h>
 #include <getopt.h>

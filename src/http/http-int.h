@@ -9,19 +9,14 @@
  * the buffers a response is built in), and the request being answered,
  * which lives on the loop's stack for the length of one callback.
  *
- * Include http/http.h first: this header uses its types but does not
- * include it, since http.c includes this one and the two would otherwise
- * be an include circle (scripts/check-structure.py).
+ * It includes http/http.h, whose types it uses.
  */
 #ifndef QUIRE_HTTP_INT_H
 #define QUIRE_HTTP_INT_H
 
-#ifndef QUIRE_HTTP_H
-#error "include http/http.h before http/http-int.h"
-#endif
-
-#include "util/buf.h"
+#include "http/http.h"
 #include "site/snapshot.h"
+#include "util/buf.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

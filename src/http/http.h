@@ -26,8 +26,8 @@
 
 #include <stddef.h>
 
-#include "util/buf.h"
 #include "site/snapshot.h"
+#include "util/buf.h"
 
 struct http_options {
 	const char *listen;            /* "127.0.0.1:8080", "[::1]:0"; port 0 = any free port */

@@ -11,14 +11,14 @@
  * listing page, with the results (escaped by search.c) as its body.
  */
 #include "http/searchapi.h"
-#include "util/clock.h"
-#include "util/buf.h"
-#include "site/hosts.h"
 #include "http/http.h"
+#include "search/search.h"
+#include "site/hosts.h"
 #include "site/layout.h"
+#include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/ratelimit.h"
-#include "search/search.h"
 #include "util/xalloc.h"
 
 #include <math.h>

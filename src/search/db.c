@@ -9,8 +9,8 @@
  * version; and the helpers the SQLite calls of every file share
  * (db_exec(), db_prepare(), db_step_done(), ...), which log as "search:".
  */
-#include "search/search.h"
 #include "search/search-int.h"
+#include "search/search.h"
 #include "util/log.h"
 
 #include <errno.h>

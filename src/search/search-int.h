@@ -1,8 +1,6 @@
 /*
  * search-int.h: what the files of src/search share. Internal: the module's
- * interface is search.h, which must be included before this header (it
- * does not include it itself, so that search.c, which includes both, makes
- * no include circle with it).
+ * interface is search.h, which this header includes.
  *
  * The writer's and the readers' structures, the shapes of a parsed query,
  * a row list and a match, and the functions the files call in each other,
@@ -17,6 +15,7 @@
 
 #include <sqlite3.h>
 
+#include "search/search.h"
 #include "util/buf.h"
 
 /* Columns of fts, in order. */

@@ -10,6 +10,11 @@
  * of that are composed (in parallel), and the page table is brought up to
  * date; derived resources and hosts follow.
  */
+#include "search/search.h"
+#include "site/derived.h"
+#include "site/hosts.h"
+#include "site/listing.h"
+#include "site/render.h"
 #include "site/site-int.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -20,11 +25,6 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 #include "vault/resolve.h"
-#include "search/search.h"
-#include "site/derived.h"
-#include "site/hosts.h"
-#include "site/listing.h"
-#include "site/render.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -22,14 +22,14 @@
  * Feeds and sitemaps need absolute URLs, so they exist only with base_url.
  */
 #include "site/derived.h"
+#include "site/feeds.h"
+#include "site/layout.h"
+#include "site/listing.h"
+#include "site/model.h"
 #include "util/gzip.h"
 #include "util/hash.h"
-#include "site/layout.h"
-#include "site/feeds.h"
-#include "site/listing.h"
 #include "util/log.h"
 #include "util/oset.h"
-#include "site/model.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
 

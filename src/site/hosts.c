@@ -15,13 +15,13 @@
  * loader may be mid-change; a snapshot is what a request may read).
  */
 #include "site/hosts.h"
-#include "site/rewrite.h"
 #include "site/derived.h"
+#include "site/model.h"
+#include "site/rewrite.h"
 #include "util/gzip.h"
 #include "util/log.h"
-#include "site/model.h"
-#include "vault/vault.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <stdio.h>

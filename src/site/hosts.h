@@ -42,9 +42,9 @@
 
 #include <stddef.h>
 
+#include "site/snapshot.h"
 #include "util/buf.h"
 #include "util/map.h"
-#include "site/snapshot.h"
 
 struct site;
 struct site_note;

@@ -2,9 +2,9 @@
  * listing.c: notes in title order, cut into pages (see listing.h).
  */
 #include "site/listing.h"
+#include "site/model.h"
 #include "util/hash.h"
 #include "util/map.h"
-#include "site/model.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>

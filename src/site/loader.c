@@ -7,9 +7,9 @@
  */
 #define _GNU_SOURCE /* SCHED_IDLE */
 #include "site/loader.h"
+#include "search/search.h"
 #include "util/clock.h"
 #include "util/log.h"
-#include "search/search.h"
 #include "util/xalloc.h"
 
 #include <errno.h>

@@ -16,15 +16,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vault/config.h"
-#include "util/diag.h"
-#include "site/layout.h"
-#include "util/map.h"
 #include "markdown/markdown.h"
-#include "vault/note.h"
+#include "site/layout.h"
 #include "site/snapshot.h"
-#include "vault/vault.h"
+#include "util/diag.h"
+#include "util/map.h"
 #include "util/xalloc.h"
+#include "vault/config.h"
+#include "vault/note.h"
+#include "vault/vault.h"
 
 #include <string.h>
 

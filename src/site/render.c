@@ -21,8 +21,8 @@
 #include "site/render.h"
 #include "util/gzip.h"
 #include "util/log.h"
-#include "vault/resolve.h"
 #include "util/xalloc.h"
+#include "vault/resolve.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "util/buf.h"
 #include "site/model.h"
+#include "util/buf.h"
 
 /* Longest chain of embeds followed; deeper ones render a notice. */
 #define RENDER_MAX_EMBED_DEPTH 8

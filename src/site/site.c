@@ -6,6 +6,10 @@
  * are apply.c's; URLs and moves are urls.c's; search rows sitesearch.c's.
  */
 #include "site/site-int.h"
+#include "search/search.h"
+#include "site/derived.h"
+#include "site/hosts.h"
+#include "site/render.h"
 #include "site/theme.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -16,10 +20,6 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 #include "vault/resolve.h"
-#include "search/search.h"
-#include "site/derived.h"
-#include "site/hosts.h"
-#include "site/render.h"
 
 #include <errno.h>
 #include <stdio.h>

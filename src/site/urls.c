@@ -6,6 +6,10 @@
  * in one change: the old URL redirects), and alias claims (aliases: and
  * old URLs that redirect to a note).
  */
+#include "search/search.h"
+#include "site/derived.h"
+#include "site/hosts.h"
+#include "site/render.h"
 #include "site/site-int.h"
 #include "util/buf.h"
 #include "util/clock.h"
@@ -16,10 +20,6 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 #include "vault/resolve.h"
-#include "search/search.h"
-#include "site/derived.h"
-#include "site/hosts.h"
-#include "site/render.h"
 
 #include <errno.h>
 #include <stdio.h>

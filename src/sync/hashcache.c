@@ -12,8 +12,8 @@
  * raises SIGBUS in the server).
  */
 #include "sync/hashcache.h"
-#include "util/files.h"
 #include "util/buf.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/map.h"
 #include "util/xalloc.h"

@@ -13,6 +13,7 @@
 #ifndef QUIRE_SYNCAPI_INT_H
 #define QUIRE_SYNCAPI_INT_H
 
+#include "sync/syncapi.h"
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/ratelimit.h"

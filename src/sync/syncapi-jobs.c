@@ -20,8 +20,8 @@
 #include "sync/hashcache.h"
 #include "util/log.h"
 #include "util/parallel.h"
-#include "vault/vault.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <inttypes.h>
 #include <pthread.h>

@@ -16,10 +16,10 @@
  * crash) and syncapi-wait.c (long polls).
  */
 #include "sync/syncapi.h"
+#include "http/http.h"
+#include "sync/hashcache.h"
 #include "sync/syncapi-int.h"
 #include "util/hash.h"
-#include "sync/hashcache.h"
-#include "http/http.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/ratelimit.h"

@@ -19,8 +19,8 @@
  * next run sends it again).
  */
 #include "sync/synccli-int.h"
-#include "util/clock.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/files.h"
 #include "util/json.h"
 #include "util/xalloc.h"

@@ -16,19 +16,19 @@
  * of each request.
  */
 #include "sync/synccli.h"
+#include "sync/hashcache.h"
+#include "sync/syncapi.h"
 #include "sync/synccli-int.h"
-#include "util/clock.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/diag.h"
 #include "util/files.h"
 #include "util/hash.h"
-#include "sync/hashcache.h"
 #include "util/json.h"
 #include "util/map.h"
 #include "util/parallel.h"
-#include "sync/syncapi.h"
-#include "vault/vault.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <fcntl.h>

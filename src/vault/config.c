@@ -3,8 +3,8 @@
  */
 #include "vault/config.h"
 #include "util/buf.h"
-#include "util/log.h"
 #include "util/files.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 #include "util/yml.h"
 

@@ -20,9 +20,9 @@
 #include <time.h>
 
 #include "util/buf.h"
+#include "util/diag.h"
 #include "util/files.h"
 #include "vault/config.h"
-#include "util/diag.h"
 
 struct vault_file {
 	char *path;     /* vault-relative, NFC, '/'-separated, valid UTF-8 */

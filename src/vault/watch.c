@@ -34,8 +34,8 @@
  * could make the list huge, and the loader scans the folder anyway).
  */
 #include "vault/watch.h"
-#include "util/clock.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/map.h"
 #include "util/xalloc.h"
