@@ -1,7 +1,7 @@
 /* test-buf.c: the byte buffer, the hash map and the escaping appenders. */
 #include "util/buf.h"
 #include "util/map.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <stdlib.h>

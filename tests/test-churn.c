@@ -19,20 +19,24 @@
  *
  * Environment: QUIRE_CHURN_SECONDS (default 8 per test).
  */
-#include "testutil.h" /* first: it defines _GNU_SOURCE */
-
-#include "edits.h"
-#include "test.h"
-#include "testhttp.h"
+#include "lib/edits.h"
+#include "lib/httpc.h"
+#include "lib/serveproc.h"
+#include "lib/test.h"
+#include "lib/tv.h"
+#include "util/xalloc.h"
 #include "vault/vault.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <errno.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define TOKEN "churn-token"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
@@ -49,42 +53,9 @@ static double churn_seconds(void)
 /* Starts `quire serve` on vault (with the sync API when token_file is set); returns its pid. */
 static pid_t start_server(const char *vault, const char *token_file)
 {
-	int out[2];
-	pid_t pid;
-	FILE *f;
-	char line[512];
+	struct serveproc_options o = { quire_bin, vault, token_file, 1, 0 };
 
-	CHECK(pipe(out) == 0);
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		/* the server goes with the test, however the test ends */
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || dup2(out[1], 1) < 0)
-			_exit(126);
-		close(out[0]);
-		if (token_file)
-			execl(quire_bin, quire_bin, "serve", "--vault", vault, "--listen",
-			      "127.0.0.1:0", "--threads", "1", "--token-file", token_file,
-			      (char *)NULL);
-		else
-			execl(quire_bin, quire_bin, "serve", "--vault", vault, "--listen",
-			      "127.0.0.1:0", "--threads", "1", (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	port = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "http://127.0.0.1:");
-		if (p) {
-			port = atoi(p + 17);
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	CHECK(port > 0);
-	return pid;
+	return serveproc_start(&o, &port);
 }
 
 /* The server is still running (not exited, not killed by a sanitizer). */
@@ -102,32 +73,19 @@ static int alive(pid_t pid)
 	return r == 0;
 }
 
-/* SIGTERM; the server must stop by itself and exit 0. */
-static void stop_server(pid_t pid)
-{
-	int st = 0;
-
-	if (kill(pid, SIGTERM) != 0) {
-		CHECK(!"server gone before SIGTERM");
-		return;
-	}
-	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-}
-
 /* Waits until the served page at url contains needle (or 30 s pass). */
 static int served_with(const char *url, const char *needle)
 {
 	double until = now_s() + 30;
-	struct th_resp r;
+	struct resp r;
 
 	do {
-		if (th_request(port, "GET", url, "", NULL, 0, &r) == 0 && r.status == 200 &&
+		if (fetch_request(port, "GET", url, "", NULL, 0, &r) == 0 && r.status == 200 &&
 		    r.body.ptr && strstr(r.body.ptr, needle)) {
-			th_resp_free(&r);
+			resp_free(&r);
 			return 1;
 		}
-		th_resp_free(&r);
+		resp_free(&r);
 		usleep(50 * 1000);
 	} while (now_s() < until);
 	return 0;
@@ -135,9 +93,9 @@ static int served_with(const char *url, const char *needle)
 
 static int healthy(void)
 {
-	struct th_resp r;
-	int ok = th_request(port, "GET", "/healthz", "", NULL, 0, &r) == 0 && r.status == 200;
-	th_resp_free(&r);
+	struct resp r;
+	int ok = fetch_request(port, "GET", "/healthz", "", NULL, 0, &r) == 0 && r.status == 200;
+	resp_free(&r);
 	return ok;
 }
 
@@ -234,7 +192,7 @@ static void test_watch_churn(void)
 
 	rng_state = 8;
 	buf_addf(&src, "%s/pwsh-docs", tv_corpus());
-	copy_tree(src.ptr, root);
+	tv_copy(src.ptr, root);
 	list_files(root, &files);
 	/* 200 notes with a title of their own, so a restored page can be recognised */
 	notes = xcalloc(200, sizeof(*notes));
@@ -243,7 +201,7 @@ static void test_watch_churn(void)
 		if (!is_md(files.v[(i * 7) % files.n]) || strstr(files.v[(i * 7) % files.n], "index.md"))
 			continue;
 		c->rel = xstrdup(files.v[(i * 7) % files.n]);
-		read_rel(root, c->rel, &c->text);
+		tv_read(root, c->rel, &c->text);
 		if (strstr(c->text.ptr, "slug:")) {
 			free(c->rel);
 			buf_release(&c->text);
@@ -275,7 +233,7 @@ static void test_watch_churn(void)
 	fprintf(stderr, "  %lu file operations on %zu notes in %.0f s\n", ops, n, churn_seconds());
 	CHECK(healthy());
 	if (alive(pid))
-		stop_server(pid);
+		serveproc_stop(pid);
 	for (i = 0; i < n; i++) {
 		free(notes[i].rel);
 		buf_release(&notes[i].text);
@@ -323,33 +281,33 @@ static void *sync_client(void *arg)
 	while (!atomic_load(&stop_clients)) {
 		uint64_t r = xs(&seed);
 		unsigned k = (unsigned)(r % SYNC_NOTES), op = (unsigned)((r >> 40) % 6);
-		struct th_resp resp;
+		struct resp resp;
 		int rc;
 
 		buf_reset(&target);
 		if (op <= 2) {
 			note_text(k, xs(&seed), &body);
 			buf_addf(&target, "/api/v1/files/%sn%u.md", (r >> 50) & 1 ? "sub/" : "", k);
-			rc = th_request(port, "PUT", target.ptr, AUTH, body.ptr, body.len, &resp);
+			rc = fetch_request(port, "PUT", target.ptr, AUTH, body.ptr, body.len, &resp);
 		} else if (op == 3) {
 			buf_addf(&target, "/api/v1/files/%sn%u.md", (r >> 50) & 1 ? "sub/" : "", k);
-			rc = th_request(port, "DELETE", target.ptr, AUTH, NULL, 0, &resp);
+			rc = fetch_request(port, "DELETE", target.ptr, AUTH, NULL, 0, &resp);
 		} else {
 			unsigned to = (unsigned)((r >> 20) % SYNC_NOTES);
 			buf_reset(&body);
 			buf_addf(&body, "{\"from\":\"%sn%u.md\",\"to\":\"%sn%u.md\"}",
 				 (r >> 50) & 1 ? "sub/" : "", k, (r >> 51) & 1 ? "sub/" : "", to);
-			rc = th_request(port, "POST", "/api/v1/move", AUTH, body.ptr, body.len, &resp);
+			rc = fetch_request(port, "POST", "/api/v1/move", AUTH, body.ptr, body.len, &resp);
 		}
 		if (rc < 0) {
-			th_resp_free(&resp);
+			resp_free(&resp);
 			atomic_fetch_add(&sync_errors, 1);
 			break; /* the server is gone */
 		}
 		if (resp.status >= 500)
 			atomic_fetch_add(&sync_errors, 1);
 		atomic_fetch_add(&sync_ops, 1);
-		th_resp_free(&resp);
+		resp_free(&resp);
 	}
 	buf_release(&body);
 	buf_release(&target);
@@ -389,14 +347,14 @@ static void test_sync_churn(void)
 		(unsigned long)atomic_load(&sync_ops), CLIENTS, churn_seconds());
 	/* a final write of every note is served */
 	for (k = 0; k < SYNC_NOTES && alive(pid); k++) {
-		struct th_resp resp;
+		struct resp resp;
 		buf_reset(&rel);
 		buf_addf(&rel, "/api/v1/files/final%u.md", k);
 		buf_reset(&body);
 		buf_addf(&body, "# Final %u\n\nSettled text %u.\n", k, k);
-		CHECK(th_request(port, "PUT", rel.ptr, AUTH, body.ptr, body.len, &resp) == 0);
+		CHECK(fetch_request(port, "PUT", rel.ptr, AUTH, body.ptr, body.len, &resp) == 0);
 		CHECK(resp.status == 201 || resp.status == 200);
-		th_resp_free(&resp);
+		resp_free(&resp);
 		buf_reset(&url);
 		buf_addf(&url, "/final%u", k);
 		buf_reset(&body);
@@ -405,7 +363,7 @@ static void test_sync_churn(void)
 	}
 	CHECK(healthy());
 	if (alive(pid))
-		stop_server(pid);
+		serveproc_stop(pid);
 	buf_release(&tf);
 	buf_release(&body);
 	buf_release(&rel);

@@ -20,20 +20,21 @@
  * temporary, rename, answer after), not the fsyncs; those cannot be
  * tested without cutting power.
  */
-#include "testutil.h" /* first: it defines _GNU_SOURCE */
-
+#include "lib/httpc.h"
+#include "lib/serveproc.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "util/hash.h"
 #include "util/json.h"
-#include "test.h"
-#include "testhttp.h"
 #include "vault/vault.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define ROUNDS 20
 #define THREADS 4
@@ -79,37 +80,9 @@ static uint64_t rnd(void)
 
 static pid_t start_server(void)
 {
-	int out[2];
-	pid_t pid;
-	FILE *f;
-	char line[512];
+	struct serveproc_options o = { quire_bin, vault, token_file, 2, 1 };
 
-	CHECK(pipe(out) == 0);
-	fflush(NULL);
-	pid = fork();
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull < 0 || dup2(out[1], 1) < 0 || dup2(devnull, 2) < 0)
-			_exit(126);
-		close(out[0]);
-		execl(quire_bin, quire_bin, "serve", "--vault", vault, "--listen", "127.0.0.1:0",
-		      "--threads", "2", "--token-file", token_file, (char *)NULL);
-		_exit(127);
-	}
-	close(out[1]);
-	f = fdopen(out[0], "r");
-	port = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "http://127.0.0.1:");
-		if (p) {
-			port = atoi(p + 17);
-			break;
-		}
-	}
-	if (f)
-		fclose(f); /* the server's later output goes nowhere (SIGPIPE is ignored there) */
-	CHECK(port > 0);
-	return pid;
+	return serveproc_start(&o, &port);
 }
 
 static void kill_server(pid_t pid)
@@ -119,15 +92,6 @@ static void kill_server(pid_t pid)
 	CHECK(kill(pid, SIGKILL) == 0);
 	CHECK(waitpid(pid, &st, 0) == pid);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-}
-
-static void stop_server(pid_t pid)
-{
-	int st = 0;
-
-	CHECK(kill(pid, SIGTERM) == 0);
-	CHECK(waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 /* ---- the writers ---- */
@@ -167,7 +131,7 @@ static void *writer(void *arg)
 
 	while (!atomic_load(&stop_clients)) {
 		struct path_state *p = &paths[k];
-		struct th_resp r;
+		struct resp r;
 
 		make_content(p, &content);
 		/* allowed from now on: it may land even if no answer comes */
@@ -179,8 +143,8 @@ static void *writer(void *arg)
 		buf_reset(&target);
 		buf_adds(&target, "/api/v1/files/");
 		buf_adds(&target, p->path);
-		if (th_request(port, "PUT", target.ptr, AUTH, content.ptr, content.len, &r) < 0) {
-			th_resp_free(&r);
+		if (fetch_request(port, "PUT", target.ptr, AUTH, content.ptr, content.len, &r) < 0) {
+			resp_free(&r);
 			break; /* the server is gone */
 		}
 		if (r.status == 200 || r.status == 201) {
@@ -193,7 +157,7 @@ static void *writer(void *arg)
 		} else {
 			fprintf(stderr, "  PUT %s: %d %s\n", p->path, r.status, r.body.ptr);
 		}
-		th_resp_free(&r);
+		resp_free(&r);
 		k += THREADS;
 		if (k >= NPATHS)
 			k = t;
@@ -204,24 +168,6 @@ static void *writer(void *arg)
 }
 
 /* ---- checks ---- */
-
-static int count_tmp(const char *sub)
-{
-	struct buf p = BUF_INIT;
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
-
-	buf_addf(&p, "%s/%s", vault, sub);
-	d = opendir(p.ptr);
-	buf_release(&p);
-	if (!d)
-		return 0;
-	while ((de = readdir(d)))
-		n += strncmp(de->d_name, ".quire-tmp-", 11) == 0;
-	closedir(d);
-	return n;
-}
 
 /* Each path holds one of its allowed contents, whole. Returns the paths checked. */
 static int check_disk(void)
@@ -267,15 +213,15 @@ static int check_disk(void)
 /* The restarted server: manifest against the disk, no temporary files, pages up to date. */
 static void check_site(void)
 {
-	struct th_resp r;
+	struct resp r;
 	struct json_reader jr;
 	struct buf key = BUF_INIT, path = BUF_INIT, f = BUF_INIT, sha = BUF_INIT, full = BUF_INIT,
 		   disk = BUF_INIT;
 	char want[SHA256_HEX_SIZE], url[128];
 	int i, listed = 0;
 
-	CHECK_INT(count_tmp("crash"), 0);
-	CHECK(th_request(port, "GET", "/api/v1/manifest", AUTH, NULL, 0, &r) == 0);
+	CHECK_INT(tv_count_tmp(vault, "crash"), 0);
+	CHECK(fetch_request(port, "GET", "/api/v1/manifest", AUTH, NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 200);
 	CHECK(r.body.ptr && !strstr(r.body.ptr, "quire-tmp"));
 	json_init(&jr, r.body.ptr, r.body.len);
@@ -302,7 +248,7 @@ static void check_site(void)
 			listed++;
 		}
 	}
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(listed >= 1);
 	for (i = 0; i < NOTES; i++) {
 		struct path_state *p = &paths[i];
@@ -310,7 +256,7 @@ static void check_site(void)
 		if (!p->nallowed || !p->acked)
 			continue;
 		snprintf(url, sizeof(url), "/crash/n-%02d", i);
-		CHECK(th_request(port, "GET", url, NULL, NULL, 0, &r) == 0);
+		CHECK(fetch_request(port, "GET", url, NULL, NULL, 0, &r) == 0);
 		CHECK_INT(r.status, 200);
 		seq = strstr(p->allowed[0].ptr, " seq ");
 		if (seq) {
@@ -318,12 +264,12 @@ static void check_site(void)
 			snprintf(want_seq, sizeof(want_seq), " seq %lu", strtoul(seq + 5, NULL, 10));
 			CHECK(r.body.ptr && strstr(r.body.ptr, want_seq));
 		}
-		th_resp_free(&r);
+		resp_free(&r);
 	}
 	/* a temporary name is never a page */
-	CHECK(th_request(port, "GET", "/crash/.quire-tmp-1-1", NULL, NULL, 0, &r) == 0);
+	CHECK(fetch_request(port, "GET", "/crash/.quire-tmp-1-1", NULL, NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 404);
-	th_resp_free(&r);
+	resp_free(&r);
 	buf_release(&key);
 	buf_release(&path);
 	buf_release(&f);
@@ -354,7 +300,7 @@ static void test_round(void)
 	atomic_store(&stop_clients, 1);
 	for (i = 0; i < THREADS; i++)
 		CHECK(pthread_join(t[i], NULL) == 0);
-	left_tmp += count_tmp("crash");
+	left_tmp += tv_count_tmp(vault, "crash");
 	check_disk();
 	server_pid = start_server();
 	check_site();
@@ -392,7 +338,7 @@ int main(void)
 	server_pid = start_server();
 	for (i = 0; i < ROUNDS && now_s() - t0 < 50; i++)
 		RUN(test_round);
-	stop_server(server_pid);
+	serveproc_stop(server_pid);
 	fprintf(stderr, "  %lu PUTs acknowledged in %d rounds; %d temporary files left by kills, "
 			"all removed on restart\n",
 		atomic_load(&acked_total), round_no, left_tmp);

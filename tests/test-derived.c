@@ -5,12 +5,16 @@
  * (tests/data/sitemap.xsd, siteindex.xsd), feeds are parsed by xmllint; contents are checked
  * item by item, after edits too, and no unpublished note appears in any.
  */
-#include "testutil.h"
+#include "lib/tv.h"
 
 #include "markdown/markdown.h"
 #include "site/site.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static struct site *load(const char *dir)
 {
@@ -36,14 +40,6 @@ static int xmllint(const struct page *p, const char *schema)
 }
 
 static char *vault;
-
-static void unlink_rel(const char *root, const char *rel)
-{
-	struct buf p = BUF_INIT;
-	buf_addf(&p, "%s/%s", root, rel);
-	unlink(p.ptr);
-	buf_release(&p);
-}
 
 static void make_vault(void)
 {
@@ -222,8 +218,8 @@ static void test_tree_documents(void)
 	CHECK(has(s, "/_quire/tree/a/b.json", "Renamed leaf"));
 
 	/* the last note of a folder goes: its document goes, and its parent's entry */
-	unlink_rel(v, "a/b/Leaf.md");
-	unlink_rel(v, "a/b/Other.md");
+	tv_unlink(v, "a/b/Leaf.md");
+	tv_unlink(v, "a/b/Other.md");
 	path = "a/b";
 	site_apply(s, &path, 1);
 	CHECK(page(s, "/_quire/tree/a/b.json") == NULL);

@@ -9,32 +9,21 @@
  * server with a Host header and checks the bytes that come back; the
  * snapshot is read directly where the question is what was rendered.
  */
-#include "testutil.h"
-
-#include "site/hosts.h"
-#include "http/http.h"
-#include "httpc.h"
-#include "site/loader.h"
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "markdown/markdown.h"
-#include "http/searchapi.h"
-#include "test.h"
+#include "site/hosts.h"
+#include "site/loader.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-static struct snapshot_slot slot;
-static struct loader *loader;
-static struct http_server *srv;
-static struct searchapi *search;
-static pthread_t thread;
-static int port;
+static struct site_server srv;
 static char *vault;
-
-static void *run_server(void *arg)
-{
-	(void)arg;
-	http_server_run(srv);
-	return NULL;
-}
 
 /* GET path with Host: host (NULL: no Host header, HTTP/1.0). */
 static int get(const char *host, const char *path, struct resp *r)
@@ -45,7 +34,7 @@ static int get(const char *host, const char *path, struct resp *r)
 			 path, host);
 	else
 		snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\n\r\n", path);
-	return fetch(port, req, r);
+	return fetch(srv.port, req, r);
 }
 
 static int has(const struct resp *r, const char *needle)
@@ -85,14 +74,16 @@ static void change(const char *rel, const char *text)
 {
 	uint64_t v;
 	write_note(rel, text);
-	v = loader_notify(loader, &rel, 1);
+	v = loader_notify(srv.loader, &rel, 1);
 	/* settled: the snapshot that compresses the change replaces the one it published */
-	CHECK_INT(loader_wait_settled(loader, v, 10000), 0);
+	CHECK_INT(loader_wait_settled(srv.loader, v, 10000), 0);
 }
 
 static void setup(void)
 {
-	struct http_options ho;
+	struct site_options so = { .search = 1 };
+	struct site_server_options o = { .site = &so, .threads = 4, .url_prefix = "",
+					 .search_rate = 1e9, .search_burst = 1e9 };
 
 	vault = tv_new();
 	tv_write(vault, "quire.yml",
@@ -114,34 +105,12 @@ static void setup(void)
 			       "DRAFTBODY\n");
 	tv_write_len(vault, "pic.png", "\x89PNG fake", 9);
 
-	snapshot_slot_init(&slot);
-	{
-		struct site_options so = { .search = 1 };
-		loader = loader_new(vault, &so, &slot);
-	}
-	CHECK(loader != NULL);
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:0";
-	ho.threads = 4;
-	ho.slot = &slot;
-	ho.url_prefix = "";
-	srv = http_server_new(&ho);
-	CHECK(srv != NULL);
-	port = http_server_port(srv);
-	search = searchapi_new(loader_search_path(loader), &loader_site(loader)->layout, 1e9, 1e9);
-	CHECK(search && searchapi_register(search, srv) == 0);
-	CHECK(loader_start(loader) == 0);
-	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
+	site_server_start(&srv, vault, &o);
 }
 
 static void teardown(void)
 {
-	http_server_stop(srv);
-	pthread_join(thread, NULL);
-	http_server_free(srv);
-	searchapi_free(search);
-	loader_free(loader);
-	snapshot_slot_release(&slot);
+	site_server_stop(&srv);
 	tv_remove(vault);
 }
 
@@ -202,7 +171,7 @@ static void test_routed_pages(void)
 
 static void test_strict_host(void)
 {
-	struct snapshot *snap = snapshot_acquire(&slot);
+	struct snapshot *snap = snapshot_acquire(&srv.slot);
 	struct snapshot_host *docs = NULL;
 	size_t i = 0;
 	const char *key;
@@ -317,13 +286,13 @@ static void test_lazy_render_once(void)
 	int i;
 
 	/* nothing is rendered for a host until someone asks */
-	snap = snapshot_acquire(&slot);
+	snap = snapshot_acquire(&srv.slot);
 	CHECK(hosts_find(snap, "open.example.org", &open) == HOST_CUSTOM);
 	CHECK(open && open->open);
 	snapshot_unref(snap);
 	/* another snapshot: what the earlier tests rendered went with the old one */
 	change("Plain.md", "---\ntitle: Plain\n---\nPLAINBODY again, [[Other]] and [[Setup]].\n");
-	snap = snapshot_acquire(&slot);
+	snap = snapshot_acquire(&srv.slot);
 	CHECK(hosts_find(snap, "open.example.org", &open) == HOST_CUSTOM);
 	CHECK(open && open->lazy.len == 0 && open->nrendered == 0);
 
@@ -489,7 +458,7 @@ static void test_host_resources(void)
 
 static void test_route_conflict(void)
 {
-	const struct diag_list *d = &loader_site(loader)->diags;
+	const struct diag_list *d = &loader_site(srv.loader)->diags;
 	size_t i;
 	int found = 0;
 

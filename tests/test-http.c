@@ -3,17 +3,19 @@
  *
  * Builds a snapshot by hand (notes with gzip variants, an immutable asset,
  * an attachment on disk, a redirect, the themed 404), starts the real
- * server on 127.0.0.1:0 in a thread, and talks to it with a tiny raw
- * HTTP/1.1 client written here, so that every byte on the wire is checked
+ * server on 127.0.0.1:0 in a thread, and talks to it with the tests' raw
+ * HTTP/1.1 client (lib/httpc.h), so that every byte on the wire is checked
  * rather than what a client library makes of it.
  */
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
 #include "util/buf.h"
 #include "util/gzip.h"
 #include "util/hash.h"
 #include "http/http.h"
 #include "util/log.h"
 #include "site/snapshot.h"
-#include "test.h"
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
@@ -172,53 +174,24 @@ static void build_snapshot(void)
 
 /* ---- the server in a thread ---- */
 
-struct running {
-	struct http_server *srv;
-	pthread_t thread;
-	int rc;
-	int port;
-};
-
-static void *run_main(void *arg)
+/* Starts a server from opt (on the snapshot of these tests unless opt names one). */
+static int start(struct test_server *r, struct http_options *opt)
 {
-	struct running *r = arg;
-
-	r->rc = http_server_run(r->srv);
-	return NULL;
-}
-
-static int start(struct running *r, struct http_options *opt)
-{
-	memset(r, 0, sizeof(*r));
-	r->rc = -99;
-	if (!opt->listen)
-		opt->listen = "127.0.0.1:0";
 	if (!opt->slot)
 		opt->slot = &slot;
-	r->srv = http_server_new(opt);
-	CHECK(r->srv != NULL);
-	if (!r->srv)
+	if (test_server_new(r, opt) < 0)
 		return -1;
-	r->port = http_server_port(r->srv);
 	CHECK(r->port > 0);
-	CHECK(pthread_create(&r->thread, NULL, run_main, r) == 0);
+	test_server_run(r);
 	return 0;
 }
 
-static void stop(struct running *r)
+static void stop(struct test_server *r)
 {
-	if (!r->srv)
-		return;
-	http_server_stop(r->srv);
-	CHECK(pthread_join(r->thread, NULL) == 0);
-	CHECK_INT(r->rc, 0);
-	http_server_free(r->srv);
-	r->srv = NULL;
+	CHECK_INT(test_server_stop(r), 0);
 }
 
-static struct running main_srv;
-
-#include "httpc.h"
+static struct test_server main_srv;
 
 /* GET path with extra header lines (each ending in \r\n, or ""). */
 static int get(const char *path, const char *extra, struct resp *r)
@@ -750,7 +723,7 @@ static void test_keepalive(void)
 	CHECK(read_resp(&c, &r, 0) == 0);
 	CHECK_INT(r.status, 200);
 	resp_free(&r);
-	CHECK(fill(&c) == 0);
+	CHECK(conn_fill(&c) == 0);
 	conn_close(&c);
 }
 
@@ -873,7 +846,7 @@ static void test_concurrent(void)
 static void test_slow_client(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct conn slow, idle;
 	struct resp r;
 	double t0;
@@ -892,12 +865,12 @@ static void test_slow_client(void)
 	CHECK(fetch(s.port, req, &r) == 0);
 	CHECK_INT(r.status, 200);
 	resp_free(&r);
-	n = fill(&slow); /* blocks until the server drops it (or our 10 s timeout) */
+	n = conn_fill(&slow); /* blocks until the server drops it (or our 30 s timeout) */
 	CHECK(n <= 0);
 	CHECK(now_s() - t0 < 5);
 	CHECK(now_s() - t0 >= 0.9);
 	/* an idle keep-alive connection is dropped too */
-	CHECK(fill(&idle) <= 0);
+	CHECK(conn_fill(&idle) <= 0);
 	conn_close(&slow);
 	conn_close(&idle);
 	stop(&s);
@@ -906,7 +879,7 @@ static void test_slow_client(void)
 static void test_max_connections(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct conn c[3], extra;
 	struct resp r;
 	const char *req = "GET /robots.txt HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -926,7 +899,7 @@ static void test_max_connections(void)
 	/* the fourth is accepted and closed at once */
 	CHECK(conn_open(&extra, s.port) >= 0);
 	send_all(extra.fd, req, strlen(req));
-	n = fill(&extra);
+	n = conn_fill(&extra);
 	CHECK(n <= 0);
 	conn_close(&extra);
 	/* the others are still served */
@@ -968,7 +941,7 @@ static void test_publish_during_response(void)
 	c.off = 0;
 	CHECK(c.fd >= 0);
 	CHECK(send_all(c.fd, req, strlen(req)) == 0);
-	CHECK(fill(&c) > 0); /* the response has started */
+	CHECK(conn_fill(&c) > 0); /* the response has started */
 
 	/* a new snapshot without the old /big, and the old one dropped */
 	cur = snapshot_acquire(&slot);
@@ -1080,7 +1053,7 @@ static void test_no_snapshot(void)
 {
 	struct snapshot_slot empty;
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct resp r;
 
 	snapshot_slot_init(&empty);
@@ -1098,7 +1071,7 @@ static void test_no_snapshot(void)
 static void test_prefix(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct resp r;
 
 	opt.url_prefix = "/docs/";
@@ -1166,22 +1139,17 @@ static void silent(struct http_request *req, void *ctx)
 static void test_handlers(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct resp r;
 
-	memset(&s, 0, sizeof(s));
 	opt.listen = "127.0.0.1:0";
 	opt.slot = &slot;
-	s.srv = http_server_new(&opt);
-	CHECK(s.srv != NULL);
-	if (!s.srv)
+	if (test_server_new(&s, &opt) < 0)
 		return;
 	CHECK(http_server_add_handler(s.srv, "/api/", echo, &api_calls) == 0);
 	CHECK(http_server_add_handler(s.srv, "/silent", silent, NULL) == 0);
 	CHECK(http_server_add_handler(s.srv, "bad", silent, NULL) < 0);
-	s.port = http_server_port(s.srv);
-	s.rc = -99;
-	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
+	test_server_run(&s);
 
 	CHECK(fetch(s.port,
 		    "POST /api/echo?x=1 HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\nContent-Length: 5\r\n"
@@ -1288,7 +1256,7 @@ static void raw_api(struct http_request *req, void *ctx)
 static void test_deferred(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	pthread_t replier;
 	struct resp r, r2;
 	struct conn c, c2;
@@ -1302,16 +1270,11 @@ static void test_deferred(void)
 	opt.threads = 2;
 	opt.shutdown_grace_s = 1;
 	opt.max_body_size = 4 * 1024 * 1024;
-	memset(&s, 0, sizeof(s));
-	s.srv = http_server_new(&opt);
-	CHECK(s.srv != NULL);
-	if (!s.srv)
+	if (test_server_new(&s, &opt) < 0)
 		return;
 	CHECK(http_server_add_handler(s.srv, "/later/", later, NULL) == 0);
 	CHECK(http_server_add_raw_handler(s.srv, "/raw/", raw_api, NULL) == 0);
-	s.port = http_server_port(s.srv);
-	s.rc = -99;
-	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
+	test_server_run(&s);
 
 	/* answered from the replier thread */
 	CHECK(fetch(s.port, "GET /later/a?ms=20 HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
@@ -1411,15 +1374,10 @@ static void test_deferred(void)
 	}
 	/* and one answered after the loops are gone is discarded */
 	http_server_free(s.srv);
-	memset(&s, 0, sizeof(s));
-	s.srv = http_server_new(&opt);
-	CHECK(s.srv != NULL);
-	if (!s.srv)
+	if (test_server_new(&s, &opt) < 0)
 		return;
 	CHECK(http_server_add_handler(s.srv, "/later/", later, NULL) == 0);
-	s.port = http_server_port(s.srv);
-	s.rc = -99;
-	CHECK(pthread_create(&s.thread, NULL, run_main, &s) == 0);
+	test_server_run(&s);
 	CHECK(conn_open(&c, s.port) >= 0);
 	CHECK(send_all(c.fd, "GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n", strlen("GET /later/late?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")) == 0);
 	usleep(50 * 1000);
@@ -1439,7 +1397,7 @@ static void test_deferred(void)
 static void test_threads(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct resp r;
 	int i, ok = 0;
 
@@ -1462,7 +1420,7 @@ static void test_threads(void)
 static void test_access_log(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct resp r;
 	char path[160], *text;
 	struct buf b = BUF_INIT;
@@ -1499,7 +1457,7 @@ static void test_access_log(void)
 static void test_graceful_stop(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	struct conn c, idle;
 	struct resp r;
 	const char *req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -1532,7 +1490,7 @@ static void test_graceful_stop(void)
 	c.off = 0;
 	CHECK(c.fd >= 0);
 	CHECK(send_all(c.fd, req, strlen(req)) == 0);
-	CHECK(fill(&c) > 0); /* in flight */
+	CHECK(conn_fill(&c) > 0); /* in flight */
 	http_server_stop(s.srv);
 	usleep(100 * 1000);
 	/* no longer accepting */
@@ -1541,7 +1499,7 @@ static void test_graceful_stop(void)
 	if (fd >= 0)
 		close(fd);
 	/* idle keep-alive connections are closed... */
-	CHECK(fill(&idle) == 0);
+	CHECK(conn_fill(&idle) == 0);
 	conn_close(&idle);
 	/* ...but the response in flight completes */
 	CHECK(read_resp(&c, &r, 0) == 0);
@@ -1565,7 +1523,7 @@ static void on_reload(void *ctx)
 static void test_signals(void)
 {
 	struct http_options opt = { 0 };
-	struct running s;
+	struct test_server s;
 	double deadline;
 
 	opt.handle_signals = 1;

@@ -18,14 +18,17 @@
  * QUIRE_VAULTS ("tasks", "pwsh" or "both", default both; CI runs the
  * default, the benchmark suite runs 1,000 steps on pwsh).
  */
-#include "edits.h"
+#include "lib/edits.h"
 
+#include "lib/tv.h"
 #include "markdown/markdown.h"
 #include "site/site.h"
-#include "test.h"
+#include "lib/test.h"
 
 #include <dirent.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /*
  * With gzip_later (as the server runs), changed pages are served before
@@ -68,7 +71,7 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed, int gzip
 
 	rng_state = seed;
 	buf_addf(&src, "%s/%s", tv_corpus(), corpus_name);
-	copy_tree(src.ptr, root);
+	tv_copy(src.ptr, root);
 	/* with a base_url, so that sitemaps and feeds are built and compared too */
 	tv_write(root, "quire.yml",
 		 "title: Property test\nbase_url: https://example.org/notes\n"
@@ -83,7 +86,7 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed, int gzip
 		struct step st = { 0 };
 		struct snapshot *next, *full_snap;
 		struct site *full;
-		size_t diffs, k;
+		size_t diffs;
 
 		list_files(root, &files);
 		edit(root, &files, &st, i);
@@ -103,17 +106,11 @@ static void run(const char *corpus_name, unsigned steps, uint64_t seed, int gzip
 			diffs = compare(snap, full_snap) + compare_gzip(snap, full_snap) +
 				stale_note_pages(inc);
 		}
-		if (diffs) {
-			fprintf(stderr, "%s step %u (%s", corpus_name, i, st.what);
-			for (k = 0; k < st.npaths; k++)
-				fprintf(stderr, " %s", st.paths[k]);
-			fprintf(stderr, "): %zu pages differ\n", diffs);
-			test_current_failed = 1;
-		}
+		if (diffs)
+			step_failed(corpus_name, i, &st, diffs);
 		snapshot_unref(full_snap);
 		site_free(full);
-		for (k = 0; k < st.npaths; k++)
-			free(st.paths[k]);
+		step_release(&st);
 		if (diffs)
 			break;
 	}
@@ -223,12 +220,12 @@ static void test_url_groups(void)
 	CHECK_STR(site_find_note(inc, "x/b.md")->url, "/a-3");
 	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-4");
 	/* the first of the group goes: everyone moves up */
-	unlink_rel(root, "a.md");
+	tv_unlink(root, "a.md");
 	step(inc, &snap, root, "a.md", "the first of a group leaves");
 	CHECK_STR(site_find_note(inc, "x/b.md")->url, "/a");
 	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-3");
 	/* the suffix's owner leaves: the group takes it back */
-	unlink_rel(root, "a-2.md");
+	tv_unlink(root, "a-2.md");
 	step(inc, &snap, root, "a-2.md", "a suffix freed");
 	CHECK_STR(site_find_note(inc, "y/c.md")->url, "/a-2");
 	/* a slug leaves the group */

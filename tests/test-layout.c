@@ -3,7 +3,7 @@
  * must contain, the path prefix everywhere, determinism.
  */
 #include "site/layout.h"
-#include "test.h"
+#include "lib/test.h"
 
 #include <string.h>
 

@@ -11,7 +11,7 @@
 #include "site/listing.h"
 #include "util/map.h"
 #include "site/site.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>

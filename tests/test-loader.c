@@ -8,13 +8,15 @@
  * go, the loader frees that snapshot within its reap interval, without
  * another change arriving to trigger it.
  */
-#include "testutil.h"
+#include "lib/tv.h"
 
 #include "site/loader.h"
-#include "test.h"
+#include "lib/test.h"
 
 #include <dirent.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 

@@ -15,7 +15,7 @@
  * vault: the way to write the expected half of a new example.
  */
 #include "markdown/markdown.h"
-#include "test.h"
+#include "lib/test.h"
 
 #include <pthread.h>
 #include "util/unicode.h"

@@ -1,7 +1,7 @@
 /* test-note.c: frontmatter, publish rules and quire.yml. */
 #include "vault/config.h"
 #include "vault/note.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * adds and removes, with iteration checked after each step.
  */
 #include "util/oset.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>

@@ -3,9 +3,8 @@
  * processor count that the affinity mask allows (a server pinned to one
  * core must not start helper threads that only take turns with it).
  */
-#define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include "util/parallel.h"
-#include "test.h"
+#include "lib/test.h"
 
 #include <sched.h>
 #include <stdatomic.h>

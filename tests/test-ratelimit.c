@@ -5,7 +5,7 @@
  * address never taking more tokens than there are.
  */
 #include "util/ratelimit.h"
-#include "test.h"
+#include "lib/test.h"
 
 #include <pthread.h>
 #include <stdio.h>

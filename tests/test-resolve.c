@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
-#include "test.h"
+#include "lib/test.h"
 
 static const char *const notes[] = {
 	"index.md",                       /* 0 */

@@ -14,7 +14,7 @@
  */
 #include "markdown/sanitize.h"
 #include "markdown/markdown.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <ctype.h>
@@ -831,14 +831,6 @@ static void repeat(struct buf *b, const char *s, size_t n)
 		buf_adds(b, s);
 }
 
-static double seconds(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /*
  * gumbo's cost is quadratic in nesting depth (100,000 nested <ul><li> would
  * take minutes in one parse); long pieces go in chunks, so these finish in
@@ -855,13 +847,13 @@ static void test_hostile(void)
 
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		struct buf in = BUF_INIT, out = BUF_INIT;
-		double t0 = seconds(), dt;
+		double t0 = now_s(), dt;
 		const char *why;
 
 		repeat(&in, units[i], 100000);
 		buf_adds(&in, "<img src=x onerror=alert(1)>");
 		sanitize_html(&out, in.ptr, in.len);
-		dt = seconds() - t0;
+		dt = now_s() - t0;
 		if (dt > 30)
 			fprintf(stderr, "  %s x 100000: %.1f s\n", units[i], dt);
 		CHECK(dt < 30);

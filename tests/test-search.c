@@ -6,17 +6,17 @@
  * corrupt or outdated file. Every response is parsed by the small JSON
  * parser below, which also proves it valid.
  */
-#define _XOPEN_SOURCE 700 /* nftw() */
 #include "search/search.h"
 #include "site/site.h"
-#include "test.h"
-#include "testutil.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "util/unicode.h"
 #include "vault/vault.h"
 #include "util/xalloc.h"
 
 #include <ctype.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -1919,20 +1919,6 @@ static void test_deferred_substrings(void)
 	remove_index("deferred.db");
 }
 
-static const char *copy_src, *copy_dst;
-
-static int copy_file(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	struct buf data = BUF_INIT;
-
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_F && read_file(path, &data) == 0)
-		tv_write_len(copy_dst, path + strlen(copy_src) + 1, data.ptr, data.len);
-	buf_release(&data);
-	return 0;
-}
-
 /*
  * One start of the server on vault, as the loader does it: loads the
  * vault, opens the index at db, fills it in small steps (words, then
@@ -1981,9 +1967,7 @@ static void test_restart_writes_changes_only(void)
 
 	buf_addf(&src, "%s/pwsh-docs/reference/7.6/Microsoft.PowerShell.Utility", tv_corpus());
 	buf_addf(&db, "%s/restart.db", dir);
-	copy_src = src.ptr;
-	copy_dst = vault;
-	CHECK(nftw(src.ptr, copy_file, 16, FTW_PHYS) == 0);
+	CHECK(tv_copy(src.ptr, vault) == 0);
 
 	c = start_server(vault, db.ptr, &fresh, &published);
 	CHECK_INT(fresh, 1);

@@ -20,42 +20,32 @@
  * security headers are checked on every kind of response, and a
  * reflected query on /search must come back as text.
  */
-#include "testutil.h"
-
 #include "cmd/export.h"
-#include "util/hash.h"
-#include "http/http.h"
-#include "httpc.h"
-#include "site/loader.h"
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "markdown/markdown.h"
-#include "http/searchapi.h"
-#include "test.h"
+#include "site/loader.h"
+#include "util/files.h"
+#include "util/hash.h"
 
 #include <ctype.h>
 #include <dirent.h>
-#include <pthread.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-static struct snapshot_slot slot;
-static struct loader *loader;
-static struct http_server *srv;
-static struct searchapi *search;
-static pthread_t thread;
-static int port;
+static struct site_server srv;
 static char *vault, *out;
 static size_t scanned_tags, scanned_files;
-
-static void *run_server(void *arg)
-{
-	(void)arg;
-	http_server_run(srv);
-	return NULL;
-}
 
 static int get(const char *path, struct resp *r)
 {
 	char req[4096];
 	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", path);
-	return fetch(port, req, r);
+	return fetch(srv.port, req, r);
 }
 
 /* ---- the hostile vault ------------------------------------------------------- */
@@ -413,41 +403,22 @@ static int scan_file(const char *path, const struct stat *st, int flag, struct F
 static void setup(void)
 {
 	struct site_options so = { .search = 1 };
-	struct http_options ho;
+	struct site_server_options o = { .site = &so, .threads = 1, .url_prefix = "",
+					 .search_rate = 1000.0, .search_burst = 1000.0 };
 	struct snapshot *snap;
 
 	vault = tv_new();
 	out = tv_new();
 	write_vault();
-	snapshot_slot_init(&slot);
-	loader = loader_new(vault, &so, &slot);
-	CHECK(loader != NULL);
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:0";
-	ho.threads = 1;
-	ho.slot = &slot;
-	ho.url_prefix = "";
-	srv = http_server_new(&ho);
-	CHECK(srv != NULL);
-	port = http_server_port(srv);
-	search = searchapi_new(loader_search_path(loader), &loader_site(loader)->layout, 1000.0,
-			       1000.0);
-	CHECK(search && searchapi_register(search, srv) == 0);
-	CHECK(loader_start(loader) == 0);
-	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
-	snap = snapshot_acquire(&slot);
+	site_server_start(&srv, vault, &o);
+	snap = snapshot_acquire(&srv.slot);
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
 	snapshot_unref(snap);
 }
 
 static void teardown(void)
 {
-	http_server_stop(srv);
-	pthread_join(thread, NULL);
-	http_server_free(srv);
-	searchapi_free(search);
-	loader_free(loader);
-	snapshot_slot_release(&slot);
+	site_server_stop(&srv);
 	tv_remove(vault);
 	tv_remove(out);
 }
@@ -533,7 +504,7 @@ static void test_security_headers(void)
 		struct resp r2;
 		snprintf(req, sizeof(req), "GET /links HTTP/1.1\r\nHost: x\r\nIf-None-Match: %s\r\n\r\n",
 			 hdr(&r, "ETag"));
-		CHECK(fetch(port, req, &r2) == 0);
+		CHECK(fetch(srv.port, req, &r2) == 0);
 		CHECK_INT(r2.status, 304);
 		CHECK(hdr(&r2, "Content-Security-Policy") != NULL);
 		resp_free(&r2);
@@ -547,7 +518,7 @@ static void test_security_headers(void)
 	CHECK(hdr(&r, "X-Content-Type-Options") != NULL);
 	resp_free(&r);
 	/* errors that no snapshot answers still forbid everything */
-	CHECK(fetch(port, "GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(fetch(srv.port, "GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
 	CHECK_INT(r.status, 400);
 	CHECK(hdr(&r, "Content-Security-Policy") &&
 	      strstr(hdr(&r, "Content-Security-Policy"), "default-src 'none'"));

@@ -8,68 +8,43 @@
  * attachments only they use are never served. An edit through the loader
  * goes live.
  */
-#include "testutil.h"
-
 #include "cmd/export.h"
-#include "util/gzip.h"
-#include "http/http.h"
-#include "httpc.h"
-#include "site/loader.h"
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "markdown/markdown.h"
-#include "http/searchapi.h"
-#include "test.h"
+#include "site/loader.h"
+#include "util/gzip.h"
 #include "vault/watch.h"
 
-#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-static struct snapshot_slot slot;
-static struct loader *loader;
-static struct http_server *srv;
-static struct searchapi *search;
-static pthread_t thread;
-static int port;
+static struct site_server srv;
 static char *vault, *out;
-
-static void *run_server(void *arg)
-{
-	(void)arg;
-	http_server_run(srv);
-	return NULL;
-}
 
 static int get(const char *path, const char *extra, struct resp *r)
 {
 	char req[4096];
 	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: localhost\r\n%s\r\n", path, extra);
-	return fetch(port, req, r);
-}
-
-static const char *copy_from, *copy_to;
-
-static int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	struct buf data = BUF_INIT;
-
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_F && read_file(path, &data) == 0)
-		tv_write_len(copy_to, path + strlen(copy_from) + 1, data.ptr, data.len);
-	buf_release(&data);
-	return 0;
+	return fetch(srv.port, req, r);
 }
 
 static void setup(void)
 {
+	struct site_options so = { .search = 1 };
+	/* a small search bucket, so that the rate limit shows within the test */
+	struct site_server_options o = { .site = &so, .threads = 2, .url_prefix = "",
+					 .search_rate = 5.0, .search_burst = 30.0 };
 	struct buf src = BUF_INIT;
-	struct http_options ho;
 	struct snapshot *snap;
 
 	vault = tv_new();
 	out = tv_new();
 	buf_addf(&src, "%s/vault-sample", getenv("QUIRE_SOURCE_ROOT") ? getenv("QUIRE_SOURCE_ROOT") : ".");
-	copy_from = src.ptr;
-	copy_to = vault;
-	nftw(src.ptr, copy_one, 16, FTW_PHYS);
+	tv_copy(src.ptr, vault);
 	buf_release(&src);
 	tv_write(vault, "secret/Hidden plan.md",
 		 "---\ndraft: true\n---\nHIDDENPLAN text ![[hidden-diagram.png]]\n");
@@ -78,39 +53,16 @@ static void setup(void)
 	tv_write_len(vault, "secret/hidden-diagram.png", "\x89PNG hidden", 11);
 	tv_write_len(vault, "secret/private-photo.png", "\x89PNG private", 12);
 
-	snapshot_slot_init(&slot);
-	{
-		struct site_options so = { .search = 1 };
-		loader = loader_new(vault, &so, &slot);
-	}
-	CHECK(loader != NULL);
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:0";
-	ho.threads = 2;
-	ho.slot = &slot;
-	ho.url_prefix = "";
-	srv = http_server_new(&ho);
-	CHECK(srv != NULL);
-	port = http_server_port(srv);
-	CHECK(loader_search_path(loader) != NULL);
-	/* a small bucket, so that the rate limit shows within the test */
-	search = searchapi_new(loader_search_path(loader), &loader_site(loader)->layout, 5.0, 30.0);
-	CHECK(search && searchapi_register(search, srv) == 0);
-	CHECK(loader_start(loader) == 0);
-	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
-	snap = snapshot_acquire(&slot);
+	site_server_start(&srv, vault, &o);
+	CHECK(srv.loader && loader_search_path(srv.loader) != NULL);
+	snap = snapshot_acquire(&srv.slot);
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
 	snapshot_unref(snap);
 }
 
 static void teardown(void)
 {
-	http_server_stop(srv);
-	pthread_join(thread, NULL);
-	http_server_free(srv);
-	searchapi_free(search);
-	loader_free(loader);
-	snapshot_slot_release(&slot);
+	site_server_stop(&srv);
 	tv_remove(vault);
 	tv_remove(out);
 }
@@ -118,7 +70,7 @@ static void teardown(void)
 /* Every page of the snapshot: served bytes equal exported bytes, both encodings. */
 static void test_served_equals_exported(void)
 {
-	struct snapshot *snap = snapshot_acquire(&slot);
+	struct snapshot *snap = snapshot_acquire(&srv.slot);
 	struct ptable_iter it = PTABLE_ITER_INIT;
 	size_t checked = 0, gz = 0;
 	const struct page *p;
@@ -195,16 +147,16 @@ static void test_edit_goes_live(void)
 	CHECK(read_file(full.ptr, &text) == 0);
 	buf_adds(&text, "\nFRESHLY EDITED paragraph.\n");
 	tv_write_len(vault, path, text.ptr, text.len);
-	v = loader_notify(loader, &path, 1);
-	CHECK_INT(loader_wait(loader, v, 5000), 0);
+	v = loader_notify(srv.loader, &path, 1);
+	CHECK_INT(loader_wait(srv.loader, v, 5000), 0);
 	CHECK(get("/writing/links", "", &r) == 0);
 	CHECK_INT(r.status, 200);
 	CHECK(memmem(r.body.ptr, r.body.len, "FRESHLY EDITED", 14) != NULL);
 	resp_free(&r);
 	/* and a deleted note is gone from the next snapshot */
 	unlink(full.ptr);
-	v = loader_notify(loader, &path, 1);
-	CHECK_INT(loader_wait(loader, v, 5000), 0);
+	v = loader_notify(srv.loader, &path, 1);
+	CHECK_INT(loader_wait(srv.loader, v, 5000), 0);
 	CHECK(get("/writing/links", "", &r) == 0);
 	CHECK_INT(r.status, 404);
 	resp_free(&r);
@@ -232,9 +184,9 @@ static void test_served_then_compressed(void)
 	for (i = 0; i < 40; i++)
 		buf_addf(&text, "\nCOMPRESS-ME paragraph %d, long enough to be worth compressing.\n", i);
 	tv_write_len(vault, path, text.ptr, text.len);
-	v = loader_notify(loader, &path, 1);
+	v = loader_notify(srv.loader, &path, 1);
 	/* live: the new text, in whichever encoding the page has yet */
-	CHECK_INT(loader_wait(loader, v, 5000), 0);
+	CHECK_INT(loader_wait(srv.loader, v, 5000), 0);
 	CHECK(get("/writing/embeds", "Accept-Encoding: gzip\r\n", &r) == 0);
 	CHECK_INT(r.status, 200);
 	ce = hdr(&r, "Content-Encoding");
@@ -245,7 +197,7 @@ static void test_served_then_compressed(void)
 	CHECK(memmem(raw.ptr, raw.len, "COMPRESS-ME paragraph 39", 24) != NULL);
 	resp_free(&r);
 	/* settled: the same text in gzip bytes, at the same version */
-	CHECK_INT(loader_wait_settled(loader, v, 5000), 0);
+	CHECK_INT(loader_wait_settled(srv.loader, v, 5000), 0);
 	CHECK(get("/writing/embeds", "Accept-Encoding: gzip\r\n", &r) == 0);
 	CHECK_INT(r.status, 200);
 	CHECK(hdr(&r, "Content-Encoding") && !strcmp(hdr(&r, "Content-Encoding"), "gzip"));
@@ -253,7 +205,7 @@ static void test_served_then_compressed(void)
 	CHECK(gzip_decompress(r.body.ptr, r.body.len, &raw) == 0);
 	CHECK(memmem(raw.ptr, raw.len, "COMPRESS-ME paragraph 39", 24) != NULL);
 	resp_free(&r);
-	CHECK(loader_version(loader) == v);
+	CHECK(loader_version(srv.loader) == v);
 	buf_release(&text);
 	buf_release(&full);
 	buf_release(&raw);
@@ -286,7 +238,7 @@ static void on_change(void *ctx, const char *const *paths, size_t n)
 /* Changes made on disk show up in the served site through the watcher. */
 static void test_watched_changes(void)
 {
-	struct watch *w = watch_new(vault, on_change, loader);
+	struct watch *w = watch_new(vault, on_change, srv.loader);
 	struct buf p = BUF_INIT, q = BUF_INIT;
 	size_t i;
 

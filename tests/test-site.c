@@ -5,16 +5,21 @@
  * unpublished notes must leave no trace in an export; broken, huge, deep
  * and oddly named notes must be reported and everything else must render.
  */
-#include "testutil.h"
+#include "lib/tv.h"
 
 #include "cmd/export.h"
 #include "util/gzip.h"
 #include "markdown/markdown.h"
 #include "site/site.h"
-#include "test.h"
+#include "lib/test.h"
+#include "util/xalloc.h"
 
 #include <dirent.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static struct site *load(const char *dir, int threads)
 {
@@ -164,18 +169,6 @@ static int grep_tree(const char *dir, const char *const *needles, size_t n)
 	return g.hits;
 }
 
-static int exists(const char *dir, const char *rel)
-{
-	struct buf p = BUF_INIT;
-	struct stat st;
-	int r;
-
-	buf_addf(&p, "%s/%s", dir, rel);
-	r = stat(p.ptr, &st) == 0;
-	buf_release(&p);
-	return r;
-}
-
 static void test_unpublished_leaves_no_trace(void)
 {
 	static const char *const secrets[] = {
@@ -209,12 +202,12 @@ static void test_unpublished_leaves_no_trace(void)
 	snap = site_snapshot(s, NULL);
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
 	CHECK_INT(grep_tree(out, secrets, sizeof(secrets) / sizeof(*secrets)), 0);
-	CHECK(exists(out, "index.html"));
-	CHECK(exists(out, "public.html"));
-	CHECK(exists(out, "shared.png"));
-	CHECK(!exists(out, "private-scan.png"));
-	CHECK(!exists(out, "unreferenced.png"));
-	CHECK(!exists(out, "zanzibar-plans.html"));
+	CHECK(tv_exists(out, "index.html"));
+	CHECK(tv_exists(out, "public.html"));
+	CHECK(tv_exists(out, "shared.png"));
+	CHECK(!tv_exists(out, "private-scan.png"));
+	CHECK(!tv_exists(out, "unreferenced.png"));
+	CHECK(!tv_exists(out, "zanzibar-plans.html"));
 	/* links to unpublished notes are plain text, not broken links */
 	CHECK_INT(stats(s).broken, 0);
 	snapshot_unref(snap);
@@ -240,7 +233,7 @@ static void test_explicit_mode(void)
 	snap = site_snapshot(s, NULL);
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
 	CHECK_INT(grep_tree(out, secrets, 1), 0);
-	CHECK(exists(out, "yes.html"));
+	CHECK(tv_exists(out, "yes.html"));
 	snapshot_unref(snap);
 	site_free(s);
 	tv_remove(v);
@@ -306,13 +299,13 @@ static void test_bad_input(void)
 	CHECK(strstr(find_note(s, "open-frontmatter.md")->page->body, "OPENBODY") != NULL);
 	snap = site_snapshot(s, NULL);
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
-	CHECK(exists(out, "100-sure.html"));
-	CHECK(exists(out, "c-notes.html"));
-	CHECK(exists(out, "why.html"));
-	CHECK(exists(out, "emoji.html"));
-	CHECK(exists(out, "שלום.html"));
-	CHECK(exists(out, "日本語.html"));
-	CHECK(exists(out, "huge.html") && exists(out, "huge.html.gz"));
+	CHECK(tv_exists(out, "100-sure.html"));
+	CHECK(tv_exists(out, "c-notes.html"));
+	CHECK(tv_exists(out, "why.html"));
+	CHECK(tv_exists(out, "emoji.html"));
+	CHECK(tv_exists(out, "שלום.html"));
+	CHECK(tv_exists(out, "日本語.html"));
+	CHECK(tv_exists(out, "huge.html") && tv_exists(out, "huge.html.gz"));
 	snapshot_unref(snap);
 	site_free(s);
 out:
@@ -636,7 +629,7 @@ static void test_reserved_urls(void)
 	CHECK(s->diags.nerrors >= 7);
 	/* the export writes none of it where quire's own files go */
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
-	CHECK(!exists(out, ".quire/x.html") && !exists(out, ".quire"));
+	CHECK(!tv_exists(out, ".quire/x.html") && !tv_exists(out, ".quire"));
 	{
 		struct buf robots = BUF_INIT, path = BUF_INIT;
 		buf_addf(&path, "%s/robots.txt", out);

@@ -11,7 +11,7 @@
  * (ASan reports any use after free).
  */
 #include "site/snapshot.h"
-#include "test.h"
+#include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <pthread.h>

@@ -7,84 +7,52 @@
  * "uploads nothing" and "uploads only the rest" are checked on the server,
  * not only in the client's summary.
  */
-#include "testutil.h" /* first: it defines _GNU_SOURCE */
-
-#include "util/hash.h"
-#include "http/http.h"
-#include "site/loader.h"
-#include "util/log.h"
-#include "site/snapshot.h"
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "sync/syncapi.h"
-#include "test.h"
-#include "testhttp.h"
+#include "util/hash.h"
+#include "util/log.h"
 #include "vault/vault.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define TOKEN "sync-test-token"
 
 static char *server_vault, *client_vault, *token_file;
-static struct snapshot_slot slot;
-static struct loader *loader;
-static struct http_server *srv;
-static struct syncapi *api;
-static pthread_t srv_thread;
-static int port, srv_rc;
+static struct site_server srv;
 static char url[64];
 static const char *quire_bin;
 
-static void *run_server(void *arg)
-{
-	srv_rc = http_server_run(srv);
-	return NULL;
-}
-
 static void start_server(void)
 {
-	struct http_options ho;
 	struct syncapi_options so;
+	struct site_server_options o = { .threads = 2, .max_body_size = SYNCAPI_DEFAULT_MAX_UPLOAD,
+					 .sync = &so };
 
-	snapshot_slot_init(&slot);
-	loader = loader_new(server_vault, NULL, &slot);
-	CHECK(loader != NULL);
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:0";
-	ho.threads = 2;
-	ho.slot = &slot;
-	ho.max_body_size = SYNCAPI_DEFAULT_MAX_UPLOAD;
-	srv = http_server_new(&ho);
-	CHECK(srv != NULL);
 	memset(&so, 0, sizeof(so));
 	so.vault = server_vault;
 	so.token = TOKEN;
-	api = syncapi_new(&so, loader);
-	CHECK(api != NULL);
-	CHECK(syncapi_register(api, srv) == 0);
-	port = http_server_port(srv);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
-	CHECK(loader_start(loader) == 0);
-	CHECK(pthread_create(&srv_thread, NULL, run_server, NULL) == 0);
+	site_server_start(&srv, server_vault, &o);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
 }
 
 static void stop_server(void)
 {
-	http_server_stop(srv);
-	CHECK(pthread_join(srv_thread, NULL) == 0);
-	CHECK_INT(srv_rc, 0);
-	syncapi_free(api);
-	http_server_free(srv);
-	loader_free(loader);
-	snapshot_slot_release(&slot);
+	CHECK_INT(site_server_stop(&srv), 0);
 }
 
 static struct syncapi_stats stats(void)
 {
 	struct syncapi_stats st;
 
-	syncapi_get_stats(api, &st);
+	syncapi_get_stats(srv.sync, &st);
 	return st;
 }
 
@@ -183,18 +151,6 @@ static int same_file(const char *rel)
 	return same;
 }
 
-static int server_has(const char *rel)
-{
-	struct buf p = BUF_INIT;
-	struct stat st;
-	int rc;
-
-	buf_addf(&p, "%s/%s", server_vault, rel);
-	rc = stat(p.ptr, &st) == 0;
-	buf_release(&p);
-	return rc;
-}
-
 /* Every file of the client's vault is on the server with the same bytes. */
 static void check_mirror(void)
 {
@@ -213,22 +169,6 @@ static void check_mirror(void)
 	diag_list_release(&d);
 }
 
-static int page(const char *path, struct buf *body)
-{
-	struct th_resp r;
-	int status;
-
-	if (th_request(port, "GET", path, NULL, NULL, 0, &r) < 0)
-		return -1;
-	status = r.status;
-	if (body) {
-		buf_reset(body);
-		buf_add(body, r.body.ptr, r.body.len);
-	}
-	th_resp_free(&r);
-	return status;
-}
-
 /* ---- tests ---- */
 
 static void test_first_sync(void)
@@ -244,12 +184,12 @@ static void test_first_sync(void)
 	CHECK_INT(s1.puts - s0.puts, 8);
 	check_mirror();
 	/* the client waited: the pages are live as soon as it exits */
-	CHECK_INT(page("/", &b), 200);
+	CHECK_INT(fetch_page(srv.port, "/", &b), 200);
 	CHECK(strstr(b.ptr, "Synced home") != NULL);
-	CHECK_INT(page("/projects/alpha", &b), 200);
+	CHECK_INT(fetch_page(srv.port, "/projects/alpha", &b), 200);
 	CHECK(strstr(b.ptr, "Alpha plan") != NULL);
-	CHECK_INT(page("/journal/2024/day-one", &b), 200);
-	CHECK(!server_has(".obsidian/app.json"));
+	CHECK_INT(fetch_page(srv.port, "/journal/2024/day-one", &b), 200);
+	CHECK(!tv_exists(server_vault, ".obsidian/app.json"));
 	buf_release(&b);
 }
 
@@ -291,10 +231,10 @@ static void test_dry_run(void)
 	s1 = stats();
 	CHECK_INT(s1.puts - s0.puts, 0);
 	CHECK_INT(s1.deletes - s0.deletes, 0);
-	CHECK(!server_has("projects/gamma.md"));
-	CHECK(server_has("notes/scratch.md"));
+	CHECK(!tv_exists(server_vault, "projects/gamma.md"));
+	CHECK(tv_exists(server_vault, "notes/scratch.md"));
 	CHECK(!same_file("projects/alpha.md"));
-	CHECK_INT(page("/projects/alpha", &b), 200);
+	CHECK_INT(fetch_page(srv.port, "/projects/alpha", &b), 200);
 	CHECK(strstr(b.ptr, "revised") == NULL);
 	buf_release(&b);
 }
@@ -311,16 +251,16 @@ static void test_delete(void)
 	CHECK(out_has(&r, "uploaded 2, deleted 0, unchanged 6"));
 	CHECK(out_has(&r, "1 files are only on the server"));
 	run_free(&r);
-	CHECK(server_has("notes/scratch.md"));
-	CHECK_INT(page("/projects/alpha", &b), 200);
+	CHECK(tv_exists(server_vault, "notes/scratch.md"));
+	CHECK_INT(fetch_page(srv.port, "/projects/alpha", &b), 200);
 	CHECK(strstr(b.ptr, "revised") != NULL);
 	CHECK_INT(sync_run(&r, del, NULL), 0);
 	CHECK(out_has(&r, "uploaded 0, deleted 1, unchanged 8"));
 	run_free(&r);
 	s1 = stats();
 	CHECK_INT(s1.deletes - s0.deletes, 1);
-	CHECK(!server_has("notes/scratch.md"));
-	CHECK_INT(page("/notes/scratch", NULL), 404);
+	CHECK(!tv_exists(server_vault, "notes/scratch.md"));
+	CHECK_INT(fetch_page(srv.port, "/notes/scratch", NULL), 404);
 	check_mirror();
 	buf_release(&b);
 }
@@ -376,7 +316,7 @@ static void test_interrupted(void)
 	s2 = stats();
 	CHECK_INT(s2.puts - s1.puts, 30 - before_rerun);
 	check_mirror();
-	CHECK_INT(page("/bulk/file-29", NULL), 200);
+	CHECK_INT(fetch_page(srv.port, "/bulk/file-29", NULL), 200);
 	fprintf(stderr, "  interrupted after %zu of 30 uploads; the re-run sent %llu\n", before_rerun,
 		(unsigned long long)(s2.puts - s1.puts));
 }
@@ -431,7 +371,7 @@ static void test_bad_token(void)
 	buf_release(&f);
 	tv_remove(dir);
 	CHECK_INT(stats().puts - s0.puts, 0);
-	CHECK(!server_has("projects/delta.md"));
+	CHECK(!tv_exists(server_vault, "projects/delta.md"));
 }
 
 static void test_usage(void)

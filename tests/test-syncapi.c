@@ -4,26 +4,29 @@
  *
  * A small vault is written to a temporary folder; the loader, the HTTP
  * front and the sync API start in-process as `quire serve` starts them,
- * on 127.0.0.1:0; a raw HTTP client (testhttp.h) writes, deletes, moves
+ * on 127.0.0.1:0 (lib/server.h); an HTTP client (lib/httpc.h) writes, deletes, moves
  * and waits, and each test checks the answer, the bytes on disk and the
  * page the site serves afterwards.
  */
-#include "testutil.h" /* first: it defines _GNU_SOURCE */
-
-#include "util/hash.h"
-#include "http/http.h"
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "site/loader.h"
-#include "util/log.h"
-#include "site/snapshot.h"
 #include "sync/syncapi.h"
-#include "test.h"
-#include "testhttp.h"
+#include "util/hash.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/xalloc.h"
 #include "vault/vault.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #define TOKEN "s3cret-token"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
@@ -31,24 +34,17 @@
 #define AUTH_FAILURES 5
 
 static char *vault;
-static struct snapshot_slot slot;
-static struct loader *loader;
-static struct http_server *srv;
-static struct syncapi *api;
-static pthread_t srv_thread;
-static int port, srv_rc;
+static struct site_server srv;
+static int port;
 
 /* ---- the server ---- */
 
-static void *run_server(void *arg)
-{
-	srv_rc = http_server_run(srv);
-	return NULL;
-}
-
-static struct syncapi *new_api(void)
+static void start_server(void)
 {
 	struct syncapi_options so;
+	/* a little over: the API's own 413 is reachable */
+	struct site_server_options o = { .threads = 2, .max_body_size = MAX_UPLOAD + 4096,
+					 .sync = &so };
 
 	memset(&so, 0, sizeof(so));
 	so.vault = vault;
@@ -56,40 +52,13 @@ static struct syncapi *new_api(void)
 	so.max_upload = MAX_UPLOAD;
 	so.threads = 3;
 	so.auth_failures = AUTH_FAILURES;
-	return syncapi_new(&so, loader);
-}
-
-static void start_server(void)
-{
-	struct http_options ho;
-
-	snapshot_slot_init(&slot);
-	loader = loader_new(vault, NULL, &slot);
-	CHECK(loader != NULL);
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:0";
-	ho.threads = 2;
-	ho.slot = &slot;
-	ho.max_body_size = MAX_UPLOAD + 4096; /* a little over: the API's own 413 is reachable */
-	srv = http_server_new(&ho);
-	CHECK(srv != NULL);
-	api = new_api();
-	CHECK(api != NULL);
-	CHECK(syncapi_register(api, srv) == 0);
-	port = http_server_port(srv);
-	CHECK(loader_start(loader) == 0);
-	CHECK(pthread_create(&srv_thread, NULL, run_server, NULL) == 0);
+	site_server_start(&srv, vault, &o);
+	port = srv.port;
 }
 
 static void stop_server(void)
 {
-	http_server_stop(srv);
-	CHECK(pthread_join(srv_thread, NULL) == 0);
-	CHECK_INT(srv_rc, 0);
-	syncapi_free(api);
-	http_server_free(srv);
-	loader_free(loader);
-	snapshot_slot_release(&slot);
+	CHECK_INT(site_server_stop(&srv), 0);
 }
 
 /* ---- helpers ---- */
@@ -123,41 +92,41 @@ static int exists(const char *rel)
 }
 
 static int put(const char *target, const char *extra, const void *body, size_t len,
-	       struct th_resp *r)
+	       struct resp *r)
 {
 	struct buf h = BUF_INIT, t = BUF_INIT;
 	int rc;
 
 	buf_addf(&h, AUTH "%s", extra ? extra : "");
 	buf_addf(&t, "/api/v1/files/%s", target);
-	rc = th_request(port, "PUT", t.ptr, h.ptr, body, len, r);
+	rc = fetch_request(port, "PUT", t.ptr, h.ptr, body, len, r);
 	buf_release(&h);
 	buf_release(&t);
 	return rc;
 }
 
-static int del(const char *target, const char *extra, struct th_resp *r)
+static int del(const char *target, const char *extra, struct resp *r)
 {
 	struct buf h = BUF_INIT, t = BUF_INIT;
 	int rc;
 
 	buf_addf(&h, AUTH "%s", extra ? extra : "");
 	buf_addf(&t, "/api/v1/files/%s", target);
-	rc = th_request(port, "DELETE", t.ptr, h.ptr, NULL, 0, r);
+	rc = fetch_request(port, "DELETE", t.ptr, h.ptr, NULL, 0, r);
 	buf_release(&h);
 	buf_release(&t);
 	return rc;
 }
 
-static int get(const char *target, struct th_resp *r)
+static int get(const char *target, struct resp *r)
 {
-	return th_request(port, "GET", target, AUTH, NULL, 0, r);
+	return fetch_request(port, "GET", target, AUTH, NULL, 0, r);
 }
 
 /* Waits for snapshot v through the API; returns the status. */
 static int wait_for(long long v)
 {
-	struct th_resp r;
+	struct resp r;
 	char t[128];
 	int status;
 
@@ -165,29 +134,12 @@ static int wait_for(long long v)
 	if (get(t, &r) < 0)
 		return -1;
 	status = r.status;
-	CHECK(th_json_u64(r.body.ptr, "version") >= v || status != 200);
-	th_resp_free(&r);
+	CHECK(body_u64(r.body.ptr, "version") >= v || status != 200);
+	resp_free(&r);
 	return status;
 }
 
-/* GET of a site page (no token): the status, and the body into out when not NULL. */
-static int page(const char *url, struct buf *out)
-{
-	struct th_resp r;
-	int status;
-
-	if (th_request(port, "GET", url, NULL, NULL, 0, &r) < 0)
-		return -1;
-	status = r.status;
-	if (out) {
-		buf_reset(out);
-		buf_add(out, r.body.ptr, r.body.len);
-	}
-	th_resp_free(&r);
-	return status;
-}
-
-static int body_has(const struct th_resp *r, const char *s)
+static int body_has(const struct resp *r, const char *s)
 {
 	return r->body.ptr && strstr(r->body.ptr, s) != NULL;
 }
@@ -195,31 +147,6 @@ static int body_has(const struct th_resp *r, const char *s)
 static void sha_of(const char *data, size_t len, char out[SHA256_HEX_SIZE])
 {
 	hash_sha256_hex(data, len, out);
-}
-
-/* Counts the ".quire-tmp-" files left anywhere under the vault. */
-static int count_tmp(const char *rel)
-{
-	char *p = disk_path(rel);
-	DIR *d = opendir(p);
-	struct dirent *de;
-	int n = 0;
-
-	free(p);
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, ".quire-tmp-", 11) == 0)
-			n++;
-		else if (de->d_name[0] != '.' && de->d_type == DT_DIR) {
-			struct buf sub = BUF_INIT;
-			buf_addf(&sub, "%s/%s", rel, de->d_name);
-			n += count_tmp(sub.ptr);
-			buf_release(&sub);
-		}
-	}
-	closedir(d);
-	return n;
 }
 
 /* The name of a spare ("" if none), into out; rel is its folder, the data folder's spares. */
@@ -259,29 +186,29 @@ static void test_spares(void)
 {
 	static const char longer[] = "# Old\n\nA first version, longer than the next file's bytes.\n";
 	char spare[256], name[300];
-	struct th_resp r;
+	struct resp r;
 	struct buf b = BUF_INIT;
 	ino_t old;
 	char *victim, *link_path;
 
 	CHECK(put("sp/a.md", NULL, longer, sizeof(longer) - 1, &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	spare_in(".quire/spares", spare);
 	CHECK_STR(spare, ""); /* a new file replaces nothing */
 	old = ino_of("sp/a.md");
 	CHECK(put("sp/a.md", NULL, "# A\n\nsecond\n", 13, &r) == 0);
 	CHECK_INT(r.status, 200);
-	th_resp_free(&r);
+	resp_free(&r);
 	spare_in(".quire/spares", spare);
 	CHECK(spare[0] != '\0');
 	snprintf(name, sizeof(name), ".quire/spares/%s", spare);
 	CHECK(ino_of(name) == old && ino_of("sp/a.md") != old);
-	CHECK_INT(count_tmp("."), 0); /* nothing in the vault's folders */
+	CHECK_INT(tv_count_tmp(vault, "."), 0); /* nothing in the vault's folders */
 	/* the next write into sp fills the old inode */
 	CHECK(put("sp/b.md", NULL, "# B\n", 4, &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(ino_of("sp/b.md") == old);
 	CHECK(read_back("sp/b.md", &b) == 0 && b.len == 4 && memcmp(b.ptr, "# B\n", 4) == 0);
 	CHECK(read_back("sp/a.md", &b) == 0 && b.len == 13 && memcmp(b.ptr, "# A\n\nsecond\n", 13) == 0);
@@ -289,7 +216,7 @@ static void test_spares(void)
 	CHECK_STR(spare, "");
 	/* a spare swapped for a hard link to another file: that file is never written */
 	CHECK(put("sp/a.md", NULL, "# A3\n", 5, &r) == 0);
-	th_resp_free(&r);
+	resp_free(&r);
 	spare_in(".quire/spares", spare);
 	CHECK(spare[0] != '\0');
 	snprintf(name, sizeof(name), ".quire/spares/%s", spare);
@@ -299,7 +226,7 @@ static void test_spares(void)
 	CHECK(unlink(link_path) == 0 && link(victim, link_path) == 0);
 	CHECK(put("sp/c.md", NULL, "# C\n", 4, &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(read_back("victim.txt", &b) == 0 && b.len == 12 && memcmp(b.ptr, "VICTIM BYTES", 12) == 0);
 	CHECK(read_back("sp/c.md", &b) == 0 && b.len == 4);
 	CHECK(access(link_path, F_OK) != 0); /* the name is gone, the file it named stays */
@@ -313,67 +240,67 @@ static void test_spares(void)
 
 static void test_auth(void)
 {
-	struct th_resp r;
+	struct resp r;
 
-	th_source = "127.0.0.3";
-	CHECK(th_request(port, "GET", "/api/v1/manifest", NULL, NULL, 0, &r) == 0);
+	httpc_source = "127.0.0.3";
+	CHECK(fetch_request(port, "GET", "/api/v1/manifest", NULL, NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 401);
 	CHECK(body_has(&r, "\"error\""));
-	CHECK(th_header(&r, "WWW-Authenticate") != NULL);
-	CHECK_STR(th_header(&r, "Content-Type"), "application/json");
-	th_resp_free(&r);
-	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer s3cret-toke\r\n",
+	CHECK(hdr(&r, "WWW-Authenticate") != NULL);
+	CHECK_STR(hdr(&r, "Content-Type"), "application/json");
+	resp_free(&r);
+	CHECK(fetch_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer s3cret-toke\r\n",
 			 NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 401);
-	th_resp_free(&r);
-	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Basic czNjcmV0\r\n", NULL,
+	resp_free(&r);
+	CHECK(fetch_request(port, "GET", "/api/v1/manifest", "Authorization: Basic czNjcmV0\r\n", NULL,
 			 0, &r) == 0);
 	CHECK_INT(r.status, 401);
-	th_resp_free(&r);
+	resp_free(&r);
 	/* writes need the token too, and write nothing without it */
-	CHECK(th_request(port, "PUT", "/api/v1/files/unauth.md", NULL, "x", 1, &r) == 0);
+	CHECK(fetch_request(port, "PUT", "/api/v1/files/unauth.md", NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 401);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(!exists("unauth.md"));
-	th_source = "127.0.0.1";
-	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: bearer " TOKEN "\r\n",
+	httpc_source = NULL;
+	CHECK(fetch_request(port, "GET", "/api/v1/manifest", "Authorization: bearer " TOKEN "\r\n",
 			 NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 200);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(get("/api/v1/nothing-here", &r) == 0);
 	CHECK_INT(r.status, 404);
 	CHECK(body_has(&r, "\"error\""));
-	th_resp_free(&r);
-	CHECK(th_request(port, "POST", "/api/v1/manifest", AUTH, "", 0, &r) == 0);
+	resp_free(&r);
+	CHECK(fetch_request(port, "POST", "/api/v1/manifest", AUTH, "", 0, &r) == 0);
 	CHECK_INT(r.status, 405);
-	th_resp_free(&r);
+	resp_free(&r);
 }
 
 static void test_rate_limit(void)
 {
-	struct th_resp r;
+	struct resp r;
 	int i;
 
-	th_source = "127.0.0.2";
+	httpc_source = "127.0.0.2";
 	for (i = 0; i < AUTH_FAILURES; i++) {
-		CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer nope\r\n",
+		CHECK(fetch_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer nope\r\n",
 				 NULL, 0, &r) == 0);
 		CHECK_INT(r.status, 401);
-		th_resp_free(&r);
+		resp_free(&r);
 	}
-	CHECK(th_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer nope\r\n", NULL, 0,
+	CHECK(fetch_request(port, "GET", "/api/v1/manifest", "Authorization: Bearer nope\r\n", NULL, 0,
 			 &r) == 0);
 	CHECK_INT(r.status, 429);
-	CHECK(th_header(&r, "Retry-After") != NULL && atoi(th_header(&r, "Retry-After")) >= 1);
-	th_resp_free(&r);
+	CHECK(hdr(&r, "Retry-After") != NULL && atoi(hdr(&r, "Retry-After")) >= 1);
+	resp_free(&r);
 	/* the right token from that address is refused until the bucket refills */
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 429);
-	th_resp_free(&r);
-	th_source = "127.0.0.1";
+	resp_free(&r);
+	httpc_source = NULL;
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
-	th_resp_free(&r);
+	resp_free(&r);
 }
 
 static void test_bad_paths(void)
@@ -409,7 +336,7 @@ static void test_bad_paths(void)
 		{ "folder/", "empty path segment" },
 	};
 	struct buf t = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 	size_t i;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -418,8 +345,8 @@ static void test_bad_paths(void)
 			fprintf(stderr, "  %s -> %d %s\n", bad[i].target, r.status, r.body.ptr);
 		CHECK_INT(r.status, 400);
 		CHECK(body_has(&r, bad[i].why));
-		CHECK_STR(th_header(&r, "Content-Type"), "application/json");
-		th_resp_free(&r);
+		CHECK_STR(hdr(&r, "Content-Type"), "application/json");
+		resp_free(&r);
 	}
 	/* a segment over 255 bytes, a path over 1024 */
 	for (i = 0; i < 256; i++)
@@ -428,7 +355,7 @@ static void test_bad_paths(void)
 	CHECK(put(t.ptr, NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 400);
 	CHECK(body_has(&r, "segment longer than 255"));
-	th_resp_free(&r);
+	resp_free(&r);
 	buf_reset(&t);
 	for (i = 0; i < 5; i++) {
 		for (int k = 0; k < 250; k++)
@@ -438,53 +365,51 @@ static void test_bad_paths(void)
 	CHECK(put(t.ptr, NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 400);
 	CHECK(body_has(&r, "longer than 1024"));
-	th_resp_free(&r);
+	resp_free(&r);
 	buf_release(&t);
 	CHECK(!exists("a") && !exists("b.md") && !exists("etc"));
-	CHECK_INT(count_tmp("."), 0);
+	CHECK_INT(tv_count_tmp(vault, "."), 0);
 	/* DELETE checks paths the same way */
 	CHECK(del("a/../index.md", NULL, &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(exists("index.md"));
 	/* an NFD name is stored in NFC */
 	CHECK(put("cafe%CC%81.md", NULL, "# Caf\xc3\xa9\n", 8, &r) == 0);
 	CHECK_INT(r.status, 201);
 	CHECK(body_has(&r, "caf\xc3\xa9.md"));
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(exists("caf\xc3\xa9.md"));
 }
 
 static void test_size_limit(void)
 {
-	struct th_resp r;
+	struct resp r;
 	char *big = xmalloc(MAX_UPLOAD + 1);
-	int fd;
+	struct conn c;
 
 	memset(big, 'q', MAX_UPLOAD + 1);
 	CHECK(put("big.bin", NULL, big, MAX_UPLOAD + 1, &r) == 0);
 	CHECK_INT(r.status, 413);
 	CHECK(body_has(&r, "larger"));
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(!exists("big.bin"));
 	/* exactly the limit is fine */
 	CHECK(put("big.bin", NULL, big, MAX_UPLOAD, &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	free(big);
 	/* far over: refused from the Content-Length, before the body */
-	fd = th_dial(port);
-	CHECK(fd >= 0);
-	if (fd >= 0) {
+	CHECK(conn_open(&c, port) >= 0);
+	if (c.fd >= 0) {
 		const char *req = "PUT /api/v1/files/huge.bin HTTP/1.1\r\nHost: x\r\n" AUTH
 				  "Content-Length: 100000000\r\n\r\nabc";
-		memset(&r, 0, sizeof(r));
-		CHECK(send_all(fd, req, strlen(req)) == 0);
-		CHECK(th_read(fd, &r) == 0);
+		CHECK(send_all(c.fd, req, strlen(req)) == 0);
+		CHECK(read_resp(&c, &r, 0) == 0);
 		CHECK_INT(r.status, 413);
-		th_resp_free(&r);
-		close(fd);
+		resp_free(&r);
 	}
+	conn_close(&c);
 	CHECK(!exists("huge.bin"));
 }
 
@@ -494,23 +419,23 @@ static void test_put(void)
 	const char *text2 = "---\ntitle: Fresh\n---\nReplaced text, second version.\n";
 	char sha[SHA256_HEX_SIZE], hdr[128];
 	struct buf b = BUF_INIT, s = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 	long long v;
 	size_t i;
 
-	CHECK_INT(page("/inbox/fresh", NULL), 404);
+	CHECK_INT(fetch_page(port, "/inbox/fresh", NULL), 404);
 	CHECK(put("inbox/fresh.md", "If-None-Match: *\r\n", text, strlen(text), &r) == 0);
 	CHECK_INT(r.status, 201);
 	sha_of(text, strlen(text), sha);
-	CHECK(th_json_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
-	CHECK(th_json_str(r.body.ptr, "path", &s) == 0 && strcmp(s.ptr, "inbox/fresh.md") == 0);
-	v = th_json_u64(r.body.ptr, "version");
+	CHECK(body_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+	CHECK(body_str(r.body.ptr, "path", &s) == 0 && strcmp(s.ptr, "inbox/fresh.md") == 0);
+	v = body_u64(r.body.ptr, "version");
 	CHECK(v >= 2);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(read_back("inbox/fresh.md", &b) == 0 && b.len == strlen(text) &&
 	      memcmp(b.ptr, text, b.len) == 0);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/inbox/fresh", &b), 200);
+	CHECK_INT(fetch_page(port, "/inbox/fresh", &b), 200);
 	CHECK(strstr(b.ptr, "brand new note") != NULL);
 
 	/* replace with the current hash: 200, the page follows */
@@ -518,23 +443,23 @@ static void test_put(void)
 	CHECK(put("inbox/fresh.md", hdr, text2, strlen(text2), &r) == 0);
 	CHECK_INT(r.status, 200);
 	sha_of(text2, strlen(text2), sha);
-	CHECK(th_json_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
-	v = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+	CHECK(body_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	CHECK(read_back("inbox/fresh.md", &b) == 0 && b.len == strlen(text2) &&
 	      memcmp(b.ptr, text2, b.len) == 0);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/inbox/fresh", &b), 200);
+	CHECK_INT(fetch_page(port, "/inbox/fresh", &b), 200);
 	CHECK(strstr(b.ptr, "second version") != NULL);
 	CHECK(strstr(b.ptr, "brand new note") == NULL);
 
 	/* an existing note edited without preconditions */
 	CHECK(put("notes/hello.md", NULL, "# Hello\n\nChanged over the API.\n", 30, &r) == 0);
 	CHECK_INT(r.status, 200);
-	v = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/notes/hello", &b), 200);
+	CHECK_INT(fetch_page(port, "/notes/hello", &b), 200);
 	CHECK(strstr(b.ptr, "Changed over the API.") != NULL);
 
 	/* any bytes: a binary attachment in new nested folders */
@@ -543,41 +468,41 @@ static void test_put(void)
 		buf_addc(&s, (int)((i * 7919) >> 3 & 0xff));
 	CHECK(put("media/2024/deep/blob.bin", NULL, s.ptr, s.len, &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(read_back("media/2024/deep/blob.bin", &b) == 0 && b.len == s.len &&
 	      memcmp(b.ptr, s.ptr, s.len) == 0);
 	/* an empty file */
 	CHECK(put("empty.txt", NULL, "", 0, &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(read_back("empty.txt", &b) == 0 && b.len == 0);
-	CHECK_INT(count_tmp("."), 0);
+	CHECK_INT(tv_count_tmp(vault, "."), 0);
 	/* quire.yml is read on a full load: writing it reloads */
 	CHECK(put("quire.yml", NULL, "title: Synced Site Title\n", 25, &r) == 0);
 	CHECK_INT(r.status, 201);
-	v = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/", &b), 200);
+	CHECK_INT(fetch_page(port, "/", &b), 200);
 	CHECK(strstr(b.ptr, "Synced Site Title") != NULL);
 	/* a folder or a file in the way */
 	CHECK(put("notes", NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 409);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(put("index.md/child.md", NULL, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 409);
-	th_resp_free(&r);
+	resp_free(&r);
 	/* an empty folder is no obstacle: the file takes its place */
 	{
 		char *d = disk_path("emptied.md");
 		CHECK(mkdir(d, 0755) == 0);
 		CHECK(put("emptied.md", NULL, "# Was a folder\n", 16, &r) == 0);
 		CHECK_INT(r.status, 201);
-		v = th_json_u64(r.body.ptr, "version");
-		th_resp_free(&r);
+		v = body_u64(r.body.ptr, "version");
+		resp_free(&r);
 		CHECK(read_back("emptied.md", &b) == 0 && strcmp(b.ptr, "# Was a folder\n") == 0);
 		CHECK_INT(wait_for(v), 200);
-		CHECK_INT(page("/emptied", &b), 200);
+		CHECK_INT(fetch_page(port, "/emptied", &b), 200);
 		free(d);
 	}
 	buf_release(&b);
@@ -589,30 +514,30 @@ static void test_preconditions(void)
 	const char *orig = "# Guarded\n\nOriginal.\n";
 	char sha[SHA256_HEX_SIZE], hdr[128];
 	struct buf b = BUF_INIT, s = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 
 	CHECK(put("guarded.md", "If-None-Match: *\r\n", orig, strlen(orig), &r) == 0);
 	CHECK_INT(r.status, 201);
-	th_resp_free(&r);
+	resp_free(&r);
 	sha_of(orig, strlen(orig), sha);
 	/* If-None-Match: * on an existing file */
 	CHECK(put("guarded.md", "If-None-Match: *\r\n", "other", 5, &r) == 0);
 	CHECK_INT(r.status, 412);
-	CHECK(th_json_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
-	th_resp_free(&r);
+	CHECK(body_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+	resp_free(&r);
 	/* If-Match with a stale hash */
 	snprintf(hdr, sizeof(hdr), "If-Match: \"%064d\"\r\n", 0);
 	CHECK(put("guarded.md", hdr, "other", 5, &r) == 0);
 	CHECK_INT(r.status, 412);
 	CHECK(body_has(&r, "changed"));
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(read_back("guarded.md", &b) == 0 && strcmp(b.ptr, orig) == 0);
 	/* If-Match on a missing file */
 	snprintf(hdr, sizeof(hdr), "If-Match: \"%s\"\r\n", sha);
 	CHECK(put("missing.md", hdr, "x", 1, &r) == 0);
 	CHECK_INT(r.status, 412);
 	CHECK(body_has(&r, "\"sha256\":null"));
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(!exists("missing.md"));
 	/* uppercase hex is the same tag; malformed tags are 400 */
 	for (char *p = hdr; *p; p++)
@@ -621,13 +546,13 @@ static void test_preconditions(void)
 	memcpy(hdr, "If-Match", 8);
 	CHECK(put("guarded.md", hdr, "v2", 2, &r) == 0);
 	CHECK_INT(r.status, 200);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(put("guarded.md", "If-Match: abc\r\n", "v3", 2, &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(put("guarded.md", "If-None-Match: \"abc\"\r\n", "v3", 2, &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(read_back("guarded.md", &b) == 0 && strcmp(b.ptr, "v2") == 0);
 	buf_release(&b);
 	buf_release(&s);
@@ -642,11 +567,11 @@ struct racer {
 static void *race_put(void *arg)
 {
 	struct racer *x = arg;
-	struct th_resp r;
+	struct resp r;
 
 	if (put("contended.md", x->hdr, x->body, strlen(x->body), &r) == 0)
 		x->status = r.status;
-	th_resp_free(&r);
+	resp_free(&r);
 	return NULL;
 }
 
@@ -657,11 +582,11 @@ static void test_race(void)
 	pthread_t t[6];
 	char sha[SHA256_HEX_SIZE], hdr[128];
 	struct buf b = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 	int i, ok = 0, conflict = 0;
 
 	CHECK(put("contended.md", NULL, "start", 5, &r) == 0);
-	th_resp_free(&r);
+	resp_free(&r);
 	sha_of("start", 5, sha);
 	snprintf(hdr, sizeof(hdr), "If-Match: \"%s\"\r\n", sha);
 	for (i = 0; i < 6; i++) {
@@ -683,126 +608,126 @@ static void test_race(void)
 
 static void test_delete(void)
 {
-	struct th_resp r;
+	struct resp r;
 	char hdr[128];
 	long long v;
 
 	CHECK(put("trash/old.md", NULL, "# Old\n\nTo be deleted.\n", 22, &r) == 0);
-	v = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/trash/old", NULL), 200);
+	CHECK_INT(fetch_page(port, "/trash/old", NULL), 200);
 	snprintf(hdr, sizeof(hdr), "If-Match: \"%064d\"\r\n", 7);
 	CHECK(del("trash/old.md", hdr, &r) == 0);
 	CHECK_INT(r.status, 412);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(exists("trash/old.md"));
 	CHECK(del("trash/old.md", NULL, &r) == 0);
 	CHECK_INT(r.status, 200);
-	v = th_json_u64(r.body.ptr, "version");
+	v = body_u64(r.body.ptr, "version");
 	CHECK(v > 0);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(!exists("trash/old.md"));
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/trash/old", NULL), 404);
+	CHECK_INT(fetch_page(port, "/trash/old", NULL), 404);
 	CHECK(del("trash/old.md", NULL, &r) == 0);
 	CHECK_INT(r.status, 404);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(del("no/such/folder/x.md", NULL, &r) == 0);
 	CHECK_INT(r.status, 404);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(del("notes", NULL, &r) == 0);
 	CHECK_INT(r.status, 409);
-	th_resp_free(&r);
+	resp_free(&r);
 }
 
-static int move(const char *json, struct th_resp *r)
+static int move(const char *json, struct resp *r)
 {
-	return th_request(port, "POST", "/api/v1/move", AUTH, json, strlen(json), r);
+	return fetch_request(port, "POST", "/api/v1/move", AUTH, json, strlen(json), r);
 }
 
 static void test_move(void)
 {
 	struct buf b = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 	long long v;
 
 	CHECK(put("notes/movable.md", NULL, "# Movable\n\nI travel.\n", 21, &r) == 0);
-	v = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/notes/movable", NULL), 200);
+	CHECK_INT(fetch_page(port, "/notes/movable", NULL), 200);
 	CHECK(move("{\"from\":\"notes/movable.md\",\"to\":\"archive/2024/moved.md\"}", &r) == 0);
 	CHECK_INT(r.status, 200);
-	v = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	CHECK(!exists("notes/movable.md"));
 	CHECK(read_back("archive/2024/moved.md", &b) == 0 && strcmp(b.ptr, "# Movable\n\nI travel.\n") == 0);
 	CHECK_INT(wait_for(v), 200);
-	CHECK_INT(page("/archive/2024/moved", &b), 200);
+	CHECK_INT(fetch_page(port, "/archive/2024/moved", &b), 200);
 	CHECK(strstr(b.ptr, "I travel.") != NULL);
-	CHECK(page("/notes/movable", NULL) != 200);
+	CHECK(fetch_page(port, "/notes/movable", NULL) != 200);
 	/* refusals */
 	CHECK(move("{\"from\":\"notes/movable.md\",\"to\":\"x.md\"}", &r) == 0);
 	CHECK_INT(r.status, 404);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(move("{\"from\":\"archive/2024/moved.md\",\"to\":\"index.md\"}", &r) == 0);
 	CHECK_INT(r.status, 409);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(exists("archive/2024/moved.md"));
 	CHECK(move("{\"from\":\"archive/2024/moved.md\",\"to\":\"../escape.md\"}", &r) == 0);
 	CHECK_INT(r.status, 400);
 	CHECK(body_has(&r, "to: "));
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(move("{\"from\":\"archive/2024/moved.md\"}", &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(move("not json", &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(move("{\"from\":\"a.md\",\"to\":\"a.md\"}", &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	/* escapes in JSON strings */
 	CHECK(move("{\"to\":\"archive/caf\\u00e9 \\\"q\\\".md\",\"from\":\"archive/2024/moved.md\"}",
 		   &r) == 0);
 	CHECK_INT(r.status, 200);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(exists("archive/caf\xc3\xa9 \"q\".md"));
-	CHECK(th_request(port, "GET", "/api/v1/move", AUTH, NULL, 0, &r) == 0);
+	CHECK(fetch_request(port, "GET", "/api/v1/move", AUTH, NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 405);
-	th_resp_free(&r);
+	resp_free(&r);
 	buf_release(&b);
 }
 
 static void test_wait(void)
 {
-	struct th_resp r;
+	struct resp r;
 	char t[128];
 	double t0;
 	long long live;
 
 	CHECK(get("/api/v1/wait?version=1", &r) == 0);
 	CHECK_INT(r.status, 200);
-	live = th_json_u64(r.body.ptr, "version");
+	live = body_u64(r.body.ptr, "version");
 	CHECK(live >= 1);
-	th_resp_free(&r);
+	resp_free(&r);
 	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=300", live + 1000);
 	t0 = now_s();
 	CHECK(get(t, &r) == 0);
 	CHECK_INT(r.status, 408);
 	CHECK(now_s() - t0 >= 0.28 && now_s() - t0 < 2.0);
-	th_resp_free(&r);
+	resp_free(&r);
 	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=0", live + 1000);
 	CHECK(get(t, &r) == 0);
 	CHECK_INT(r.status, 408);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(get("/api/v1/wait", &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 	CHECK(get("/api/v1/wait?version=x", &r) == 0);
 	CHECK_INT(r.status, 400);
-	th_resp_free(&r);
+	resp_free(&r);
 }
 
 struct waiting {
@@ -824,7 +749,7 @@ static void *wait_thread(void *arg)
 static void test_put_to_live(void)
 {
 	struct waiting w;
-	struct th_resp r;
+	struct resp r;
 	pthread_t t;
 	double t0, best = 1e9, sum = 0;
 	int i, n = 10;
@@ -835,8 +760,8 @@ static void test_put_to_live(void)
 		snprintf(body, sizeof(body), "# Latency\n\nround %d\n", i);
 		t0 = now_s();
 		CHECK(put("latency.md", NULL, body, strlen(body), &r) == 0);
-		v = th_json_u64(r.body.ptr, "version");
-		th_resp_free(&r);
+		v = body_u64(r.body.ptr, "version");
+		resp_free(&r);
 		w.version = v;
 		CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);
 		CHECK(pthread_join(t, NULL) == 0);
@@ -845,7 +770,7 @@ static void test_put_to_live(void)
 			best = w.done - t0;
 		sum += w.done - t0;
 	}
-	CHECK_INT(page("/latency", NULL), 200);
+	CHECK_INT(fetch_page(port, "/latency", NULL), 200);
 	fprintf(stderr, "  PUT -> live: best %.1f ms, mean %.1f ms over %d writes\n", best * 1e3,
 		sum / n * 1e3, n);
 
@@ -853,8 +778,8 @@ static void test_put_to_live(void)
 	{
 		long long live;
 		CHECK(get("/api/v1/wait?version=1", &r) == 0);
-		live = th_json_u64(r.body.ptr, "version");
-		th_resp_free(&r);
+		live = body_u64(r.body.ptr, "version");
+		resp_free(&r);
 		w.version = live + 1;
 		w.status = 0;
 		CHECK(pthread_create(&t, NULL, wait_thread, &w) == 0);
@@ -862,7 +787,7 @@ static void test_put_to_live(void)
 		CHECK_INT(w.status, 0); /* still parked */
 		t0 = now_s();
 		CHECK(put("latency.md", NULL, "# Latency\n\nwoken\n", 17, &r) == 0);
-		th_resp_free(&r);
+		resp_free(&r);
 		CHECK(pthread_join(t, NULL) == 0);
 		CHECK_INT(w.status, 200);
 		fprintf(stderr, "  parked wait answered %.1f ms after the PUT was sent\n",
@@ -923,7 +848,7 @@ static void test_manifest(void)
 	struct syncapi_stats st0, st1;
 	struct vault_scan scan = VAULT_SCAN_INIT;
 	struct diag_list diags;
-	struct th_resp r;
+	struct resp r;
 	size_t n;
 
 	/* a temporary file left by a crash: never listed, never served */
@@ -932,32 +857,32 @@ static void test_manifest(void)
 	usleep(60 * 1000); /* older than the racy window */
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
-	CHECK_STR(th_header(&r, "Content-Type"), "application/json");
-	CHECK(th_json_u64(r.body.ptr, "version") == (long long)loader_version(loader));
+	CHECK_STR(hdr(&r, "Content-Type"), "application/json");
+	CHECK(body_u64(r.body.ptr, "version") == (long long)loader_version(srv.loader));
 	n = check_manifest(r.body.ptr, "notes/.quire-tmp-999-1");
 	CHECK(!body_has(&r, "quire-tmp") && !body_has(&r, ".obsidian"));
-	th_resp_free(&r);
+	resp_free(&r);
 	diag_list_init(&diags);
 	CHECK(vault_scan(vault, NULL, &scan, &diags) == 0);
 	CHECK_INT(n, scan.n);
 	vault_scan_release(&scan);
 	diag_list_release(&diags);
-	CHECK_INT(page("/notes/.quire-tmp-999-1", NULL), 404);
-	CHECK(page("/notes/-quire-tmp-999-1", NULL) == 404);
+	CHECK_INT(fetch_page(port, "/notes/.quire-tmp-999-1", NULL), 404);
+	CHECK(fetch_page(port, "/notes/-quire-tmp-999-1", NULL) == 404);
 
 	/* one edit: one file hashed */
-	syncapi_get_stats(api, &st0);
+	syncapi_get_stats(srv.sync, &st0);
 	tv_write(vault, "notes/hello.md", "# Hello\n\nEdited on disk.\n");
 	usleep(60 * 1000);
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
 	check_manifest(r.body.ptr, NULL);
-	th_resp_free(&r);
-	syncapi_get_stats(api, &st1);
+	resp_free(&r);
+	syncapi_get_stats(srv.sync, &st1);
 	CHECK_INT(st1.hashed - st0.hashed, 1);
 	CHECK(get("/api/v1/manifest", &r) == 0);
-	th_resp_free(&r);
-	syncapi_get_stats(api, &st0);
+	resp_free(&r);
+	syncapi_get_stats(srv.sync, &st0);
 	CHECK_INT(st0.hashed - st1.hashed, 0);
 	/* same size and mtime, different bytes: ctime tells */
 	{
@@ -975,7 +900,7 @@ static void test_manifest(void)
 		free(p);
 		CHECK(get("/api/v1/manifest", &r) == 0);
 		check_manifest(r.body.ptr, NULL);
-		th_resp_free(&r);
+		resp_free(&r);
 	}
 	{
 		char *p = disk_path("notes/.quire-tmp-999-1");
@@ -988,12 +913,12 @@ static void test_manifest(void)
 static void test_restart(void)
 {
 	struct syncapi_stats st;
-	struct th_resp r;
+	struct resp r;
 
 	/* settle: files hashed within the racy window are hashed once more */
 	usleep(60 * 1000);
 	CHECK(get("/api/v1/manifest", &r) == 0);
-	th_resp_free(&r);
+	resp_free(&r);
 	stop_server();
 	tv_write(vault, "media/.quire-tmp-123-9", "partial");
 	start_server();
@@ -1001,8 +926,8 @@ static void test_restart(void)
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
 	check_manifest(r.body.ptr, NULL);
-	th_resp_free(&r);
-	syncapi_get_stats(api, &st);
+	resp_free(&r);
+	syncapi_get_stats(srv.sync, &st);
 	CHECK_INT(st.hashed, 0);
 }
 

@@ -12,67 +12,34 @@
  * vault's folder name; default obsidian-tasks-docs, the benchmark suite
  * runs pwsh-docs).
  */
-#include "edits.h"
-
-#include "http/http.h"
-#include "site/loader.h"
+#include "lib/edits.h"
+#include "lib/httpc.h"
+#include "lib/server.h"
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "markdown/markdown.h"
 #include "site/site.h"
 #include "sync/syncapi.h"
-#include "testhttp.h"
 
-#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #define TOKEN "property-test-token"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
 
-static struct snapshot_slot slot;
-static struct loader *loader;
-static struct http_server *srv;
-static struct syncapi *api;
-static pthread_t thread;
-static int port;
+static struct site_server srv;
 static char *mirror, *server;
-
-static void *run_server(void *arg)
-{
-	(void)arg;
-	http_server_run(srv);
-	return NULL;
-}
 
 static void start(void)
 {
-	struct http_options ho;
 	struct syncapi_options so;
+	struct site_server_options o = { .threads = 2, .max_body_size = 64 << 20, .sync = &so };
 
-	snapshot_slot_init(&slot);
-	loader = loader_new(server, NULL, &slot);
-	CHECK(loader != NULL);
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:0";
-	ho.threads = 2;
-	ho.slot = &slot;
-	ho.max_body_size = 64 << 20;
-	srv = http_server_new(&ho);
 	memset(&so, 0, sizeof(so));
 	so.vault = server;
 	so.token = TOKEN;
-	api = syncapi_new(&so, loader);
-	CHECK(srv && api && syncapi_register(api, srv) == 0);
-	port = http_server_port(srv);
-	CHECK(loader_start(loader) == 0);
-	CHECK(pthread_create(&thread, NULL, run_server, NULL) == 0);
-}
-
-static void stop(void)
-{
-	http_server_stop(srv);
-	pthread_join(thread, NULL);
-	syncapi_free(api);
-	http_server_free(srv);
-	loader_free(loader);
-	snapshot_slot_release(&slot);
+	site_server_start(&srv, server, &o);
 }
 
 static void target(struct buf *t, const char *rel)
@@ -86,24 +53,24 @@ static void target(struct buf *t, const char *rel)
 static long long send_path(const char *rel)
 {
 	struct buf full = BUF_INIT, data = BUF_INIT, t = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 	long long v = 0;
 
 	buf_addf(&full, "%s/%s", mirror, rel);
 	target(&t, rel);
 	if (read_file(full.ptr, &data) == 0) {
-		if (th_request(port, "PUT", t.ptr, AUTH, data.ptr, data.len, &r) == 0 &&
+		if (fetch_request(srv.port, "PUT", t.ptr, AUTH, data.ptr, data.len, &r) == 0 &&
 		    (r.status == 200 || r.status == 201))
-			v = th_json_u64(r.body.ptr, "version");
+			v = body_u64(r.body.ptr, "version");
 		else
 			fprintf(stderr, "  PUT %s: %d\n", rel, r.status);
-	} else if (th_request(port, "DELETE", t.ptr, AUTH, NULL, 0, &r) == 0 &&
+	} else if (fetch_request(srv.port, "DELETE", t.ptr, AUTH, NULL, 0, &r) == 0 &&
 		   (r.status == 200 || r.status == 404)) {
-		v = r.status == 200 ? th_json_u64(r.body.ptr, "version") : 0;
+		v = r.status == 200 ? body_u64(r.body.ptr, "version") : 0;
 	} else {
 		fprintf(stderr, "  DELETE %s: %d\n", rel, r.status);
 	}
-	th_resp_free(&r);
+	resp_free(&r);
 	buf_release(&full);
 	buf_release(&data);
 	buf_release(&t);
@@ -126,7 +93,7 @@ static long long send_step(const struct step *st, const struct files *before)
 {
 	long long v = 0, w;
 	size_t i, k;
-	struct th_resp r;
+	struct resp r;
 
 	if (st->what && !strcmp(st->what, "rename note") && st->npaths == 2) {
 		struct buf body = BUF_INIT;
@@ -135,12 +102,12 @@ static long long send_step(const struct step *st, const struct files *before)
 		buf_adds(&body, "\",\"to\":\"");
 		buf_adds_json(&body, st->paths[1]);
 		buf_adds(&body, "\"}");
-		if (th_request(port, "POST", "/api/v1/move", AUTH "Content-Type: application/json\r\n",
+		if (fetch_request(srv.port, "POST", "/api/v1/move", AUTH "Content-Type: application/json\r\n",
 			       body.ptr, body.len, &r) == 0 && r.status == 200)
-			v = th_json_u64(r.body.ptr, "version");
+			v = body_u64(r.body.ptr, "version");
 		else
 			fprintf(stderr, "  move %s: %d %s\n", st->paths[0], r.status, r.body.ptr);
-		th_resp_free(&r);
+		resp_free(&r);
 		buf_release(&body);
 		return v;
 	}
@@ -157,16 +124,16 @@ static long long send_step(const struct step *st, const struct files *before)
 			buf_adds_json(&body, st->paths[1]);
 			buf_adds_json(&body, before->v[i] + flen);
 			buf_adds(&body, "\"}");
-			if (th_request(port, "POST", "/api/v1/move",
+			if (fetch_request(srv.port, "POST", "/api/v1/move",
 				       AUTH "Content-Type: application/json\r\n", body.ptr, body.len,
 				       &r) == 0 && r.status == 200) {
-				if ((w = th_json_u64(r.body.ptr, "version")) > v)
+				if ((w = body_u64(r.body.ptr, "version")) > v)
 					v = w;
 			} else {
 				fprintf(stderr, "  move %s: %d %s\n", before->v[i], r.status, r.body.ptr);
 				test_current_failed = 1;
 			}
-			th_resp_free(&r);
+			resp_free(&r);
 			buf_release(&body);
 		}
 		return v;
@@ -203,8 +170,8 @@ static void test_through_the_api(void)
 	server = tv_new();
 	buf_addf(&src, "%s/%s", tv_corpus(),
 		 getenv("QUIRE_VAULT") ? getenv("QUIRE_VAULT") : "obsidian-tasks-docs");
-	copy_tree(src.ptr, mirror);
-	copy_tree(src.ptr, server);
+	tv_copy(src.ptr, mirror);
+	tv_copy(src.ptr, server);
 	tv_write(mirror, "quire.yml", "title: Sync property test\nbase_url: https://example.org/\n");
 	tv_write(server, "quire.yml", "title: Sync property test\nbase_url: https://example.org/\n");
 	start();
@@ -212,9 +179,9 @@ static void test_through_the_api(void)
 		struct step st = { 0 };
 		struct snapshot *live, *fresh;
 		struct site *full;
-		struct th_resp r;
+		struct resp r;
 		long long v;
-		size_t diffs, k;
+		size_t diffs;
 
 		list_files(mirror, &files);
 		edit(mirror, &files, &st, i);
@@ -222,30 +189,24 @@ static void test_through_the_api(void)
 		if (v > 0) {
 			buf_reset(&waitp);
 			buf_addf(&waitp, "/api/v1/wait?version=%lld&timeout=10000", v);
-			CHECK(th_request(port, "GET", waitp.ptr, AUTH, NULL, 0, &r) == 0 && r.status == 200);
-			th_resp_free(&r);
+			CHECK(fetch_request(srv.port, "GET", waitp.ptr, AUTH, NULL, 0, &r) == 0 && r.status == 200);
+			resp_free(&r);
 		}
-		live = snapshot_acquire(&slot);
+		live = snapshot_acquire(&srv.slot);
 		full = site_load(server, &so);
 		fresh = site_snapshot(full, NULL);
 		diffs = compare(live, fresh);
-		if (diffs) {
-			fprintf(stderr, "step %u (%s", i, st.what);
-			for (k = 0; k < st.npaths; k++)
-				fprintf(stderr, " %s", st.paths[k]);
-			fprintf(stderr, "): %zu pages differ\n", diffs);
-			test_current_failed = 1;
-		}
+		if (diffs)
+			step_failed(NULL, i, &st, diffs);
 		snapshot_unref(live);
 		snapshot_unref(fresh);
 		site_free(full);
-		for (k = 0; k < st.npaths; k++)
-			free(st.paths[k]);
+		step_release(&st);
 		if (diffs)
 			break;
 	}
 	fprintf(stderr, "  %u steps through the sync API\n", i);
-	stop();
+	site_server_stop(&srv);
 	files_release(&files);
 	buf_release(&src);
 	buf_release(&waitp);

@@ -1,5 +1,5 @@
 /* test-unicode.c: sanitizing, normalization, folding, slugs and URLs. */
-#include "test.h"
+#include "lib/test.h"
 #include "util/unicode.h"
 #include "vault/vault.h"
 

@@ -7,15 +7,20 @@
  * with a sentinel: a change made after the ones that must not show, whose
  * report means those were read already.
  */
-#include "testutil.h" /* first: it defines _GNU_SOURCE */
-#include "test.h"
+#include "lib/tv.h"
+#include "lib/test.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 #include "vault/watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WAIT_MS 3000
 
@@ -443,14 +448,6 @@ static void test_rename_folder(void)
 	stop();
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void test_delete_folder(void)
 {
 	char *gone;
@@ -461,7 +458,7 @@ static void test_delete_folder(void)
 	tv_write(dir, "stay.md", "# Stay\n");
 	if (start()) {
 		gone = vpath(dir, "gone");
-		CHECK(nftw(gone, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+		CHECK(tv_rmtree(gone) == 0);
 		CHECK(wait_path(&col, "gone", 0));
 		/* the same name again, watched afresh */
 		collector_reset(&col);
@@ -633,7 +630,7 @@ static void test_root_deleted(void)
 	if (start()) {
 		copy = xstrdup(dir);
 		log_set_level(LOG_ERROR);
-		CHECK(nftw(copy, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+		CHECK(tv_rmtree(copy) == 0);
 		CHECK(wait_path(&col, "", 0));
 		/* back again: watched, and "" once more */
 		collector_reset(&col);

@@ -1,5 +1,6 @@
 /*
- * test.h: the tiny assert header every test program uses.
+ * test.h: the tiny assert header every test program uses (tests/lib/test.c
+ * holds its counters, so the helpers of tests/lib can check too).
  *
  *	static void test_something(void) { CHECK(1 + 1 == 2); CHECK_STR(a, "b"); }
  *	int main(void) { RUN(test_something); return test_done(); }
@@ -14,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int test_passed, test_failed, test_current_failed;
-static const char *test_current_name;
+extern int test_passed, test_failed, test_current_failed;
+extern const char *test_current_name;
 
 #define CHECK(cond)                                                                       \
 	do {                                                                              \
@@ -58,10 +59,10 @@ static const char *test_current_name;
 			test_passed++;                                                    \
 	} while (0)
 
-static inline int test_done(void)
-{
-	printf("%d passed, %d failed\n", test_passed, test_failed);
-	return test_failed ? 1 : 0;
-}
+/* Prints the closing line "N passed, N failed"; returns main's exit status. */
+int test_done(void);
+
+/* Seconds on the monotonic clock: for deadlines and timing checks. */
+double now_s(void);
 
 #endif

@@ -1,29 +1,28 @@
 /*
- * edits.h: a seeded random edit sequence on a copy of a real vault, and a
- * page-by-page comparison of two snapshots. Shared by the property tests:
- * test-incremental (edits applied through the loader) and test-syncprop
- * (the same edits driven through the sync API of a running server).
+ * edits.c: the seeded random edit sequence and the snapshot comparison of
+ * the property tests (see edits.h).
  *
- * edit() changes files under root (bodies, titles, links, embeds, tags,
- * aliases, slugs, publish flags, notes added, deleted and renamed,
- * attachments added and removed, folders removed and renamed) and records the paths it
- * touched; compare() returns how many pages differ, printing the first.
+ * The generator is splitmix64 on one global state, so a seed replays the
+ * same sequence on any machine; list_files() walks with nftw, whose
+ * callback takes no context, hence the walk's statics.
  */
-#ifndef QUIRE_EDITS_H
-#define QUIRE_EDITS_H
+#include "lib/edits.h"
 
-#include "testutil.h"
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "lib/test.h"
+#include "lib/tv.h"
 #include "util/gzip.h"
-#include "site/snapshot.h"
-#include "test.h"
-#include "vault/vault.h"
+#include "util/xalloc.h"
 
-#include <stdint.h>
+uint64_t rng_state;
 
-static uint64_t rng_state;
-
-static inline uint64_t rnd(void)
+uint64_t rnd(void)
 {
 	/* splitmix64: small, seeded, the same everywhere */
 	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
@@ -32,19 +31,14 @@ static inline uint64_t rnd(void)
 	return z ^ (z >> 31);
 }
 
-static inline size_t pick(size_t n)
+size_t pick(size_t n)
 {
 	return n ? (size_t)(rnd() % n) : 0;
 }
 
 /* ---- the vault on disk ---------------------------------------------------- */
 
-struct files {
-	char **v;
-	size_t n;
-};
-
-static inline void files_release(struct files *f)
+void files_release(struct files *f)
 {
 	size_t i;
 	for (i = 0; i < f->n; i++)
@@ -57,7 +51,7 @@ static inline void files_release(struct files *f)
 static const char *walk_root;
 static struct files *walk_out;
 
-static inline int walk_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int walk_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;
 	(void)ftw;
@@ -71,61 +65,18 @@ static inline int walk_one(const char *path, const struct stat *st, int flag, st
 	return 0;
 }
 
-static inline int cmp_str(const void *a, const void *b)
+static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static inline void list_files(const char *root, struct files *out)
+void list_files(const char *root, struct files *out)
 {
 	files_release(out);
 	walk_root = root;
 	walk_out = out;
 	nftw(root, walk_one, 16, FTW_PHYS);
 	qsort(out->v, out->n, sizeof(char *), cmp_str);
-}
-
-static inline int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw);
-static const char *copy_from, *copy_to;
-
-static inline int copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	struct buf dst = BUF_INIT, data = BUF_INIT;
-
-	(void)ftw;
-	buf_addf(&dst, "%s%s", copy_to, path + strlen(copy_from));
-	if (flag == FTW_D)
-		mkdir(dst.ptr, 0755);
-	else if (flag == FTW_F && read_file(path, &data) == 0)
-		tv_write_len(copy_to, dst.ptr + strlen(copy_to) + 1, data.ptr, data.len);
-	(void)st;
-	buf_release(&dst);
-	buf_release(&data);
-	return 0;
-}
-
-static inline void copy_tree(const char *from, const char *to)
-{
-	copy_from = from;
-	copy_to = to;
-	nftw(from, copy_one, 16, FTW_PHYS);
-}
-
-static inline void read_rel(const char *root, const char *rel, struct buf *out)
-{
-	struct buf p = BUF_INIT;
-	buf_addf(&p, "%s/%s", root, rel);
-	if (read_file(p.ptr, out) < 0)
-		buf_reset(out);
-	buf_release(&p);
-}
-
-static inline void unlink_rel(const char *root, const char *rel)
-{
-	struct buf p = BUF_INIT;
-	buf_addf(&p, "%s/%s", root, rel);
-	unlink(p.ptr);
-	buf_release(&p);
 }
 
 /* ---- edits ---------------------------------------------------------------- */
@@ -136,7 +87,7 @@ static const char *const words[] = {
 	"Привет", "東京",
 };
 
-static inline const char *note_name(const char *path, struct buf *out)
+static const char *note_name(const char *path, struct buf *out)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
@@ -145,13 +96,13 @@ static inline const char *note_name(const char *path, struct buf *out)
 	return out->ptr;
 }
 
-static inline int is_md(const char *p)
+int is_md(const char *p)
 {
 	size_t n = strlen(p);
 	return n > 3 && strcmp(p + n - 3, ".md") == 0;
 }
 
-static inline const char *random_note(struct files *f)
+static const char *random_note(struct files *f)
 {
 	size_t tries;
 	for (tries = 0; tries < 100; tries++) {
@@ -163,7 +114,7 @@ static inline const char *random_note(struct files *f)
 }
 
 /* Inserts a frontmatter line (after the opening ---, adding a block if there is none). */
-static inline void set_front(struct buf *text, const char *line)
+static void set_front(struct buf *text, const char *line)
 {
 	struct buf out = BUF_INIT;
 
@@ -182,7 +133,7 @@ static inline void set_front(struct buf *text, const char *line)
 }
 
 /* Removes the first line containing needle (outside of nothing in particular). */
-static inline int drop_line(struct buf *text, const char *needle)
+static int drop_line(struct buf *text, const char *needle)
 {
 	char *hit = strstr(text->ptr, needle), *start, *end;
 	if (!hit)
@@ -197,19 +148,13 @@ static inline int drop_line(struct buf *text, const char *needle)
 	return 1;
 }
 
-struct step {
-	const char *what;
-	char *paths[4];
-	size_t npaths;
-};
-
-static inline void touched(struct step *st, const char *rel)
+static void touched(struct step *st, const char *rel)
 {
 	if (st->npaths < 4)
 		st->paths[st->npaths++] = xstrdup(rel);
 }
 
-static inline void edit(const char *root, struct files *f, struct step *st, unsigned counter)
+void edit(const char *root, struct files *f, struct step *st, unsigned counter)
 {
 	struct buf text = BUF_INIT, name = BUF_INIT, rel = BUF_INIT;
 	const char *target = random_note(f), *other = random_note(f);
@@ -218,7 +163,7 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 	if (!target || !other)
 		op = 6;
 	if (op <= 9 || op == 15 || op == 19)
-		read_rel(root, target, &text);
+		tv_read(root, target, &text);
 	switch (op) {
 	case 0: /* body edit */
 		st->what = "edit body";
@@ -287,15 +232,15 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 		break;
 	case 10: /* delete a note */
 		st->what = "delete note";
-		unlink_rel(root, target);
+		tv_unlink(root, target);
 		touched(st, target);
 		goto out;
 	case 11: { /* rename a note (as an editor does: the old path vanishes, a new one appears) */
 		struct buf dst = BUF_INIT;
 		st->what = "rename note";
-		read_rel(root, target, &text);
+		tv_read(root, target, &text);
 		buf_addf(&dst, "renamed/%s %u.md", note_name(target, &name), counter);
-		unlink_rel(root, target);
+		tv_unlink(root, target);
 		tv_write_len(root, dst.ptr, text.ptr, text.len);
 		touched(st, target);
 		touched(st, dst.ptr);
@@ -307,7 +252,7 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 		buf_addf(&rel, "media/pic-%u.png", (unsigned)pick(3));
 		tv_write_len(root, rel.ptr, "\x89PNG\r\n\x1a\nfake", 12);
 		touched(st, rel.ptr);
-		read_rel(root, target, &text);
+		tv_read(root, target, &text);
 		buf_addf(&text, "\n![[pic-%u.png|200]]\n", (unsigned)pick(3));
 		tv_write_len(root, target, text.ptr, text.len);
 		touched(st, target);
@@ -319,7 +264,7 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 		for (i = 0; i < f->n; i++) {
 			const char *p = f->v[(i + pick(f->n)) % f->n];
 			if (!is_md(p)) {
-				unlink_rel(root, p);
+				tv_unlink(root, p);
 				touched(st, p);
 				break;
 			}
@@ -330,14 +275,14 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 		const char *slash = strrchr(target, '/');
 		st->what = "delete folder";
 		if (!slash || strncmp(target, "new/", 4) != 0) {
-			unlink_rel(root, target);
+			tv_unlink(root, target);
 			touched(st, target);
 		} else {
 			size_t i;
 			buf_add(&rel, target, (size_t)(slash - target));
 			for (i = 0; i < f->n; i++)
 				if (strncmp(f->v[i], rel.ptr, rel.len) == 0 && f->v[i][rel.len] == '/')
-					unlink_rel(root, f->v[i]);
+					tv_unlink(root, f->v[i]);
 			touched(st, rel.ptr);
 		}
 		goto out;
@@ -366,7 +311,7 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 	case 17: { /* a note replaced by a folder of the same name, holding a note */
 		st->what = "note becomes folder";
 		buf_addf(&rel, "%s/inside %u.md", target, counter);
-		unlink_rel(root, target);
+		tv_unlink(root, target);
 		buf_reset(&text);
 		buf_addf(&text, "# Inside\n\nIn a folder named like a note: [[%s]], ![[%s]].\n",
 			 note_name(other, &name), note_name(other, &name));
@@ -389,7 +334,7 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 		buf_add(&rel, dir, (size_t)(md + 3 - dir));
 		buf_reset(&name);
 		buf_addf(&name, "%s/%s", root, rel.ptr);
-		nftw(name.ptr, tv_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		tv_rmtree(name.ptr);
 		tv_write(root, rel.ptr, "# Back\n\nA note again, linking [[Future note 1]].\n");
 		touched(st, rel.ptr);
 		goto out;
@@ -419,7 +364,7 @@ static inline void edit(const char *root, struct files *f, struct step *st, unsi
 	case 19: { /* deleted and written back before anyone looked; reported with its folder */
 		const char *slash = strrchr(target, '/');
 		st->what = "delete and restore";
-		unlink_rel(root, target);
+		tv_unlink(root, target);
 		buf_addf(&text, "\nRestored %u.\n", counter);
 		tv_write_len(root, target, text.ptr, text.len);
 		touched(st, target);
@@ -441,9 +386,29 @@ out:
 	buf_release(&rel);
 }
 
+void step_failed(const char *prefix, unsigned i, const struct step *st, size_t diffs)
+{
+	size_t k;
+
+	fprintf(stderr, "%s%sstep %u (%s", prefix ? prefix : "", prefix ? " " : "", i, st->what);
+	for (k = 0; k < st->npaths; k++)
+		fprintf(stderr, " %s", st->paths[k]);
+	fprintf(stderr, "): %zu pages differ\n", diffs);
+	test_current_failed = 1;
+}
+
+void step_release(struct step *st)
+{
+	size_t k;
+
+	for (k = 0; k < st->npaths; k++)
+		free(st->paths[k]);
+	st->npaths = 0;
+}
+
 /* ---- comparing ------------------------------------------------------------ */
 
-static inline int same_page(const struct page *a, const struct page *b)
+static int same_page(const struct page *a, const struct page *b)
 {
 	if (a->kind != b->kind || strcmp(a->content_type, b->content_type) != 0)
 		return 0;
@@ -460,7 +425,7 @@ static inline int same_page(const struct page *a, const struct page *b)
 	return 1;
 }
 
-static inline void show_difference(const struct page *a, const struct page *b)
+static void show_difference(const struct page *a, const struct page *b)
 {
 	size_t i, n = a->body_len < b->body_len ? a->body_len : b->body_len;
 	char *ab = NULL, *bb = NULL;
@@ -498,7 +463,7 @@ static inline void show_difference(const struct page *a, const struct page *b)
 }
 
 /* The pages of two hosts (either may be NULL), named for messages. */
-static inline size_t compare_host(const char *name, const struct snapshot_host *a,
+static size_t compare_host(const char *name, const struct snapshot_host *a,
 			   const struct snapshot_host *b)
 {
 	const struct map empty = MAP_INIT;
@@ -536,7 +501,7 @@ static inline size_t compare_host(const char *name, const struct snapshot_host *
 }
 
 /* Every host's pre-rendered pages, both ways. */
-static inline size_t compare_hosts(const struct snapshot *inc, const struct snapshot *full)
+static size_t compare_hosts(const struct snapshot *inc, const struct snapshot *full)
 {
 	const struct map empty = MAP_INIT;
 	const struct map *hi = inc->hosts ? &inc->hosts->by_name : &empty;
@@ -569,7 +534,7 @@ static inline size_t compare_hosts(const struct snapshot *inc, const struct snap
 }
 
 /* Returns the number of differing pages (printing the first few). */
-static inline size_t compare(const struct snapshot *inc, const struct snapshot *full)
+size_t compare(const struct snapshot *inc, const struct snapshot *full)
 {
 	struct ptable_iter it = PTABLE_ITER_INIT;
 	const struct page *v;
@@ -607,7 +572,7 @@ static inline size_t compare(const struct snapshot *inc, const struct snapshot *
  * round), or whose gzip bytes do not inflate to the page: what
  * site_gzip_pending() must have settled. Returns how many.
  */
-static inline size_t compare_gzip(const struct snapshot *inc, const struct snapshot *full)
+size_t compare_gzip(const struct snapshot *inc, const struct snapshot *full)
 {
 	struct ptable_iter it = PTABLE_ITER_INIT;
 	const struct page *v;
@@ -633,5 +598,3 @@ static inline size_t compare_gzip(const struct snapshot *inc, const struct snaps
 	}
 	return diffs;
 }
-
-#endif

@@ -1,51 +1,31 @@
 /*
- * httpc.h: a raw HTTP/1.1 client for tests that talk to a real server over
- * a socket: send exactly the bytes given, read and parse responses (also
- * several pipelined ones from one connection).
+ * httpc.c: the tests' HTTP/1.1 client (see httpc.h): blocking sockets, a
+ * receive buffer per connection, and a response parser that takes the
+ * length from Content-Length or, without one, reads to EOF.
  */
-#ifndef QUIRE_HTTPC_H
-#define QUIRE_HTTPC_H
+#include "lib/httpc.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
+#include <sys/time.h>
 #include <unistd.h>
 
-#include "util/buf.h"
+#include "util/json.h"
 #include "util/xalloc.h"
 
-/* ---- a raw HTTP/1.1 client ---- */
+const char *httpc_source;
 
-struct conn {
-	int fd;
-	struct buf in; /* received, not yet consumed from off */
-	size_t off;
-};
-
-struct resp {
-	int status;
-	int nh;
-	char *names[128], *values[128];
-	struct buf body;
-};
-
-static inline double now_s(void)
+int dial(int port, int rcvbuf)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static inline int dial(int port, int rcvbuf)
-{
-	struct sockaddr_in sa;
-	struct timeval tv = { 10, 0 };
+	struct sockaddr_in sa, src;
+	struct timeval tv = { 30, 0 };
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -54,6 +34,15 @@ static inline int dial(int port, int rcvbuf)
 		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (httpc_source) {
+		memset(&src, 0, sizeof(src));
+		src.sin_family = AF_INET;
+		if (inet_pton(AF_INET, httpc_source, &src.sin_addr) != 1 ||
+		    bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0) {
+			close(fd);
+			return -1;
+		}
+	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
 	sa.sin_port = htons((uint16_t)port);
@@ -65,7 +54,7 @@ static inline int dial(int port, int rcvbuf)
 	return fd;
 }
 
-static inline int conn_open(struct conn *c, int port)
+int conn_open(struct conn *c, int port)
 {
 	c->fd = dial(port, 0);
 	buf_init(&c->in, 0);
@@ -73,7 +62,7 @@ static inline int conn_open(struct conn *c, int port)
 	return c->fd;
 }
 
-static inline void conn_close(struct conn *c)
+void conn_close(struct conn *c)
 {
 	if (c->fd >= 0)
 		close(c->fd);
@@ -81,7 +70,7 @@ static inline void conn_close(struct conn *c)
 	buf_release(&c->in);
 }
 
-static inline int send_all(int fd, const void *data, size_t len)
+int send_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 
@@ -97,8 +86,7 @@ static inline int send_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-/* Reads more bytes into c->in; returns the count, 0 at EOF, -1 on error or timeout. */
-static inline ssize_t fill(struct conn *c)
+ssize_t conn_fill(struct conn *c)
 {
 	ssize_t n;
 
@@ -115,7 +103,7 @@ static inline ssize_t fill(struct conn *c)
 	return n;
 }
 
-static inline void resp_free(struct resp *r)
+void resp_free(struct resp *r)
 {
 	int i;
 
@@ -127,7 +115,7 @@ static inline void resp_free(struct resp *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static inline const char *hdr(const struct resp *r, const char *name)
+const char *hdr(const struct resp *r, const char *name)
 {
 	int i;
 
@@ -137,7 +125,7 @@ static inline const char *hdr(const struct resp *r, const char *name)
 	return NULL;
 }
 
-static inline int hdr_count(const struct resp *r, const char *name)
+int hdr_count(const struct resp *r, const char *name)
 {
 	int i, n = 0;
 
@@ -146,12 +134,7 @@ static inline int hdr_count(const struct resp *r, const char *name)
 	return n;
 }
 
-/*
- * Reads one response from c. head: the request was HEAD (no body follows).
- * Returns 0, or -1 when the connection closed or failed before a whole
- * response arrived.
- */
-static inline int read_resp(struct conn *c, struct resp *r, int head)
+int read_resp(struct conn *c, struct resp *r, int head)
 {
 	char *end, *line, *next;
 	const char *cl;
@@ -163,7 +146,7 @@ static inline int read_resp(struct conn *c, struct resp *r, int head)
 		end = c->in.len > c->off ? strstr(c->in.ptr + c->off, "\r\n\r\n") : NULL;
 		if (end)
 			break;
-		if (fill(c) <= 0)
+		if (conn_fill(c) <= 0)
 			return -1;
 	}
 	hlen = (size_t)(end - (c->in.ptr + c->off)) + 4;
@@ -197,7 +180,7 @@ static inline int read_resp(struct conn *c, struct resp *r, int head)
 		for (;;) {
 			buf_add(&r->body, c->in.ptr + c->off, c->in.len - c->off);
 			c->off = c->in.len;
-			if (fill(c) <= 0)
+			if (conn_fill(c) <= 0)
 				return 0;
 		}
 	}
@@ -206,7 +189,7 @@ static inline int read_resp(struct conn *c, struct resp *r, int head)
 		buf_add(&r->body, c->in.ptr + c->off, have);
 		want -= have;
 		c->off = c->in.len;
-		if (fill(c) <= 0)
+		if (conn_fill(c) <= 0)
 			return -1;
 	}
 	buf_add(&r->body, c->in.ptr + c->off, want);
@@ -214,21 +197,100 @@ static inline int read_resp(struct conn *c, struct resp *r, int head)
 	return 0;
 }
 
-/* One request on a fresh connection; returns read_resp's result. */
-static inline int fetch(int port, const char *raw, struct resp *r)
+/* raw on a fresh connection; head: the request is HEAD. */
+static int exchange(int port, const char *raw, size_t len, int head, struct resp *r)
 {
 	struct conn c;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	if (conn_open(&c, port) < 0)
+	if (conn_open(&c, port) < 0) {
+		conn_close(&c);
 		return -1;
-	rc = send_all(c.fd, raw, strlen(raw));
+	}
+	rc = send_all(c.fd, raw, len);
 	if (rc == 0)
-		rc = read_resp(&c, r, strncmp(raw, "HEAD ", 5) == 0);
+		rc = read_resp(&c, r, head);
 	conn_close(&c);
 	return rc;
 }
 
+int fetch(int port, const char *raw, struct resp *r)
+{
+	return exchange(port, raw, strlen(raw), strncmp(raw, "HEAD ", 5) == 0, r);
+}
 
-#endif
+int fetch_request(int port, const char *method, const char *target, const char *headers,
+		  const void *body, size_t len, struct resp *r)
+{
+	struct buf req = BUF_INIT;
+	int rc;
+
+	buf_addf(&req, "%s %s HTTP/1.1\r\nHost: test\r\nConnection: close\r\n%s", method, target,
+		 headers ? headers : "");
+	if (body)
+		buf_addf(&req, "Content-Length: %zu\r\n", len);
+	buf_adds(&req, "\r\n");
+	if (body)
+		buf_add(&req, body, len);
+	rc = exchange(port, req.ptr, req.len, strcmp(method, "HEAD") == 0, r);
+	buf_release(&req);
+	return rc;
+}
+
+int fetch_page(int port, const char *target, struct buf *body)
+{
+	struct resp r;
+	int status = -1;
+
+	if (fetch_request(port, "GET", target, NULL, NULL, 0, &r) == 0) {
+		status = r.status;
+		if (body) {
+			buf_reset(body);
+			buf_add(body, r.body.ptr, r.body.len);
+		}
+	}
+	resp_free(&r);
+	return status;
+}
+
+/*
+ * Positions jr on the value of a top-level field of a JSON object; 1 when
+ * found, 0 when not (or the JSON is bad).
+ */
+static int find_field(struct json_reader *jr, const char *body, const char *field)
+{
+	struct buf key = BUF_INIT;
+	int found = 0;
+
+	json_init(jr, body, strlen(body));
+	if (json_object(jr) == 0) {
+		while (json_key(jr, &key) > 0) {
+			if (strcmp(key.ptr, field) == 0) {
+				found = 1;
+				break;
+			}
+			if (json_skip(jr) < 0)
+				break;
+		}
+	}
+	buf_release(&key);
+	return found;
+}
+
+long long body_u64(const char *body, const char *field)
+{
+	struct json_reader jr;
+	uint64_t v = 0;
+
+	if (find_field(&jr, body, field) && json_u64(&jr, &v) == 0)
+		return (long long)v;
+	return -1;
+}
+
+int body_str(const char *body, const char *field, struct buf *out)
+{
+	struct json_reader jr;
+
+	return find_field(&jr, body, field) ? json_string(&jr, out) : -1;
+}

@@ -1,0 +1,65 @@
+/*
+ * tv.h: temporary vaults on disk for tests, and the corpus they copy.
+ *
+ *	char *dir = tv_new();
+ *	tv_write(dir, "folder/Note.md", "# Hi\n");
+ *	tv_copy("/path/to/corpus/vault", dir);
+ *	...
+ *	tv_remove(dir);
+ *
+ * Paths named "rel" are relative to the vault folder dir. Failures to
+ * create a folder or write a file end the test program (exit 1): a test
+ * that cannot set up its vault has nothing to check.
+ */
+#ifndef QUIRE_TEST_TV_H
+#define QUIRE_TEST_TV_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+
+/* A new empty folder under /tmp; free it with tv_remove(). */
+char *tv_new(void);
+
+/* Writes a file of the vault, making its folders. */
+void tv_write_len(const char *dir, const char *rel, const char *data, size_t len);
+void tv_write(const char *dir, const char *rel, const char *text);
+
+/* A file's bytes into out (reset to empty when it cannot be read). */
+void tv_read(const char *dir, const char *rel, struct buf *out);
+
+/* Unlinks a file of the vault (no matter if it is not there). */
+void tv_unlink(const char *dir, const char *rel);
+
+/* 1 when rel exists (stat follows links). */
+int tv_exists(const char *dir, const char *rel);
+
+/*
+ * Counts the temporary files of the sync API (".quire-tmp-*") under
+ * dir/rel, in its folders too (not in dot-folders).
+ */
+int tv_count_tmp(const char *dir, const char *rel);
+
+/*
+ * Copies every file and folder under from into the folder to, as files of
+ * their own (a vault from the corpus, or vault-sample). Returns nftw's
+ * result: 0, or -1 when from cannot be walked.
+ */
+int tv_copy(const char *from, const char *to);
+
+/* Removes path and everything under it; nftw's result (0 or -1). */
+int tv_rmtree(const char *path);
+
+/* Removes the vault and frees dir. */
+void tv_remove(char *dir);
+
+/* The corpus folder (../shared/corpus beside the project), from $QUIRE_CORPUS. */
+const char *tv_corpus(void);
+
+/*
+ * Runs xmllint on bytes: validated against tests/data/<schema> when schema
+ * is set, else only parsed. 1 when it passes.
+ */
+int tv_xmllint(const char *bytes, size_t len, const char *schema);
+
+#endif
