@@ -33,18 +33,22 @@
  *
  * Figures, not assertions.
  */
-#define _GNU_SOURCE
-#include "../tests/testhttp.h"
+#include "lib/httpc.h"
+#include "lib/test.h" /* now_s() */
 #include "vault/vault.h"
 #include "util/xalloc.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -229,11 +233,11 @@ static size_t find_notes(const char *root, struct note **out)
 	snprintf(cmd, sizeof(cmd), "cd '%s' && find . -name '*.md' -not -path '*/.*' | sort", root);
 	f = popen(cmd, "r");
 	while (f && fgets(line, sizeof(line), f)) {
-		struct th_resp r;
+		struct resp r;
 		char *path = line + 2, *url;
 		line[strcspn(line, "\n")] = '\0';
 		url = note_url(path);
-		if (th_request(port, "GET", url, NULL, NULL, 0, &r) == 0 && r.status == 200) {
+		if (fetch_request(port, "GET", url, NULL, NULL, 0, &r) == 0 && r.status == 200) {
 			ALLOC_GROW(v, n + 1, alloc);
 			v[n].path = xstrdup(path);
 			v[n].url = url;
@@ -241,7 +245,7 @@ static size_t find_notes(const char *root, struct note **out)
 		} else {
 			free(url);
 		}
-		th_resp_free(&r);
+		resp_free(&r);
 		if (n >= 400)
 			break;
 	}
@@ -254,7 +258,7 @@ static size_t find_notes(const char *root, struct note **out)
 static int put(const char *root, const char *path, const char *extra, long long *version)
 {
 	struct buf full = BUF_INIT, data = BUF_INIT, t = BUF_INIT;
-	struct th_resp r;
+	struct resp r;
 	int ok;
 
 	buf_addf(&full, "%s/%s", root, path);
@@ -262,11 +266,11 @@ static int put(const char *root, const char *path, const char *extra, long long 
 	buf_adds(&data, extra);
 	buf_adds(&t, "/api/v1/files/");
 	buf_add_urlpath(&t, path, strlen(path));
-	ok = th_request(port, "PUT", t.ptr, AUTH, data.ptr, data.len, &r) == 0 &&
+	ok = fetch_request(port, "PUT", t.ptr, AUTH, data.ptr, data.len, &r) == 0 &&
 	     (r.status == 200 || r.status == 201);
 	if (ok && version)
-		*version = th_json_u64(r.body.ptr, "version");
-	th_resp_free(&r);
+		*version = body_u64(r.body.ptr, "version");
+	resp_free(&r);
 	buf_release(&full);
 	buf_release(&data);
 	buf_release(&t);
@@ -324,17 +328,17 @@ static void *read_loop(void *arg)
 	rd->realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
 	for (due = rd->start; due < atomic_load(&rd->end); due += READ_EVERY_NS) {
 		struct read_sample *s;
-		struct th_resp r;
+		struct resp r;
 
 		sleep_until(due);
 		ALLOC_GROW(rd->v, rd->n + 1, rd->alloc);
 		s = &rd->v[rd->n++];
 		s->due = due;
 		s->sent = now_ns();
-		s->ok = th_request(port, "GET", rd->url, "Accept-Encoding: gzip\r\n", NULL, 0, &r) == 0 &&
+		s->ok = fetch_request(port, "GET", rd->url, "Accept-Encoding: gzip\r\n", NULL, 0, &r) == 0 &&
 			r.status == 200;
 		s->done = now_ns();
-		th_resp_free(&r);
+		resp_free(&r);
 	}
 	return NULL;
 }
@@ -421,7 +425,7 @@ static int sync_notes(const char *root, const struct note *notes, size_t nnotes,
 	long long t0 = now_ns();
 	long long v = 0, last = 0;
 	char target[128];
-	struct th_resp r;
+	struct resp r;
 	int ret = 0;
 	size_t i;
 
@@ -433,9 +437,9 @@ static int sync_notes(const char *root, const struct note *notes, size_t nnotes,
 	}
 	*puts_ns = now_ns() - t0;
 	snprintf(target, sizeof(target), "/api/v1/wait?version=%lld&timeout=10000", last);
-	if (th_request(port, "GET", target, AUTH, NULL, 0, &r) != 0 || r.status != 200)
+	if (fetch_request(port, "GET", target, AUTH, NULL, 0, &r) != 0 || r.status != 200)
 		ret = -1;
-	th_resp_free(&r);
+	resp_free(&r);
 	return ret;
 }
 
@@ -466,7 +470,7 @@ int main(int argc, char **argv)
 	double *live;
 	pid_t pid;
 	FILE *f;
-	struct th_resp r;
+	struct resp r;
 	pthread_t t;
 	int ret = 0;
 
@@ -526,9 +530,9 @@ int main(int argc, char **argv)
 		if (!port && (port = served_port(logpath)) > 0)
 			printf("serving %s at http://127.0.0.1:%d/\n", root, port);
 		if (port) {
-			int up = th_request(port, "GET", "/healthz", NULL, NULL, 0, &r) == 0 &&
+			int up = fetch_request(port, "GET", "/healthz", NULL, NULL, 0, &r) == 0 &&
 				 r.status == 200;
-			th_resp_free(&r);
+			resp_free(&r);
 			if (up)
 				break;
 		}
@@ -557,9 +561,9 @@ int main(int argc, char **argv)
 
 		put(root, notes[0].path, "\n\nsync-bench-warm-up\n", NULL);
 		for (;;) {
-			int seen = th_request(port, "GET", notes[0].url, NULL, NULL, 0, &r) == 0 &&
+			int seen = fetch_request(port, "GET", notes[0].url, NULL, NULL, 0, &r) == 0 &&
 				   memmem(r.body.ptr, r.body.len, "sync-bench-warm-up", 18);
-			th_resp_free(&r);
+			resp_free(&r);
 			if (seen || now_ms() - t0 > 60000)
 				break;
 			usleep(250);
@@ -592,9 +596,9 @@ int main(int argc, char **argv)
 		}
 		t0 = now_ms();
 		for (;;) {
-			int seen = th_request(port, "GET", n->url, NULL, NULL, 0, &r) == 0 &&
+			int seen = fetch_request(port, "GET", n->url, NULL, NULL, 0, &r) == 0 &&
 				   memmem(r.body.ptr, r.body.len, marker, strlen(marker));
-			th_resp_free(&r);
+			resp_free(&r);
 			if (seen || now_ms() - t0 > 10000)
 				break;
 			usleep(250); /* poll, but leave the server's core to the server */

@@ -1580,7 +1580,7 @@ static void same_answer(struct search_reader *lists, struct search_reader *fts, 
 }
 
 /*
- * Queries of positive terms are ranked from row lists (rank_lists()); the
+ * Queries of positive terms are ranked from row lists (search_rank_lists()); the
  * answers must be the bytes FTS5 alone gives, on real notes (400 of the
  * PowerShell corpus), for pairs and triples of its 80 most frequent words
  * (more distinct words than a reader keeps lists of, so lists are evicted

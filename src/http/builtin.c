@@ -133,7 +133,7 @@ static void metrics(struct http_request *req, void *ctx)
 	http_reply_buf(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }
 
-int add_builtin_handlers(struct http_server *srv)
+int http_add_builtin_handlers(struct http_server *srv)
 {
 	if (http_server_add_handler(srv, "/healthz", health, srv) < 0 ||
 	    http_server_add_handler(srv, "/metrics", metrics, srv) < 0 ||

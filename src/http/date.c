@@ -110,7 +110,7 @@ static int hms(const char **p, int *h, int *m, int *s)
  * Returns 0 or -1; an invalid date is ignored by the callers, as RFC 9110
  * asks.
  */
-int parse_http_date(const char *s, time_t *out)
+int http_parse_http_date(const char *s, time_t *out)
 {
 	int day, mon, year, h, m, sec;
 
@@ -155,7 +155,7 @@ int parse_http_date(const char *s, time_t *out)
 }
 
 /* Refreshes the per-loop Date strings once a second. */
-void refresh_dates(struct worker *w)
+void http_refresh_dates(struct worker *w)
 {
 	struct timeval tv;
 	struct tm tm;
@@ -172,7 +172,7 @@ void refresh_dates(struct worker *w)
 			 tm.tm_sec);
 }
 
-const char *last_modified(struct worker *w, time_t t)
+const char *http_last_modified(struct worker *w, time_t t)
 {
 	if (t != w->lm_sec || !w->lm[0]) {
 		fmt_http_date(t, w->lm);

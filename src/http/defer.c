@@ -75,7 +75,7 @@ void http_deferred_header(struct http_deferred *d, const char *name, const char 
 	const unsigned char *p;
 
 	for (p = (const unsigned char *)name; *p; p++)
-		if (!token_char(*p))
+		if (!http_token_char(*p))
 			break;
 	if (!*name || *p || strpbrk(value, "\r\n")) {
 		log_warn("http: invalid deferred response header dropped");
@@ -173,7 +173,7 @@ static void request_of(struct worker *w, const struct http_deferred *d, struct h
 	r->uri = evhttp_request_get_uri(d->ev);
 }
 
-/* Sends one handed-back answer on its own loop (the fast path's respond()). */
+/* Sends one handed-back answer on its own loop (the fast path's http_respond()). */
 static void send_deferred(struct worker *w, struct http_deferred *d)
 {
 	struct http_request r;
@@ -183,19 +183,19 @@ static void send_deferred(struct worker *w, struct http_deferred *d)
 	buf_reset(&w->hdr);
 	buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
 	HDR_CONST(&r, "Cache-Control: no-store\r\n");
-	set_length(&r, len);
+	http_set_length(&r, len);
 	if (!r.head && len > 0) {
 		char *bytes = buf_detach(&d->body, NULL);
 		if (evbuffer_add_reference(evhttp_request_get_output_buffer(d->ev), bytes, len,
-					   free_bytes, bytes) < 0) {
+					   http_free_bytes, bytes) < 0) {
 			free(bytes);
 			log_warn("http: cannot queue a deferred response");
 		}
 	}
-	respond(&r, d->status);
+	http_respond(&r, d->status);
 }
 
-void on_done(evutil_socket_t fd, short what, void *arg)
+void http_on_done(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct http_deferred *d, *next;
@@ -213,7 +213,7 @@ void on_done(evutil_socket_t fd, short what, void *arg)
 		free_deferred(d);
 	}
 	if (w->stopping)
-		check_stop(w);
+		http_check_stop(w);
 }
 
 /*
@@ -221,7 +221,7 @@ void on_done(evutil_socket_t fd, short what, void *arg)
  * holder's answer, when it comes, is dropped. Only loop-owned fields of d
  * are touched: its headers and body belong to the holder until it replies.
  */
-void answer_parked(struct worker *w)
+void http_answer_parked(struct worker *w)
 {
 	static const char text[] = "Service Unavailable: the server is stopping\n";
 	struct http_deferred *d;
@@ -235,12 +235,12 @@ void answer_parked(struct worker *w)
 		d->ev = NULL;
 		buf_reset(&w->hdr);
 		HDR_CONST(&r, "Retry-After: 1\r\n");
-		respond_text(&r, 503, text);
+		http_respond_text(&r, 503, text);
 	}
 }
 
 /* True when a deferred request on con is waiting for its answer. */
-int has_deferred(struct worker *w, struct evhttp_connection *con)
+int http_has_deferred(struct worker *w, struct evhttp_connection *con)
 {
 	struct http_deferred *d;
 
@@ -256,7 +256,7 @@ int has_deferred(struct worker *w, struct evhttp_connection *con)
  * that evhttp had already detached from its connection (its client left)
  * is ours to free.
  */
-void kill_deferred(struct worker *w)
+void http_kill_deferred(struct worker *w)
 {
 	struct http_deferred *d;
 
@@ -268,7 +268,7 @@ void kill_deferred(struct worker *w)
 }
 
 /* Frees the answers that came back after the loop stopped: they are not sent. */
-void drop_late_answers(struct worker *w)
+void http_drop_late_answers(struct worker *w)
 {
 	struct http_deferred *d, *next;
 

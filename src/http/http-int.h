@@ -1,6 +1,6 @@
 /*
  * http-int.h: what the files of the HTTP front share (http.c, request.c,
- * static.c, respond.c, defer.c, builtin.c, date.c; http.c's header
+ * static.c, http_respond.c, defer.c, builtin.c, date.c; http.c's header
  * comment says which owns what). Private to src/http/: the public API is
  * http.h, and searchapi.c uses only that.
  *
@@ -73,7 +73,7 @@ struct conn {
 
 /*
  * A request taken over by a handler. Created and listed on its loop; the
- * holder fills hdr and body; queued back under the loop's done_lock.
+ * holder fills http_hdr and body; queued back under the loop's done_lock.
  */
 struct http_deferred {
 	struct worker *w;
@@ -177,15 +177,15 @@ static inline const char *in_header(struct evhttp_request *ev, const char *name)
 /* date.c */
 
 /* Refreshes the loop's Date (w->date) and log date (w->clf_date) once a second. */
-void refresh_dates(struct worker *w);
+void http_refresh_dates(struct worker *w);
 /* t as an HTTP date, in a per-loop buffer valid until the next call. */
-const char *last_modified(struct worker *w, time_t t);
+const char *http_last_modified(struct worker *w, time_t t);
 /*
  * Parses the three HTTP-date forms (IMF-fixdate, RFC 850, asctime) into
  * *out. Returns 0 or -1; an invalid date is ignored by the callers, as
  * RFC 9110 asks.
  */
-int parse_http_date(const char *s, time_t *out);
+int http_parse_http_date(const char *s, time_t *out);
 
 /* request.c */
 
@@ -193,42 +193,42 @@ int parse_http_date(const char *s, time_t *out);
  * evhttp's callback for every request it parsed: decodes the target,
  * then a handler or the snapshot answers it.
  */
-void on_request(struct evhttp_request *ev, void *arg);
+void http_on_request(struct evhttp_request *ev, void *arg);
 
-/* respond.c */
+/* http_respond.c */
 
 /* Decimal digits of v into out (at least 21 bytes); returns out. */
-char *fmt_u64(char *out, uint64_t v);
+char *http_fmt_u64(char *out, uint64_t v);
 /* The method's name for the access log, or "-" for one evhttp does not know. */
-const char *method_name(enum evhttp_cmd_type t);
+const char *http_method_name(enum evhttp_cmd_type t);
 /* Writes the loop's buffered access log lines to the log file. */
-void flush_log(struct worker *w);
+void http_flush_log(struct worker *w);
 /*
- * Response header lines, gathered in the loop's hdr buffer until
- * respond(): a whole line ("Name: value\r\n"), a constant one, or a name
+ * Response header lines, gathered in the loop's http_hdr buffer until
+ * http_respond(): a whole line ("Name: value\r\n"), a constant one, or a name
  * and a value (neither checked: callers pass their own or checked ones).
  */
-void hdr_line(struct http_request *r, const char *line, size_t len);
-#define HDR_CONST(r, s) hdr_line((r), (s), sizeof(s) - 1)
-void hdr(struct http_request *r, const char *name, const char *value);
-void set_length(struct http_request *r, uint64_t len);
+void http_hdr_line(struct http_request *r, const char *line, size_t len);
+#define HDR_CONST(r, s) http_hdr_line((r), (s), sizeof(s) - 1)
+void http_hdr(struct http_request *r, const char *name, const char *value);
+void http_set_length(struct http_request *r, uint64_t len);
 /*
  * Sends the response: status, the header lines gathered, and the body in
  * the request's output buffer. Every response goes through here; the
  * request (and its connection) may be freed when it returns.
  */
-void respond(struct http_request *r, int status);
+void http_respond(struct http_request *r, int status);
 /* A short plain-text answer (errors, 405, 503). */
-void respond_text(struct http_request *r, int status, const char *text);
+void http_respond_text(struct http_request *r, int status, const char *text);
 /* True for a byte of an HTTP token (a header name). */
-int token_char(unsigned char c);
+int http_token_char(unsigned char c);
 /* An evbuffer cleanup callback that frees arg (a buf_detach()ed body). */
-void free_bytes(const void *data, size_t len, void *arg);
+void http_free_bytes(const void *data, size_t len, void *arg);
 
 /* static.c */
 
 /* Cache-Control for a snapshot answer: a year for immutable assets, else revalidate. */
-void cache_control(struct http_request *r, int immutable);
+void http_cache_control(struct http_request *r, int immutable);
 /*
  * Sends a page that lives in memory: gzip or identity after the client's
  * Accept-Encoding, 304 for conditional requests when status is 200.
@@ -241,20 +241,20 @@ void serve_not_found(struct http_request *r);
 /* A miss: "/x/" that exists as "/x" (or the other way round) is a 301, else 404. */
 void serve_miss(struct http_request *r);
 /* 301 to prefix + path (decoded, encoded here) + the query, if any. */
-void redirect_to(struct http_request *r, const char *path, size_t len);
+void http_redirect_to(struct http_request *r, const char *path, size_t len);
 
 /* defer.c */
 
 /* The done pipe's callback: sends the answers handed back to this loop. */
-void on_done(evutil_socket_t fd, short what, void *arg);
+void http_on_done(evutil_socket_t fd, short what, void *arg);
 /* At a stop: answers the parked requests (long polls) 503 at once. */
-void answer_parked(struct worker *w);
+void http_answer_parked(struct worker *w);
 /* True when a deferred request on con is waiting for its answer. */
-int has_deferred(struct worker *w, struct evhttp_connection *con);
+int http_has_deferred(struct worker *w, struct evhttp_connection *con);
 /* Before evhttp frees its connections: no deferred request is touched after. */
-void kill_deferred(struct worker *w);
+void http_kill_deferred(struct worker *w);
 /* Frees the answers that came back after the loop stopped (needs done_lock). */
-void drop_late_answers(struct worker *w);
+void http_drop_late_answers(struct worker *w);
 
 /* builtin.c */
 
@@ -262,13 +262,13 @@ void drop_late_answers(struct worker *w);
  * Registers /healthz, /metrics and /healthz/host: called first, so that
  * they are handlers 0 to 2. Returns 0 or -1.
  */
-int add_builtin_handlers(struct http_server *srv);
+int http_add_builtin_handlers(struct http_server *srv);
 
 /* http.c */
 
 /* evhttp's callback when a response has been written: one fewer in flight. */
-void on_complete(struct evhttp_request *ev, void *arg);
+void http_on_complete(struct evhttp_request *ev, void *arg);
 /* While stopping: ends the loop once nothing is in flight or the grace period is over. */
-void check_stop(struct worker *w);
+void http_check_stop(struct worker *w);
 
 #endif

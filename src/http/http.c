@@ -18,13 +18,13 @@
  * computed at load; dates are formatted by hand and cached per loop.
  *
  * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
- * response side is ours (respond.c).
+ * response side is ours (http_respond.c).
  *
  * Files. This one owns the server: options, listening sockets, the loops
  * and their threads, connections, stopping, signals. request.c decodes a
  * request and dispatches it (handlers, hosts, the snapshot) and has the
  * handler table and the request accessors; static.c answers from the
- * snapshot (gzip, conditional requests, ranges, attachments); respond.c
+ * snapshot (gzip, conditional requests, ranges, attachments); http_respond.c
  * writes every response and the access log; defer.c carries deferred
  * replies back to their loop; builtin.c has /healthz and /metrics;
  * date.c formats and parses HTTP dates. What they share is http-int.h.
@@ -90,13 +90,13 @@
 
 /* ---- connections ---- */
 
-void on_complete(struct evhttp_request *ev, void *arg)
+void http_on_complete(struct evhttp_request *ev, void *arg)
 {
 	struct worker *w = arg;
 
 	w->inflight--;
 	if (w->stopping)
-		check_stop(w);
+		http_check_stop(w);
 }
 
 /* evhttp frees a connection: give its slot back. */
@@ -118,11 +118,11 @@ static void on_close(struct evhttp_connection *con, void *arg)
 	for (struct http_deferred *d = w->deferred; d; d = d->next)
 		if (d->ev && evhttp_request_get_connection(d->ev) == con)
 			d->ev = NULL;
-	/* a response cut off mid-write never reaches on_complete */
+	/* a response cut off mid-write never reaches http_on_complete */
 	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
 		w->inflight--;
 		if (w->stopping)
-			check_stop(w);
+			http_check_stop(w);
 	}
 }
 
@@ -232,7 +232,7 @@ static void accept_error(struct evconnlistener *lev, void *arg)
 
 /* ---- stopping ---- */
 
-void check_stop(struct worker *w)
+void http_check_stop(struct worker *w)
 {
 	struct timeval now;
 
@@ -245,7 +245,7 @@ void check_stop(struct worker *w)
 
 static void grace_tick(evutil_socket_t fd, short what, void *arg)
 {
-	check_stop(arg);
+	http_check_stop(arg);
 }
 
 static void begin_stop(struct worker *w)
@@ -256,7 +256,7 @@ static void begin_stop(struct worker *w)
 	if (w->stopping)
 		return;
 	w->stopping = 1;
-	/* first: answering parked requests below runs check_stop(), which reads it */
+	/* first: answering parked requests below runs http_check_stop(), which reads it */
 	gettimeofday(&now, NULL);
 	timeradd(&now, &grace, &w->deadline);
 	if (w->bound) {
@@ -264,18 +264,18 @@ static void begin_stop(struct worker *w)
 		w->bound = NULL;
 	}
 	adopt(-1, 0, w);
-	answer_parked(w);
+	http_answer_parked(w);
 	/* connections with nothing to write are idle (or mid-request): close them */
 	for (c = w->conns; c; c = next) {
 		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
 		next = c->next;
 		if ((!bev || evbuffer_get_length(bufferevent_get_output(bev)) == 0) &&
-		    !has_deferred(w, c->con))
+		    !http_has_deferred(w, c->con))
 			evhttp_connection_free(c->con); /* on_close frees c */
 	}
 	if (event_add(w->grace_ev, &tick) < 0)
 		log_warn("http: cannot arm the stop timer");
-	check_stop(w);
+	http_check_stop(w);
 }
 
 static void on_control(evutil_socket_t fd, short what, void *arg)
@@ -292,7 +292,7 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
 	struct worker *w = arg;
 
 	if (w->log.len)
-		flush_log(w);
+		http_flush_log(w);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -416,12 +416,12 @@ static void worker_free(struct worker *w)
 	for (i = 0; i < w->npending; i++)
 		(void)bufferevent_decref(w->pending[i]);
 	free(w->pending);
-	kill_deferred(w);
+	http_kill_deferred(w);
 	if (w->http)
 		evhttp_free(w->http); /* closes the listener and every connection */
 	/* answers that came back after the loop stopped */
 	if (w->done_lock_init)
-		drop_late_answers(w);
+		http_drop_late_answers(w);
 	if (w->deferred)
 		log_error("http: loop %d freed with deferred requests never answered", w->index);
 	if (w->done_ev)
@@ -451,7 +451,7 @@ static void worker_free(struct worker *w)
 	if (w->ctl[1] >= 0)
 		close(w->ctl[1]);
 	if (w->log.len && w->srv->log_fd >= 0)
-		flush_log(w);
+		http_flush_log(w);
 	buf_release(&w->log);
 	buf_release(&w->hdr);
 	buf_release(&w->head);
@@ -502,7 +502,7 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	w->grace_ev = event_new(w->base, -1, EV_PERSIST, grace_tick, w);
 	w->resume_ev = event_new(w->base, -1, 0, resume_accept, w);
 	w->flush_ev = event_new(w->base, -1, EV_PERSIST, on_flush, w);
-	w->done_ev = event_new(w->base, w->done_pipe[0], EV_READ | EV_PERSIST, on_done, w);
+	w->done_ev = event_new(w->base, w->done_pipe[0], EV_READ | EV_PERSIST, http_on_done, w);
 	if (!w->ctl_ev || !w->adopt_ev || !w->grace_ev || !w->resume_ev || !w->flush_ev ||
 	    !w->done_ev || event_add(w->ctl_ev, NULL) < 0 || event_add(w->done_ev, NULL) < 0) {
 		log_error("http: cannot create events");
@@ -519,9 +519,9 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	evhttp_set_timeout_tv(w->http, &srv->read_tv);
 	evhttp_set_max_headers_size(w->http, (ev_ssize_t)srv->opt.max_header_size);
 	evhttp_set_max_body_size(w->http, (ev_ssize_t)srv->opt.max_body_size);
-	/* every method reaches on_request, which answers 405 with Allow itself */
+	/* every method reaches http_on_request, which answers 405 with Allow itself */
 	evhttp_set_allowed_methods(w->http, 0xffff);
-	evhttp_set_gencb(w->http, on_request, w);
+	evhttp_set_gencb(w->http, http_on_request, w);
 	evhttp_set_bevcb(w->http, make_bev, w);
 	if (!(w->bound = evhttp_accept_socket_with_handle(w->http, fd))) {
 		log_error("http: cannot accept on the listening socket");
@@ -613,7 +613,7 @@ struct http_server *http_server_new(const struct http_options *opt)
 			goto fail;
 		srv->nworkers = i + 1;
 	}
-	if (add_builtin_handlers(srv) < 0)
+	if (http_add_builtin_handlers(srv) < 0)
 		goto fail;
 	return srv;
 fail:
@@ -682,14 +682,14 @@ int http_server_run(struct http_server *srv)
 	for (i = 0; i < srv->nworkers; i++) {
 		struct worker *w = srv->workers[i];
 		adopt(-1, 0, w);
-		kill_deferred(w);
+		http_kill_deferred(w);
 		if (w->http) {
 			evhttp_free(w->http);
 			w->http = NULL;
 			w->bound = NULL;
 		}
 		if (w->log.len)
-			flush_log(w);
+			http_flush_log(w);
 	}
 	if ((srv->sig_int && event_del(srv->sig_int) < 0) ||
 	    (srv->sig_term && event_del(srv->sig_term) < 0) ||

@@ -1,7 +1,7 @@
 /*
  * request.c: from a parsed request to whoever answers it.
  *
- * evhttp has parsed the request line, headers and body; on_request()
+ * evhttp has parsed the request line, headers and body; http_on_request()
  * checks and decodes the target, refusing (400) what a vault path can
  * never be and what could escape it, strips the URL prefix, picks the
  * site a custom domain asks for (hosts.h), and then hands the request to
@@ -258,7 +258,7 @@ static void call_handler(struct http_request *r, const struct handler *h)
 	if (!r->replied) {
 		log_error("http: handler for %s did not reply", h->prefix);
 		buf_reset(&r->w->hdr);
-		respond_text(r, 500, "Internal Server Error\n");
+		http_respond_text(r, 500, "Internal Server Error\n");
 	}
 }
 
@@ -296,7 +296,7 @@ static int dispatch_raw(struct http_request *r)
 		r->snap = snapshot_acquire(srv->opt.slot);
 		if (!r->snap) {
 			HDR_CONST(r, "Retry-After: 1\r\n");
-			respond_text(r, 503, "Service Unavailable: no snapshot published yet\n");
+			http_respond_text(r, 503, "Service Unavailable: no snapshot published yet\n");
 			return 1;
 		}
 		call_handler(r, h);
@@ -343,12 +343,12 @@ static int get_or_head(struct http_request *r)
 
 	if (r->method == HTTP_GET || r->method == HTTP_HEAD)
 		return 1;
-	known = strcmp(method_name(evhttp_request_get_command(r->ev)), "-") != 0;
+	known = strcmp(http_method_name(evhttp_request_get_command(r->ev)), "-") != 0;
 	HDR_CONST(r, "Allow: GET, HEAD\r\n");
 	if (known)
-		respond_text(r, 405, "Method Not Allowed\n");
+		http_respond_text(r, 405, "Method Not Allowed\n");
 	else
-		respond_text(r, 501, "Not Implemented\n");
+		http_respond_text(r, 501, "Not Implemented\n");
 	return 0;
 }
 
@@ -383,12 +383,12 @@ static int serve_other_host(struct http_request *r)
 		buf_add(hd, "\r\n", 2);
 		if (strpbrk(target, "\r\n")) {
 			buf_reset(hd);
-			respond_text(r, 400, "Bad Request\n");
+			http_respond_text(r, 400, "Bad Request\n");
 			return 1;
 		}
-		cache_control(r, 0);
-		set_length(r, 0);
-		respond(r, 301);
+		http_cache_control(r, 0);
+		http_set_length(r, 0);
+		http_respond(r, 301);
 		return 1;
 	}
 	case HOST_CUSTOM:
@@ -413,7 +413,7 @@ static int serve_other_host(struct http_request *r)
  * target, strips the URL prefix, then hands the request to a registered
  * handler or serves it from the snapshot (the fast path: one lookup).
  */
-void on_request(struct evhttp_request *ev, void *arg)
+void http_on_request(struct evhttp_request *ev, void *arg)
 {
 	struct worker *w = arg;
 	struct http_server *srv = w->srv;
@@ -432,12 +432,12 @@ void on_request(struct evhttp_request *ev, void *arg)
 	r.head = r.method == HTTP_HEAD;
 	r.uri = evhttp_request_get_uri(ev);
 	if (!r.uri) {
-		respond_text(&r, 400, "Bad Request\n");
+		http_respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
 	ulen = strlen(r.uri);
 	if (ulen > srv->max_uri) {
-		respond_text(&r, 414, "URI Too Long\n");
+		http_respond_text(&r, 414, "URI Too Long\n");
 		return;
 	}
 	if (r.uri[0] != '/' && (strncasecmp(r.uri, "http://", 7) == 0 ||
@@ -452,7 +452,7 @@ void on_request(struct evhttp_request *ev, void *arg)
 	}
 	if (n < 0) {
 		if (!srv->nraw || !dispatch_raw(&r))
-			respond_text(&r, 400, "Bad Request\n");
+			http_respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
 	r.path = w->scratch;
@@ -462,7 +462,7 @@ void on_request(struct evhttp_request *ev, void *arg)
 		goto done;
 	if (srv->prefix_len) {
 		if (r.path_len == srv->prefix_len && memcmp(r.path, srv->prefix, r.path_len) == 0) {
-			redirect_to(&r, "/", 1);
+			http_redirect_to(&r, "/", 1);
 			goto done;
 		}
 		if (r.path_len < srv->prefix_len + 1 ||
@@ -476,7 +476,7 @@ void on_request(struct evhttp_request *ev, void *arg)
 	}
 	if (!r.snap) {
 		HDR_CONST(&r, "Retry-After: 1\r\n");
-		respond_text(&r, 503, "Service Unavailable: no snapshot published yet\n");
+		http_respond_text(&r, 503, "Service Unavailable: no snapshot published yet\n");
 		return;
 	}
 	if ((h = find_handler(srv, r.path, r.path_len)))

@@ -1,8 +1,8 @@
 /*
- * respond.c: writing responses, and the reply half of the handler API.
+ * http_respond.c: writing responses, and the reply half of the handler API.
  *
  * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
- * response side is ours (see respond()): the status line and headers are
+ * response side is ours (see http_respond()): the status line and headers are
  * written in one block, and the response is written from the request
  * callback and finished at once with evhttp_send_reply_end() when it fits
  * in the socket. Both came from profiles (bench/http-vs-nginx.sh): evhttp's
@@ -11,7 +11,7 @@
  * the kernel's send path, which nginx pays too.
  *
  * Every answer, from the snapshot, a handler or a deferred reply, goes
- * through respond(), which also adds the security headers, counts the
+ * through http_respond(), which also adds the security headers, counts the
  * response for /metrics and writes its access log line (buffered per loop,
  * flushed at 32 KiB and once a second).
  */
@@ -35,7 +35,7 @@
 #define LOG_FLUSH_SIZE (32 * 1024)
 
 /* Decimal digits of v into out (at least 21 bytes); returns out. */
-char *fmt_u64(char *out, uint64_t v)
+char *http_fmt_u64(char *out, uint64_t v)
 {
 	char tmp[21];
 	size_t n = 0, i;
@@ -50,7 +50,7 @@ char *fmt_u64(char *out, uint64_t v)
 	return out;
 }
 
-const char *method_name(enum evhttp_cmd_type t)
+const char *http_method_name(enum evhttp_cmd_type t)
 {
 	switch (t) {
 	case EVHTTP_REQ_GET: return "GET";
@@ -66,7 +66,7 @@ const char *method_name(enum evhttp_cmd_type t)
 	}
 }
 
-void flush_log(struct worker *w)
+void http_flush_log(struct worker *w)
 {
 	const char *p = w->log.ptr;
 	size_t left = w->log.len;
@@ -101,7 +101,7 @@ static void log_request(struct http_request *r, int status, size_t bytes)
 	buf_add(&w->log, " - - [", 6);
 	buf_adds(&w->log, w->clf_date);
 	buf_add(&w->log, "] \"", 3);
-	buf_adds(&w->log, method_name(evhttp_request_get_command(r->ev)));
+	buf_adds(&w->log, http_method_name(evhttp_request_get_command(r->ev)));
 	buf_addc(&w->log, ' ');
 	for (u = (const unsigned char *)(r->uri ? r->uri : "-"); *u; u++) {
 		if (*u < 0x20 || *u >= 0x7f || *u == '"' || *u == '\\')
@@ -110,26 +110,26 @@ static void log_request(struct http_request *r, int status, size_t bytes)
 			buf_addc(&w->log, *u);
 	}
 	buf_addf(&w->log, " HTTP/%d.%d\" %d ", r->ev->major, r->ev->minor, status);
-	buf_adds(&w->log, fmt_u64(num, bytes));
+	buf_adds(&w->log, http_fmt_u64(num, bytes));
 	buf_addc(&w->log, '\n');
 	if (w->log.len >= LOG_FLUSH_SIZE)
-		flush_log(w);
+		http_flush_log(w);
 }
 
 /*
  * Response headers. evhttp keeps headers as a list of three malloc'd
  * pieces each and prints them one printf at a time; the profile showed
  * that at a tenth of the server's time. We write the header block
- * ourselves instead: lines accumulate in the loop's hdr buffer while the
- * request is handled, and respond() puts the status line, Date and the
+ * ourselves instead: lines accumulate in the loop's http_hdr buffer while the
+ * request is handled, and http_respond() puts the status line, Date and the
  * lines in the connection's output with one copy.
  */
-void hdr_line(struct http_request *r, const char *line, size_t len)
+void http_hdr_line(struct http_request *r, const char *line, size_t len)
 {
 	buf_add(&r->w->hdr, line, len);
 }
 
-void hdr(struct http_request *r, const char *name, const char *value)
+void http_hdr(struct http_request *r, const char *name, const char *value)
 {
 	struct buf *h = &r->w->hdr;
 
@@ -139,11 +139,11 @@ void hdr(struct http_request *r, const char *name, const char *value)
 	buf_add(h, "\r\n", 2);
 }
 
-void set_length(struct http_request *r, uint64_t len)
+void http_set_length(struct http_request *r, uint64_t len)
 {
 	char num[24];
 
-	hdr(r, "Content-Length", fmt_u64(num, len));
+	http_hdr(r, "Content-Length", http_fmt_u64(num, len));
 }
 
 static const char *reason(int status)
@@ -196,7 +196,7 @@ static const char *reason(int status)
 		     "frame-ancestors 'none'\r\n" NOSNIFF
 
 /*
- * Sends the response whose header lines are in the loop's hdr buffer and
+ * Sends the response whose header lines are in the loop's http_hdr buffer and
  * whose body is in the request's output buffer; every response of ours
  * goes through here.
  *
@@ -214,7 +214,7 @@ static const char *reason(int status)
  * The request (and the connection) may be freed when this returns, so r's
  * libevent pointers are cleared.
  */
-void respond(struct http_request *r, int status)
+void http_respond(struct http_request *r, int status)
 {
 	struct worker *w = r->w;
 	struct evhttp_request *ev = r->ev;
@@ -228,7 +228,7 @@ void respond(struct http_request *r, int status)
 	int cls = status / 100 - 2, n;
 	evutil_socket_t fd;
 
-	refresh_dates(w);
+	http_refresh_dates(w);
 	buf_reset(h);
 	buf_add(h, "HTTP/1.1 ", 9);
 	buf_addc(h, '0' + status / 100 % 10);
@@ -284,7 +284,7 @@ void respond(struct http_request *r, int status)
 	if (evbuffer_add(out, h->ptr, h->len) < 0 || evbuffer_add_buffer(out, body) < 0)
 		log_warn("http: cannot queue a response");
 	w->inflight++;
-	evhttp_request_set_on_complete_cb(ev, on_complete, w);
+	evhttp_request_set_on_complete_cb(ev, http_on_complete, w);
 
 	fd = bufferevent_getfd(bev);
 	evbuffer_unfreeze(out, 1); /* the socket bufferevent drains it only in its write callback */
@@ -305,18 +305,18 @@ void respond(struct http_request *r, int status)
 }
 
 /* A short plain-text answer (errors, 405, 503). */
-void respond_text(struct http_request *r, int status, const char *text)
+void http_respond_text(struct http_request *r, int status, const char *text)
 {
 	size_t len = strlen(text);
 
 	HDR_CONST(r, "Content-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n");
-	set_length(r, len);
+	http_set_length(r, len);
 	if (!r->head && evbuffer_add(evhttp_request_get_output_buffer(r->ev), text, len) < 0)
 		log_warn("http: cannot queue a response");
-	respond(r, status);
+	http_respond(r, status);
 }
 
-int token_char(unsigned char c)
+int http_token_char(unsigned char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
@@ -329,13 +329,13 @@ void http_reply_header(struct http_request *req, const char *name, const char *v
 	if (req->replied)
 		return;
 	for (p = (const unsigned char *)name; *p; p++)
-		if (!token_char(*p))
+		if (!http_token_char(*p))
 			break;
 	if (!*name || *p || strpbrk(value, "\r\n")) {
 		log_warn("http: %s: invalid response header dropped", req->path);
 		return;
 	}
-	hdr(req, name, value);
+	http_hdr(req, name, value);
 }
 
 void http_reply(struct http_request *req, int status, const char *content_type,
@@ -346,15 +346,15 @@ void http_reply(struct http_request *req, int status, const char *content_type,
 		return;
 	}
 	if (content_type)
-		hdr(req, "Content-Type", content_type);
-	set_length(req, len);
+		http_hdr(req, "Content-Type", content_type);
+	http_set_length(req, len);
 	if (!req->head && len > 0 &&
 	    evbuffer_add(evhttp_request_get_output_buffer(req->ev), body, len) < 0)
 		log_warn("http: cannot queue response");
-	respond(req, status);
+	http_respond(req, status);
 }
 
-void free_bytes(const void *data, size_t len, void *arg)
+void http_free_bytes(const void *data, size_t len, void *arg)
 {
 	free(arg);
 }
@@ -368,21 +368,21 @@ void http_reply_buf(struct http_request *req, int status, const char *content_ty
 	if (req->replied || req->head || !len) {
 		if (!req->replied) {
 			if (content_type)
-				hdr(req, "Content-Type", content_type);
-			set_length(req, len);
-			respond(req, status);
+				http_hdr(req, "Content-Type", content_type);
+			http_set_length(req, len);
+			http_respond(req, status);
 		}
 		buf_release(body);
 		return;
 	}
 	if (content_type)
-		hdr(req, "Content-Type", content_type);
-	set_length(req, len);
+		http_hdr(req, "Content-Type", content_type);
+	http_set_length(req, len);
 	bytes = buf_detach(body, NULL);
 	if (evbuffer_add_reference(evhttp_request_get_output_buffer(req->ev), bytes, len,
-				   free_bytes, bytes) < 0) {
+				   http_free_bytes, bytes) < 0) {
 		free(bytes);
 		log_warn("http: cannot queue response");
 	}
-	respond(req, status);
+	http_respond(req, status);
 }

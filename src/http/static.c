@@ -159,7 +159,7 @@ static int not_modified(struct evhttp_request *ev, const char *etag, time_t mtim
 	if (inm)
 		return etag[0] && etag_list_match(inm, etag);
 	ims = in_header(ev, "If-Modified-Since");
-	return ims && mtime > 0 && parse_http_date(ims, &t) == 0 && mtime <= t;
+	return ims && mtime > 0 && http_parse_http_date(ims, &t) == 0 && mtime <= t;
 }
 
 /* If-Range: a strong ETag that matches exactly, or the exact Last-Modified date. */
@@ -178,7 +178,7 @@ static int if_range_ok(const char *v, const char *etag, time_t mtime)
 	}
 	if (v[0] == 'W' && v[1] == '/')
 		return 0;
-	return mtime > 0 && parse_http_date(v, &t) == 0 && t == mtime;
+	return mtime > 0 && http_parse_http_date(v, &t) == 0 && t == mtime;
 }
 
 static int parse_pos(const char **p, uint64_t *out)
@@ -263,7 +263,7 @@ static void unref_page(const void *data, size_t len, void *arg)
 	page_unref(arg);
 }
 
-void cache_control(struct http_request *r, int immutable)
+void http_cache_control(struct http_request *r, int immutable)
 {
 	if (immutable)
 		HDR_CONST(r, "Cache-Control: public, max-age=31536000, immutable\r\n");
@@ -289,21 +289,21 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 		len = p->gz_len;
 	}
 	if (status == 200 && not_modified(ev, etag, p->mtime)) {
-		hdr(r, "ETag", etag);
-		cache_control(r, p->immutable);
+		http_hdr(r, "ETag", etag);
+		http_cache_control(r, p->immutable);
 		if (p->gz)
 			HDR_CONST(r, "Vary: Accept-Encoding\r\n");
-		respond(r, 304);
+		http_respond(r, 304);
 		return;
 	}
-	hdr(r, "Content-Type", p->content_type);
-	set_length(r, len);
+	http_hdr(r, "Content-Type", p->content_type);
+	http_set_length(r, len);
 	if (status == 200) {
-		hdr(r, "ETag", etag);
+		http_hdr(r, "ETag", etag);
 		if (p->mtime > 0)
-			hdr(r, "Last-Modified", last_modified(r->w, p->mtime));
+			http_hdr(r, "Last-Modified", http_last_modified(r->w, p->mtime));
 	}
-	cache_control(r, p->immutable && status == 200);
+	http_cache_control(r, p->immutable && status == 200);
 	if (p->gz)
 		HDR_CONST(r, "Vary: Accept-Encoding\r\n");
 	if (gz)
@@ -319,7 +319,7 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 		page_unref(p);
 		log_warn("http: cannot queue %s", p->path);
 	}
-	respond(r, status);
+	http_respond(r, status);
 }
 
 void serve_not_found(struct http_request *r)
@@ -328,11 +328,11 @@ void serve_not_found(struct http_request *r)
 	if (r->snap && r->snap->not_found)
 		serve_bytes(r, r->snap->not_found, 404);
 	else
-		respond_text(r, 404, "Not Found\n");
+		http_respond_text(r, 404, "Not Found\n");
 }
 
 /* 301 to prefix + path (decoded, encoded here) + the query, if any. */
-void redirect_to(struct http_request *r, const char *path, size_t len)
+void http_redirect_to(struct http_request *r, const char *path, size_t len)
 {
 	struct buf *h = &r->w->hdr;
 
@@ -345,9 +345,9 @@ void redirect_to(struct http_request *r, const char *path, size_t len)
 		buf_adds(h, r->query);
 	}
 	buf_add(h, "\r\n", 2);
-	cache_control(r, 0);
-	set_length(r, 0);
-	respond(r, 301);
+	http_cache_control(r, 0);
+	http_set_length(r, 0);
+	http_respond(r, 301);
 }
 
 /* A type a browser opens as a document that may run script: it gets CSP sandbox. */
@@ -396,34 +396,34 @@ static void serve_file(struct http_request *r, struct page *p)
 	len = size;
 	if (not_modified(ev, p->etag, p->mtime)) {
 		close(fd);
-		hdr(r, "ETag", p->etag);
-		cache_control(r, p->immutable);
-		respond(r, 304);
+		http_hdr(r, "ETag", p->etag);
+		http_cache_control(r, p->immutable);
+		http_respond(r, 304);
 		return;
 	}
-	hdr(r, "Content-Type", p->content_type);
+	http_hdr(r, "Content-Type", p->content_type);
 	HDR_CONST(r, "Accept-Ranges: bytes\r\n");
-	hdr(r, "ETag", p->etag);
+	http_hdr(r, "ETag", p->etag);
 	if (p->mtime > 0)
-		hdr(r, "Last-Modified", last_modified(r->w, p->mtime));
-	cache_control(r, p->immutable);
+		http_hdr(r, "Last-Modified", http_last_modified(r->w, p->mtime));
+	http_cache_control(r, p->immutable);
 	range = in_header(ev, "Range");
 	ir = in_header(ev, "If-Range");
 	if (range && (!ir || if_range_ok(ir, p->etag, p->mtime))) {
 		rc = parse_range(range, size, &off, &len);
 		if (rc < 0) {
 			close(fd);
-			snprintf(cr, sizeof(cr), "bytes */%s", fmt_u64(num, size));
-			hdr(r, "Content-Range", cr);
-			set_length(r, 0);
-			respond(r, 416);
+			snprintf(cr, sizeof(cr), "bytes */%s", http_fmt_u64(num, size));
+			http_hdr(r, "Content-Range", cr);
+			http_set_length(r, 0);
+			http_respond(r, 416);
 			return;
 		}
 		if (rc > 0) {
 			status = 206;
 			snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
 				 (unsigned long long)(off + len - 1), (unsigned long long)size);
-			hdr(r, "Content-Range", cr);
+			http_hdr(r, "Content-Range", cr);
 		} else {
 			off = 0;
 			len = size;
@@ -439,12 +439,12 @@ static void serve_file(struct http_request *r, struct page *p)
 			close(fd);
 			log_warn("http: %s: cannot queue the file", p->path);
 			buf_reset(&r->w->hdr);
-			respond_text(r, 500, "Internal Server Error\n");
+			http_respond_text(r, 500, "Internal Server Error\n");
 			return;
 		}
 	}
-	set_length(r, len);
-	respond(r, status);
+	http_set_length(r, len);
+	http_respond(r, status);
 }
 
 void serve_page(struct http_request *r, struct page *p)
@@ -466,13 +466,13 @@ void serve_page(struct http_request *r, struct page *p)
 		r->kind = K_REDIRECT;
 		if (!p->location || strpbrk(p->location, "\r\n")) {
 			log_error("http: %s: bad redirect location", p->path);
-			respond_text(r, 500, "Internal Server Error\n");
+			http_respond_text(r, 500, "Internal Server Error\n");
 			break;
 		}
-		hdr(r, "Location", p->location);
-		cache_control(r, 0);
-		set_length(r, 0);
-		respond(r, 301);
+		http_hdr(r, "Location", p->location);
+		http_cache_control(r, 0);
+		http_set_length(r, 0);
+		http_respond(r, 301);
 		break;
 	case PAGE_NOT_FOUND:
 	default:
@@ -497,7 +497,7 @@ void serve_miss(struct http_request *r)
 		path[len] = '\0';
 	}
 	if (alt && alt->kind != PAGE_NOT_FOUND)
-		redirect_to(r, alt->path, alt->path_len);
+		http_redirect_to(r, alt->path, alt->path_len);
 	else
 		serve_not_found(r);
 }

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-int contains_ci(const char *s, size_t len, const char *needle)
+int md_contains_ci(const char *s, size_t len, const char *needle)
 {
 	size_t n = strlen(needle), i, k;
 
@@ -162,7 +162,7 @@ static int style_ok(const char *s, size_t len)
 	size_t i;
 
 	for (i = 0; i < sizeof(banned) / sizeof(banned[0]); i++)
-		if (contains_ci(s, len, banned[i]))
+		if (md_contains_ci(s, len, banned[i]))
 			return 0;
 	return 1;
 }

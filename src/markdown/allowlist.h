@@ -60,7 +60,7 @@ static inline char lower(char c)
 }
 
 /* Case-insensitive search for an ASCII needle (given in lower case) in s, len bytes. */
-int contains_ci(const char *s, size_t len, const char *needle);
+int md_contains_ci(const char *s, size_t len, const char *needle);
 
 /*
  * sanitize_url(): 1 when url (len bytes) may be written as a link

@@ -1,5 +1,5 @@
 /*
- * annotate.c: stage 3 of md_render(), marks on cmark's tree for the writer.
+ * md_annotate.c: stage 3 of md_render(), marks on cmark's tree for the writer.
  *
  * One walk of the parsed tree, without recursion. On blocks it finds
  * callouts ("> [!type]+ Title": the quote, its head paragraph, the line
@@ -24,7 +24,7 @@
 
 #define POOL_CHUNK 256
 
-struct ann *ann_get(struct ctx *c, cmark_node *n)
+struct ann *md_ann_get(struct ctx *c, cmark_node *n)
 {
 	struct ann *a = cmark_node_get_user_data(n);
 
@@ -79,7 +79,7 @@ static void plain_segs(const struct ctx *c, const struct ann *a, struct buf *b)
 	}
 }
 
-void plain_of(const struct ctx *c, cmark_node *root, struct buf *b)
+void md_plain_of(const struct ctx *c, cmark_node *root, struct buf *b)
 {
 	cmark_iter *it = cmark_iter_new(root);
 	cmark_event_type ev;
@@ -125,7 +125,7 @@ void plain_of(const struct ctx *c, cmark_node *root, struct buf *b)
 
 /* ---- stage 3: wikilinks, highlights and tags on a run of inlines ---- */
 
-struct link *new_link(struct ctx *c, size_t *ix)
+struct link *md_new_link(struct ctx *c, size_t *ix)
 {
 	struct link *l;
 
@@ -197,10 +197,10 @@ static int make_link(struct ctx *c, struct segv *out, size_t open, cmark_node *c
 	if (!tlen && !flen)
 		return 0;
 
-	l = new_link(c, &ix);
+	l = md_new_link(c, &ix);
 	l->embed = embed;
-	l->target = pre_expand_dup(&c->pre, t, tlen, PH_URL);
-	l->fragment = f ? pre_expand_dup(&c->pre, f, flen, PH_URL) : NULL;
+	l->target = md_pre_expand_dup(&c->pre, t, tlen, PH_URL);
+	l->fragment = f ? md_pre_expand_dup(&c->pre, f, flen, PH_URL) : NULL;
 	if (pipe) {
 		lab = pipe + 1;
 		lablen = firstlen - (size_t)(lab - first);
@@ -208,7 +208,7 @@ static int make_link(struct ctx *c, struct segv *out, size_t open, cmark_node *c
 	if (pipe && same) {
 		trim(&lab, &lablen);
 		if (lablen)
-			l->label = pre_expand_dup(&c->pre, lab, lablen, PH_URL);
+			l->label = md_pre_expand_dup(&c->pre, lab, lablen, PH_URL);
 	} else if (pipe) {
 		struct buf b = BUF_INIT;
 		const char *bs;
@@ -219,14 +219,14 @@ static int make_link(struct ctx *c, struct segv *out, size_t open, cmark_node *c
 			if (out->v[i].kind == S_TEXT)
 				buf_add(&b, out->v[i].s, out->v[i].len);
 			else if (out->v[i].kind == S_NODE)
-				plain_of(c, out->v[i].node, &b);
+				md_plain_of(c, out->v[i].node, &b);
 		}
 		buf_add(&b, piece, piecelen);
 		bs = b.ptr;
 		blen = b.len;
 		trim(&bs, &blen);
 		if (blen)
-			l->label = pre_expand_dup(&c->pre, bs, blen, PH_URL);
+			l->label = md_pre_expand_dup(&c->pre, bs, blen, PH_URL);
 		buf_release(&b);
 	}
 	l->display = link_display(l->target, l->fragment);
@@ -241,7 +241,7 @@ static int make_link(struct ctx *c, struct segv *out, size_t open, cmark_node *c
 			cmark_node *n = c->scratch.v[i].node;
 
 			if (n != open_node && n != close_node)
-				ann_get(c, n)->flags |= A_SKIP;
+				md_ann_get(c, n)->flags |= A_SKIP;
 		}
 		return 1;
 	}
@@ -569,12 +569,12 @@ static void process_run(struct ctx *c, cmark_node *parent)
 	highlights(v1, v2);
 	tags(v2, v1);
 	if (is_type(parent, CMARK_NODE_PARAGRAPH) && only_embeds(v1, has_flag(parent, A_CALLHEAD)))
-		ann_get(c, parent)->flags |= A_EMBEDS;
+		md_ann_get(c, parent)->flags |= A_EMBEDS;
 
 	/* every text child gets segments, none if all of it went into markup */
 	for (i = 0; i < v0->n; i++) {
 		if (v0->v[i].kind == S_TEXT) {
-			struct ann *a = ann_get(c, v0->v[i].node);
+			struct ann *a = md_ann_get(c, v0->v[i].node);
 
 			a->flags |= A_SEGS;
 			a->nseg = 0;
@@ -587,7 +587,7 @@ static void process_run(struct ctx *c, cmark_node *parent)
 
 		if (g->kind == S_NODE)
 			continue;
-		a = ann_get(c, g->node);
+		a = md_ann_get(c, g->node);
 		if (g->node != n) {
 			n = g->node;
 			a->seg = c->segs.n;
@@ -628,7 +628,7 @@ static void find_callout(struct ctx *c, cmark_node *para)
 	for (k = 2; s + k < close; k++)
 		if (is_space(s[k]))
 			return;
-	q = ann_get(c, quote);
+	q = md_ann_get(c, quote);
 	q->flags |= A_CALLOUT;
 	q->ctype = s + 2;
 	q->ctypelen = (size_t)(close - s) - 2;
@@ -637,14 +637,14 @@ static void find_callout(struct ctx *c, cmark_node *para)
 		q->fold = s[k++];
 	while (k < len && is_space(s[k]))
 		k++;
-	a = ann_get(c, first);
+	a = md_ann_get(c, first);
 	a->trim_start = k;
-	ann_get(c, para)->flags |= A_CALLHEAD;
+	md_ann_get(c, para)->flags |= A_CALLHEAD;
 	q->has_title = k < len;
 	q->has_content = cmark_node_next(para) != NULL;
 	for (n = cmark_node_next(first); n; n = cmark_node_next(n)) {
 		if (is_break(n)) {
-			ann_get(c, n)->flags |= A_TITLE_END;
+			md_ann_get(c, n)->flags |= A_TITLE_END;
 			q->has_content = 1;
 			break;
 		}
@@ -665,7 +665,7 @@ static int takes_trailing_id(cmark_node *n)
 
 static cmark_node *last_paragraph(struct ctx *c, cmark_node *item)
 {
-	struct ann *a = ann_get(c, item);
+	struct ann *a = md_ann_get(c, item);
 	cmark_node *n;
 
 	if (!a->last_para) {
@@ -711,18 +711,18 @@ static void find_block_id(struct ctx *c, cmark_node *para)
 		prev = cmark_node_previous(para);
 		if (!prev || !takes_trailing_id(prev) || has_flag(para, A_CALLHEAD))
 			return;
-		t = ann_get(c, prev);
+		t = md_ann_get(c, prev);
 		t->flags |= A_ID;
 		t->id = s + b;
 		t->idlen = idend - b;
-		ann_get(c, para)->flags |= A_SKIP;
+		md_ann_get(c, para)->flags |= A_SKIP;
 		return;
 	}
 	if (b - 1 == st) {
 		prev = cmark_node_previous(last);
 		if (!prev || !is_break(prev))
 			return;
-		ann_get(c, prev)->flags |= A_SKIP;
+		md_ann_get(c, prev)->flags |= A_SKIP;
 		e = b - 1;
 	} else if (is_space(s[b - 2])) {
 		e = b - 1;
@@ -731,7 +731,7 @@ static void find_block_id(struct ctx *c, cmark_node *para)
 	} else {
 		return;
 	}
-	a = ann_get(c, last);
+	a = md_ann_get(c, last);
 	a->trim_end = len - e;
 	parent = cmark_node_parent(para);
 	if (has_flag(para, A_CALLHEAD))
@@ -742,7 +742,7 @@ static void find_block_id(struct ctx *c, cmark_node *para)
 		target = parent;
 	else
 		target = para;
-	t = ann_get(c, target);
+	t = md_ann_get(c, target);
 	t->flags |= A_ID;
 	t->id = s + b;
 	t->idlen = idend - b;
@@ -786,7 +786,7 @@ static void merge_texts(cmark_node *parent)
 	buf_release(&b);
 }
 
-void annotate(struct ctx *c, cmark_node *doc)
+void md_annotate(struct ctx *c, cmark_node *doc)
 {
 	cmark_iter *it = cmark_iter_new(doc);
 	cmark_event_type ev;

@@ -7,7 +7,7 @@
  * helper for its kind. On the way it records what md_result reports besides
  * the HTML: heading and ^block offsets, the plain text for search and the
  * summary (the first paragraph outside callouts and footnotes), inline
- * tags. Text nodes that annotate.c split are written from their segments;
+ * tags. Text nodes that md_annotate.c split are written from their segments;
  * wikilinks, embeds and Markdown links and images are links.c's. Raw HTML
  * goes out through sanitize.c.
  *
@@ -32,7 +32,7 @@
 
 /* ---- escaping ---- */
 
-void add_href(struct buf *b, const char *s, size_t len)
+void md_add_href(struct buf *b, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	static const char safe[] = "-_.+!*(),%#@?=;:/$~";
@@ -67,7 +67,7 @@ static void add_raw_html(struct ctx *c, const char *s, size_t len, int block)
 
 	if (pre_has_placeholder(&c->pre, s, len)) {
 		buf_reset(&c->tmp);
-		pre_expand(&c->pre, &c->tmp, s, len, PH_RAW);
+		md_pre_expand(&c->pre, &c->tmp, s, len, PH_RAW);
 		s = c->tmp.ptr;
 		len = c->tmp.len;
 	}
@@ -80,12 +80,12 @@ static void add_raw_html(struct ctx *c, const char *s, size_t len, int block)
 		buf_setlen(o, start);
 }
 
-void add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode)
+void md_add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode)
 {
 	if (pre_has_placeholder(&c->pre, s, len)) {
 		struct buf t = BUF_INIT;
 
-		pre_expand(&c->pre, &t, s, len, mode);
+		md_pre_expand(&c->pre, &t, s, len, mode);
 		buf_add_html(b, t.ptr, t.len);
 		buf_release(&t);
 		return;
@@ -97,7 +97,7 @@ void add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum 
 
 static void text_add(struct ctx *c, const char *s, size_t len, enum ph_mode mode)
 {
-	pre_expand(&c->pre, &c->res->text, s, len, mode);
+	md_pre_expand(&c->pre, &c->res->text, s, len, mode);
 }
 
 static void text_break(struct ctx *c, char sep)
@@ -154,7 +154,7 @@ static char *make_summary(const char *s, size_t len)
 		buf_adds(&b, "\xE2\x80\xA6");
 	}
 	buf_setlen(&b, b.len);
-	return detach_exact(&b);
+	return md_detach_exact(&b);
 }
 
 /* ---- text, math, tags ---- */
@@ -215,7 +215,7 @@ static void emit_text(struct ctx *c, const char *s, size_t len)
 		buf_add_html(o, s, (size_t)(q - s));
 		len -= (size_t)(q - s);
 		s = q;
-		n = pre_placeholder(&c->pre, s, len, &kind, &ix);
+		n = md_pre_placeholder(&c->pre, s, len, &kind, &ix);
 		if (!n) {
 			s++;
 			len--;
@@ -238,8 +238,8 @@ static void render_tag(struct ctx *c, const char *s, size_t len)
 	struct buf *o = c->out;
 	char *low = utf8_lower(s, len), *key = utf8_fold(s, len);
 
-	if (!sset_has(&c->tags, key)) {
-		sset_add(&c->tags, key);
+	if (!md_sset_has(&c->tags, key)) {
+		md_sset_add(&c->tags, key);
 		ALLOC_GROW(res->tags, res->ntags + 1, c->atags);
 		res->tags[res->ntags++] = xstrndup(s, len);
 	}
@@ -269,10 +269,10 @@ static void render_segs(struct ctx *c, const struct ann *a)
 				emit_text(c, g->s, g->len);
 			break;
 		case S_LOPEN:
-			link_open(c, g->link);
+			md_link_open(c, g->link);
 			break;
 		case S_LCLOSE:
-			link_close(c, g->link);
+			md_link_close(c, g->link);
 			break;
 		case S_EMBED:
 			render_embed(c, g->link);
@@ -327,18 +327,18 @@ static char *unique_id(struct ctx *c, const char *text)
 {
 	char *base = md_heading_id(text);
 
-	if (!sset_has(&c->ids, base)) {
-		sset_add(&c->ids, base);
+	if (!md_sset_has(&c->ids, base)) {
+		md_sset_add(&c->ids, base);
 		return base;
 	}
 	for (;;) {
 		/* base's counter: "intro-1", "intro-2" without trying them all again */
-		size_t n = ++sset_add(&c->ids, base)->next;
+		size_t n = ++md_sset_add(&c->ids, base)->next;
 
 		buf_reset(&c->tmp);
 		buf_addf(&c->tmp, "%s-%zu", base, n);
-		if (!sset_has(&c->ids, c->tmp.ptr)) {
-			sset_add(&c->ids, c->tmp.ptr);
+		if (!md_sset_has(&c->ids, c->tmp.ptr)) {
+			md_sset_add(&c->ids, c->tmp.ptr);
 			free(base);
 			return xstrdup(c->tmp.ptr);
 		}
@@ -354,14 +354,14 @@ static void heading_open(struct ctx *c, cmark_node *n)
 	size_t len;
 	int level = cmark_node_get_heading_level(n);
 
-	plain_of(c, n, &b);
+	md_plain_of(c, n, &b);
 	s = b.ptr;
 	len = b.len;
 	trim(&s, &len);
 	ALLOC_GROW(res->headings, res->nheadings + 1, c->aheadings);
 	h = &res->headings[res->nheadings++];
 	h->level = level;
-	h->text = pre_expand_dup(&c->pre, s, len, PH_TEX);
+	h->text = md_pre_expand_dup(&c->pre, s, len, PH_TEX);
 	h->id = unique_id(c, h->text);
 	h->start = c->out->len;
 	h->end = 0;
@@ -430,7 +430,7 @@ static size_t math_alone(struct ctx *c, cmark_node *t)
 		return NONE;
 	s = literal(t, &len);
 	trim(&s, &len);
-	if (pre_placeholder(&c->pre, s, len, &kind, &ix) != len || kind != 'M' ||
+	if (md_pre_placeholder(&c->pre, s, len, &kind, &ix) != len || kind != 'M' ||
 	    !c->pre.math[ix].display)
 		return NONE;
 	return ix;
@@ -458,7 +458,7 @@ static void title_end(struct ctx *c, cmark_node *br)
 	}
 	math_html(c, ix, 1);
 	text_add(c, c->pre.tex.ptr + c->pre.math[ix].tex, c->pre.math[ix].texlen, PH_TEX);
-	ann_get(c, next)->flags |= A_SKIP;
+	md_ann_get(c, next)->flags |= A_SKIP;
 	c->title_closed = 2;
 }
 
@@ -478,12 +478,12 @@ static void footnote_backref(struct ctx *c, cmark_node *def)
 		return;
 	c->written_fn = c->footnote_ix;
 	buf_adds(o, "<a href=\"#fnref-");
-	add_href(o, (const char *)def->as.literal.data, (size_t)def->as.literal.len);
+	md_add_href(o, (const char *)def->as.literal.data, (size_t)def->as.literal.len);
 	buf_adds(o, "\" class=\"footnote-backref\" data-footnote-backref "
 		    "aria-label=\"Back to content\">\xE2\x86\xA9</a>");
 	for (i = 2; i <= def->footnote.def_count; i++) {
 		buf_adds(o, " <a href=\"#fnref-");
-		add_href(o, (const char *)def->as.literal.data, (size_t)def->as.literal.len);
+		md_add_href(o, (const char *)def->as.literal.data, (size_t)def->as.literal.len);
 		buf_addf(o, "-%d\" class=\"footnote-backref\" data-footnote-backref "
 			    "aria-label=\"Back to content\">\xE2\x86\xA9<sup class=\"footnote-ref\">"
 			    "%d</sup></a>", i, i);
@@ -498,9 +498,9 @@ static void footnote_ref(struct ctx *c, cmark_node *n)
 	size_t labellen = def ? (size_t)def->as.literal.len : 0;
 
 	buf_adds(o, "<sup class=\"footnote-ref\"><a href=\"#fn-");
-	add_href(o, label, labellen);
+	md_add_href(o, label, labellen);
 	buf_adds(o, "\" id=\"fnref-");
-	add_href(o, label, labellen);
+	md_add_href(o, label, labellen);
 	if (n->footnote.ref_ix > 1)
 		buf_addf(o, "-%d", n->footnote.ref_ix);
 	buf_adds(o, "\" data-footnote-ref>");
@@ -584,7 +584,7 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 		info = "";
 	infolen = strlen(info);
 	if (pre_has_placeholder(&c->pre, info, infolen)) {
-		exp = pre_expand_dup(&c->pre, info, infolen, PH_URL);
+		exp = md_pre_expand_dup(&c->pre, info, infolen, PH_URL);
 		info = exp;
 		infolen = strlen(info);
 	}
@@ -595,7 +595,7 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 	if (first == 7 && !memcmp(info, "mermaid", 7)) {
 		tag_open(c, a, "<pre class=\"mermaid\"");
 		buf_addc(o, '>');
-		add_html_exp(c, o, lit, len, PH_RAW);
+		md_add_html_exp(c, o, lit, len, PH_RAW);
 		tag_close(c, a, "</pre>");
 	} else {
 		tag_open(c, a, "<pre");
@@ -606,7 +606,7 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 			buf_add_html(o, info, first);
 			buf_adds(o, "\">");
 		}
-		add_html_exp(c, o, lit, len, PH_RAW);
+		md_add_html_exp(c, o, lit, len, PH_RAW);
 		tag_close(c, a, "</code></pre>");
 	}
 	buf_addc(o, '\n');
@@ -697,12 +697,12 @@ static void render_plain(struct ctx *c, cmark_node *n)
 	switch (cmark_node_get_type(n)) {
 	case CMARK_NODE_TEXT:
 		s = literal(n, &len);
-		add_html_exp(c, c->out, s, len, PH_URL);
+		md_add_html_exp(c, c->out, s, len, PH_URL);
 		break;
 	case CMARK_NODE_CODE:
 	case CMARK_NODE_HTML_INLINE:
 		s = literal(n, &len);
-		add_html_exp(c, c->out, s, len, PH_RAW);
+		md_add_html_exp(c, c->out, s, len, PH_RAW);
 		break;
 	case CMARK_NODE_LINEBREAK:
 	case CMARK_NODE_SOFTBREAK:
@@ -840,7 +840,7 @@ static void code_span(struct ctx *c, cmark_node *n)
 
 	s = literal(n, &len);
 	buf_adds(o, "<code>");
-	add_html_exp(c, o, s, len, PH_RAW);
+	md_add_html_exp(c, o, s, len, PH_RAW);
 	buf_adds(o, "</code>");
 	text_add(c, s, len, PH_RAW);
 }
@@ -855,7 +855,7 @@ static void footnote_def(struct ctx *c, cmark_node *n, int entering)
 		c->footnote_ix++;
 		c->footnotes++;
 		buf_adds(o, "<li id=\"fn-");
-		add_href(o, (const char *)n->as.literal.data, (size_t)n->as.literal.len);
+		md_add_href(o, (const char *)n->as.literal.data, (size_t)n->as.literal.len);
 		buf_adds(o, "\">\n");
 	} else {
 		if (c->written_fn < c->footnote_ix) {

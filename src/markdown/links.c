@@ -35,7 +35,7 @@ static int url_ok(struct ctx *c, const char *s, enum sanitize_url_kind kind)
 	if (!pre_has_placeholder(&c->pre, s, len))
 		return sanitize_url(s, len, kind);
 	buf_reset(&c->tmp);
-	pre_expand(&c->pre, &c->tmp, s, len, PH_URL);
+	md_pre_expand(&c->pre, &c->tmp, s, len, PH_URL);
 	return sanitize_url(c->tmp.ptr, c->tmp.len, kind);
 }
 
@@ -44,12 +44,12 @@ static void add_href_raw(struct ctx *c, const char *s, size_t len)
 	if (pre_has_placeholder(&c->pre, s, len)) {
 		struct buf t = BUF_INIT;
 
-		pre_expand(&c->pre, &t, s, len, PH_URL);
-		add_href(c->out, t.ptr, t.len);
+		md_pre_expand(&c->pre, &t, s, len, PH_URL);
+		md_add_href(c->out, t.ptr, t.len);
 		buf_release(&t);
 		return;
 	}
-	add_href(c->out, s, len);
+	md_add_href(c->out, s, len);
 }
 
 /* ---- wikilinks and embeds ---- */
@@ -156,14 +156,14 @@ static char *percent_decode(const char *s, size_t len)
 		if (b.ptr[i])
 			b.ptr[j++] = b.ptr[i];
 	buf_setlen(&b, j);
-	return detach_exact(&b);
+	return md_detach_exact(&b);
 }
 
 /* Registers a local link or image as a reference and resolves it; returns its link. */
 static struct link *local_link(struct ctx *c, const char *u, int embed)
 {
 	size_t ix, n = strcspn(u, "?#");
-	struct link *l = new_link(c, &ix);
+	struct link *l = md_new_link(c, &ix);
 	char *target = percent_decode(u, n), *frag = NULL;
 
 	if (!utf8_valid(target, strlen(target))) {
@@ -185,7 +185,7 @@ static struct link *local_link(struct ctx *c, const char *u, int embed)
 	return resolve(c, ix);
 }
 
-void link_open(struct ctx *c, size_t ix)
+void md_link_open(struct ctx *c, size_t ix)
 {
 	struct link *l = resolve(c, ix);
 	struct buf *o = c->out;
@@ -230,7 +230,7 @@ void link_open(struct ctx *c, size_t ix)
 	}
 }
 
-void link_close(struct ctx *c, size_t ix)
+void md_link_close(struct ctx *c, size_t ix)
 {
 	if (c->links[ix].kind != MD_TARGET_PLAIN)
 		buf_adds(c->out, "</a>");
@@ -391,7 +391,7 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 	s = cmark_node_get_url(n);
 	if (s && local_url(s)) {
 		struct link *l = local_link(c, s, 0);
-		struct ann *la = ann_get(c, n);
+		struct ann *la = md_ann_get(c, n);
 		if (l->kind == MD_TARGET_PLAIN) {
 			la->flags |= A_PLAIN;
 			buf_adds(o, "<span class=\"internal\">");
@@ -423,7 +423,7 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 	s = cmark_node_get_title(n);
 	if (s && *s) {
 		buf_adds(o, " title=\"");
-		add_html_exp(c, o, s, strlen(s), PH_URL);
+		md_add_html_exp(c, o, s, strlen(s), PH_URL);
 		buf_addc(o, '"');
 	}
 	buf_addc(o, '>');
@@ -460,7 +460,7 @@ void render_image(struct ctx *c, cmark_node *n, int entering)
 	s = cmark_node_get_title(n);
 	if (s && *s) {
 		buf_adds(o, "\" title=\"");
-		add_html_exp(c, o, s, strlen(s), PH_URL);
+		md_add_html_exp(c, o, s, strlen(s), PH_URL);
 	}
 	buf_adds(o, "\" />");
 }

@@ -4,15 +4,15 @@
  *
  * The stages (see the top of markdown.c) and who owns what:
  *
- *	prepass.c   stage 1: the source pre-pass (struct pre) and the
- *	            placeholders it leaves, turned back by pre_expand()
- *	annotate.c  stage 3: the annotations (struct ann, struct seg) on
+ *	md_prepass.c   stage 1: the source pre-pass (struct pre) and the
+ *	            placeholders it leaves, turned back by md_pre_expand()
+ *	md_annotate.c  stage 3: the annotations (struct ann, struct seg) on
  *	            cmark's tree, and the links (struct link) they find
  *	html.c      stage 4: the HTML writer, its blocks, text and footnotes
  *	links.c     stage 4: wikilinks, embeds and Markdown links and images,
  *	            resolved through the caller as they are written
  *	markdown.c  md_render() running the stages, struct ctx's lifetime,
- *	            the helpers above (detach_exact, struct sset)
+ *	            the helpers above (md_detach_exact, struct sset)
  *
  * It includes markdown.h: a module's private header is part of the module
  * (scripts/check-structure.py counts it so).
@@ -76,9 +76,9 @@ static inline void trim(const char **s, size_t *len)
  * which a buffer would hold in at least 64 bytes. A copy rather than a
  * shrink in place, which would leave a hole after each one.
  */
-char *detach_exact(struct buf *b);
+char *md_detach_exact(struct buf *b);
 
-/* ---- stage 1: the source pre-pass (prepass.c) ---- */
+/* ---- stage 1: the source pre-pass (md_prepass.c) ---- */
 
 struct math {
 	size_t raw, rawlen; /* the original text in the source, delimiters included */
@@ -115,22 +115,22 @@ struct pre {
  * escape it keeps, or a wikilink with a '|'? Most notes have none: then
  * cmark reads the source itself and the pre-pass does not run.
  */
-int prepass_needed(const char *src, size_t len);
+int md_prepass_needed(const char *src, size_t len);
 
 /*
  * Runs the pre-pass over p->s (p->len bytes) into p->out, p->lines,
  * p->math and p->tex. p is zeroed, with s, len and its buffers set.
  */
-void prepass(struct pre *p);
+void md_prepass(struct pre *p);
 
 /* Frees what p owns (p itself is the caller's). */
-void pre_release(struct pre *p);
+void md_pre_release(struct pre *p);
 
 /*
  * Parses a placeholder at s: returns its length, or 0 if there is none.
  * *kind is 'M' (math, *ix its index) or 'E' (an escaped byte, *ix).
  */
-size_t pre_placeholder(const struct pre *p, const char *s, size_t len, char *kind, size_t *ix);
+size_t md_pre_placeholder(const struct pre *p, const char *s, size_t len, char *kind, size_t *ix);
 
 /*
  * What a placeholder turns back into. PH_RAW: the source as written (code,
@@ -141,18 +141,18 @@ size_t pre_placeholder(const struct pre *p, const char *s, size_t len, char *kin
 enum ph_mode { PH_RAW, PH_URL, PH_TEX };
 
 /* Appends s (len bytes) to b with its placeholders turned back as mode says. */
-void pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len,
+void md_pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len,
 		enum ph_mode mode);
 
-/* The same in a string of its own (detach_exact()); the caller frees it. */
-char *pre_expand_dup(const struct pre *p, const char *s, size_t len, enum ph_mode mode);
+/* The same in a string of its own (md_detach_exact()); the caller frees it. */
+char *md_pre_expand_dup(const struct pre *p, const char *s, size_t len, enum ph_mode mode);
 
 static inline int pre_has_placeholder(const struct pre *p, const char *s, size_t len)
 {
 	return p->out.len && memchr(s, PH_OPEN, len);
 }
 
-/* ---- stage 3: annotations (annotate.c) ---- */
+/* ---- stage 3: annotations (md_annotate.c) ---- */
 
 enum {
 	A_SKIP = 1 << 0,      /* not rendered at all */
@@ -223,10 +223,10 @@ struct sset {
 	size_t n, cap;
 };
 
-int sset_has(const struct sset *set, const char *key);
+int md_sset_has(const struct sset *set, const char *key);
 /* The entry for key, added (a copy, counter 0) if it was not there. */
-struct sent *sset_add(struct sset *set, const char *key);
-void sset_release(struct sset *set);
+struct sent *md_sset_add(struct sset *set, const char *key);
+void md_sset_release(struct sset *set);
 
 /* One md_render() call: its input, output and the state of every stage. */
 struct ctx {
@@ -294,23 +294,23 @@ static inline const char *literal(cmark_node *n, size_t *len)
 }
 
 /* n's annotation, made (zeroed, from c's pool) if it has none. */
-struct ann *ann_get(struct ctx *c, cmark_node *n);
+struct ann *md_ann_get(struct ctx *c, cmark_node *n);
 
 /*
- * Marks up doc through ann_get(): callouts, ^block ids, and on every run of
+ * Marks up doc through md_ann_get(): callouts, ^block ids, and on every run of
  * inlines the segments of wikilinks, embeds, highlights and tags.
  */
-void annotate(struct ctx *c, cmark_node *doc);
+void md_annotate(struct ctx *c, cmark_node *doc);
 
 /*
  * Appends the plain text of root's inline content (placeholders left in):
  * text, code, what wikilinks show, tags with their '#'. Not images, HTML
  * or footnote marks.
  */
-void plain_of(const struct ctx *c, cmark_node *root, struct buf *b);
+void md_plain_of(const struct ctx *c, cmark_node *root, struct buf *b);
 
 /* A new zeroed link at the end of c->links; *ix is its index. */
-struct link *new_link(struct ctx *c, size_t *ix);
+struct link *md_new_link(struct ctx *c, size_t *ix);
 
 /* ---- stage 4: the HTML writer (html.c, links.c) ---- */
 
@@ -324,14 +324,14 @@ static inline void cr(struct buf *b)
 void render_html(struct ctx *c, cmark_node *doc);
 
 /* cmark-gfm's houdini_escape_href: URL-safe bytes stay, & and ' become entities. */
-void add_href(struct buf *b, const char *s, size_t len);
+void md_add_href(struct buf *b, const char *s, size_t len);
 
 /* Escaped text with placeholders turned back (code, titles, alt text). */
-void add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode);
+void md_add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode);
 
 /* The wikilink c->links[ix]: its opening <a> (none for an unpublished note), then its </a>. */
-void link_open(struct ctx *c, size_t ix);
-void link_close(struct ctx *c, size_t ix);
+void md_link_open(struct ctx *c, size_t ix);
+void md_link_close(struct ctx *c, size_t ix);
 
 /* The embed c->links[ix]: a splice, an image, audio, video, PDF, or a broken mark. */
 void render_embed(struct ctx *c, size_t ix);

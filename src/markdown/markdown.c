@@ -4,7 +4,7 @@
  * One note goes through four stages, each a loop without recursion, each in
  * a file of its own (they share markdown-int.h):
  *
- *  1. A source pre-pass (prepass.c), aware of fenced code and code spans,
+ *  1. A source pre-pass (md_prepass.c), aware of fenced code and code spans,
  *     removes %%comments%% and swaps $math$ and $$math$$ for placeholders
  *     made of control characters ("\x02M<n>\x03"), which cmark passes
  *     through as text untouched: otherwise `_` and `*` inside TeX would turn
@@ -17,7 +17,7 @@
  *     numbers for the rest (display math that spans lines).
  *  2. cmark-gfm parses (tables, strikethrough, autolinks, task lists,
  *     footnotes, raw HTML).
- *  3. A tree pass (annotate.c) annotates nodes through cmark's user_data: on
+ *  3. A tree pass (md_annotate.c) annotates nodes through cmark's user_data: on
  *     each run of sibling inlines it finds [[wikilinks]], ![[embeds]],
  *     ==highlights== and #tags, and stores for each text node the segments
  *     it renders as; on blocks it finds callouts and ^block ids.
@@ -55,7 +55,7 @@
 
 /* ---- what the stages share ---- */
 
-char *detach_exact(struct buf *b)
+char *md_detach_exact(struct buf *b)
 {
 	char *s = xstrndup(b->ptr, b->len);
 
@@ -72,12 +72,12 @@ static size_t sset_slot(const struct sset *set, const char *key)
 	return i;
 }
 
-int sset_has(const struct sset *set, const char *key)
+int md_sset_has(const struct sset *set, const char *key)
 {
 	return set->cap && set->v[sset_slot(set, key)].key;
 }
 
-struct sent *sset_add(struct sset *set, const char *key)
+struct sent *md_sset_add(struct sset *set, const char *key)
 {
 	size_t i;
 
@@ -100,7 +100,7 @@ struct sent *sset_add(struct sset *set, const char *key)
 	return &set->v[i];
 }
 
-void sset_release(struct sset *set)
+void md_sset_release(struct sset *set)
 {
 	size_t i;
 
@@ -157,10 +157,10 @@ static void ctx_release(struct ctx *c)
 		free(c->links[i].display);
 	}
 	free(c->links);
-	sset_release(&c->ids);
-	sset_release(&c->tags);
+	md_sset_release(&c->ids);
+	md_sset_release(&c->tags);
 	buf_release(&c->tmp);
-	pre_release(&c->pre);
+	md_pre_release(&c->pre);
 }
 
 int md_render(const char *src, size_t len, const struct md_options *opt, struct md_result *res)
@@ -188,8 +188,8 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 	buf_init(&c.tmp, 0);
 	c.pre.s = src;
 	c.pre.len = len;
-	if (prepass_needed(src, len)) {
-		prepass(&c.pre);
+	if (md_prepass_needed(src, len)) {
+		md_prepass(&c.pre);
 		md = c.pre.out.ptr;
 		mdlen = c.pre.out.len;
 	}
@@ -220,7 +220,7 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 		md_result_release(res);
 		return -1;
 	}
-	annotate(&c, doc);
+	md_annotate(&c, doc);
 	buf_grow(&res->html, mdlen + mdlen / 4 + 64);
 	render_html(&c, doc);
 	section_ends(res);
@@ -284,7 +284,7 @@ char *md_heading_id(const char *text)
 		}
 		if (!b.len)
 			buf_adds(&b, "section");
-		return detach_exact(&b);
+		return md_detach_exact(&b);
 	}
 	low = utf8_lower(text, len);
 	len = strlen(low);
@@ -306,5 +306,5 @@ char *md_heading_id(const char *text)
 	free(low);
 	if (!b.len)
 		buf_adds(&b, "section");
-	return detach_exact(&b);
+	return md_detach_exact(&b);
 }

@@ -1,5 +1,5 @@
 /*
- * prepass.c: stage 1 of md_render(), the source pre-pass (see the top of
+ * md_prepass.c: stage 1 of md_render(), the source pre-pass (see the top of
  * markdown.c), and the placeholders it leaves turned back into text.
  *
  * One loop over the lines of the source, aware of fenced and indented code
@@ -8,7 +8,7 @@
  * escapes in ESCAPED for placeholders "\x02M<n>\x03" and "\x02E<byte>\x03",
  * escapes the '|' of a [[target|label]] so that tables keep it, and keeps a
  * line map (struct pre.lines) for what display math folds onto one line.
- * The later stages turn placeholders back with pre_expand(): as the source
+ * The later stages turn placeholders back with md_pre_expand(): as the source
  * had it in code and raw HTML, as TeX in text.
  *
  * Knows nothing of cmark: it works on bytes, and its closers are found with
@@ -537,7 +537,7 @@ static size_t scan_inline(struct pre *p, size_t i)
 	return len;
 }
 
-void prepass(struct pre *p)
+void md_prepass(struct pre *p)
 {
 	size_t i = 0;
 
@@ -558,7 +558,7 @@ void prepass(struct pre *p)
 	}
 }
 
-void pre_release(struct pre *p)
+void md_pre_release(struct pre *p)
 {
 	buf_release(&p->out);
 	buf_release(&p->tex);
@@ -599,7 +599,7 @@ static int has_piped_wikilink(const char *s, size_t len)
 	return 0;
 }
 
-int prepass_needed(const char *src, size_t len)
+int md_prepass_needed(const char *src, size_t len)
 {
 	return memchr(src, '$', len) || find_pair(src, 0, len, '%') != NONE ||
 	       has_escape(src, len) || has_piped_wikilink(src, len);
@@ -607,7 +607,7 @@ int prepass_needed(const char *src, size_t len)
 
 /* ---- placeholders turned back ---- */
 
-size_t pre_placeholder(const struct pre *p, const char *s, size_t len, char *kind, size_t *ix)
+size_t md_pre_placeholder(const struct pre *p, const char *s, size_t len, char *kind, size_t *ix)
 {
 	size_t k = 2, v = 0;
 
@@ -624,7 +624,7 @@ size_t pre_placeholder(const struct pre *p, const char *s, size_t len, char *kin
 	return k + 1;
 }
 
-void pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len, enum ph_mode mode)
+void md_pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len, enum ph_mode mode)
 {
 	while (len) {
 		const char *q = memchr(s, PH_OPEN, len);
@@ -638,7 +638,7 @@ void pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len, e
 		buf_add(b, s, (size_t)(q - s));
 		len -= (size_t)(q - s);
 		s = q;
-		n = pre_placeholder(p, s, len, &kind, &ix);
+		n = md_pre_placeholder(p, s, len, &kind, &ix);
 		if (!n) {
 			s++;
 			len--;
@@ -658,10 +658,10 @@ void pre_expand(const struct pre *p, struct buf *b, const char *s, size_t len, e
 	}
 }
 
-char *pre_expand_dup(const struct pre *p, const char *s, size_t len, enum ph_mode mode)
+char *md_pre_expand_dup(const struct pre *p, const char *s, size_t len, enum ph_mode mode)
 {
 	struct buf b = BUF_INIT;
 
-	pre_expand(p, &b, s, len, mode);
-	return detach_exact(&b);
+	md_pre_expand(p, &b, s, len, mode);
+	return md_detach_exact(&b);
 }

@@ -127,7 +127,7 @@ static int has_token(const char *s, const char *token)
 			s++;
 		for (k = 0; s[k] && !is_ws(s[k]); k++)
 			;
-		if (k == n && contains_ci(s, k, token))
+		if (k == n && md_contains_ci(s, k, token))
 			return 1;
 		s += k;
 	}
@@ -141,7 +141,7 @@ static int has_token(const char *s, const char *token)
  */
 static void add_rel(struct buf *b, const char *rel, const char *target)
 {
-	int opens = target && *target && !(strlen(target) == 5 && contains_ci(target, 5, "_self"));
+	int opens = target && *target && !(strlen(target) == 5 && md_contains_ci(target, 5, "_self"));
 	const char *sep = "";
 
 	if (!rel && !opens)

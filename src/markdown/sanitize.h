@@ -8,7 +8,7 @@
  * sanitize_url() says whether a URL may be written into an href or a src.
  *
  *	if (sanitize_url(url, strlen(url), SANITIZE_URL_LINK))
- *		add_href(out, url);
+ *		md_add_href(out, url);
  *	sanitize_html(out, piece, piece_len);
  *
  * The only module that uses gumbo; its header stays out of this one.

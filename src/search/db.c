@@ -3,11 +3,11 @@
  *
  * What. The tables (schema_sql) and their version, and the upgrade of an
  * older schema in place (upgrade_sql); a connection with the cjk tokenizer
- * registered (db_open()), for the writer and the readers; the writer's
- * open (open_writer()), which probes the file and, the index being a
+ * registered (search_db_open()), for the writer and the readers; the writer's
+ * open (search_open_writer()), which probes the file and, the index being a
  * cache, deletes and recreates it when it is damaged or of another
  * version; and the helpers the SQLite calls of every file share
- * (db_exec(), db_prepare(), db_step_done(), ...), which log as "search:".
+ * (search_db_exec(), search_db_prepare(), search_db_step_done(), ...), which log as "search:".
  */
 #include "search/search-int.h"
 #include "search/search.h"
@@ -23,7 +23,7 @@
  * Bump when the tables, the tokenizers or the rank change. 1 kept fts and
  * tri in step with triggers on doc; 2 is the same tables without them; 3
  * replaces tri (a trigram index of the text) with vocab and vocab_tri (a
- * trigram index of the words). open_writer() makes a 3 of a 1 or a 2 in
+ * trigram index of the words). search_open_writer() makes a 3 of a 1 or a 2 in
  * place: the rows of doc and fts are kept, and the words are listed again.
  */
 #define SCHEMA_VERSION 3
@@ -78,16 +78,16 @@ static const char upgrade_sql[] =
 
 /* ---- Connections -------------------------------------------------------- */
 
-int db_error(sqlite3 *db, const char *what)
+int search_db_error(sqlite3 *db, const char *what)
 {
 	return log_error("search: %s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
 }
 
 /* Closes db, logging a failure (statements left unfinalized). Accepts NULL. */
-void db_close(sqlite3 *db)
+void search_db_close(sqlite3 *db)
 {
 	if (sqlite3_close(db) != SQLITE_OK)
-		db_error(db, "closing");
+		search_db_error(db, "closing");
 }
 
 static int is_corruption(int rc)
@@ -96,7 +96,7 @@ static int is_corruption(int rc)
 	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
 }
 
-int db_exec(sqlite3 *db, const char *sql, const char *what)
+int search_db_exec(sqlite3 *db, const char *sql, const char *what)
 {
 	char *msg = NULL;
 	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
@@ -108,28 +108,28 @@ int db_exec(sqlite3 *db, const char *sql, const char *what)
 	return rc;
 }
 
-int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
+int search_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st)
 {
 	int rc = sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 
 	if (rc != SQLITE_OK)
-		db_error(db, "preparing a statement");
+		search_db_error(db, "preparing a statement");
 	return rc;
 }
 
 /* Steps a statement that returns no rows and resets it. 0 or -1. */
-int db_run_once(sqlite3 *db, sqlite3_stmt *st, const char *what)
+int search_db_run_once(sqlite3 *db, sqlite3_stmt *st, const char *what)
 {
 	int rc = sqlite3_step(st);
 
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return db_error(db, what);
+		return search_db_error(db, what);
 	return 0;
 }
 
 /* Steps a statement that returns no rows and resets it. An SQLite code. */
-int db_step_done(sqlite3_stmt *st)
+int search_db_step_done(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
 
@@ -138,7 +138,7 @@ int db_step_done(sqlite3_stmt *st)
 }
 
 /* Runs sql, which returns one integer row or none (*v untouched). An SQLite code. */
-int db_query_int(sqlite3 *db, const char *sql, long long *v)
+int search_db_query_int(sqlite3 *db, const char *sql, long long *v)
 {
 	sqlite3_stmt *st = NULL;
 	int rc;
@@ -157,7 +157,7 @@ int db_query_int(sqlite3 *db, const char *sql, long long *v)
 }
 
 /* Opens path with flags, ready for the schema. An SQLite code; *out NULL on error. */
-int db_open(const char *path, int flags, sqlite3 **out)
+int search_db_open(const char *path, int flags, sqlite3 **out)
 {
 	sqlite3 *db = NULL;
 	int rc;
@@ -167,10 +167,10 @@ int db_open(const char *path, int flags, sqlite3 **out)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_busy_timeout(db, BUSY_TIMEOUT_MS);
 	if (rc == SQLITE_OK)
-		rc = register_fts(db);
+		rc = search_register_fts(db);
 	if (rc != SQLITE_OK) {
 		log_error("search: cannot open %s: %s", path, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
-		db_close(db);
+		search_db_close(db);
 		return rc;
 	}
 	*out = db;
@@ -190,16 +190,16 @@ static int probe(sqlite3 *db, long long *version)
 	int rc;
 
 	*version = 0;
-	rc = db_query_int(db, "PRAGMA user_version", version);
+	rc = search_db_query_int(db, "PRAGMA user_version", version);
 	if (rc != SQLITE_OK || *version < 1 || *version > SCHEMA_VERSION)
 		return rc;
-	rc = db_query_int(db, "SELECT count(*) FROM (SELECT id FROM doc LIMIT 1)", &n);
+	rc = search_db_query_int(db, "SELECT count(*) FROM (SELECT id FROM doc LIMIT 1)", &n);
 	if (rc == SQLITE_OK)
-		rc = db_query_int(db, "SELECT rowid FROM fts WHERE fts MATCH '\"quire\"' LIMIT 1",
+		rc = search_db_query_int(db, "SELECT rowid FROM fts WHERE fts MATCH '\"quire\"' LIMIT 1",
 				  &n);
 	/* an older index's tri goes in the upgrade */
 	if (rc == SQLITE_OK && *version == SCHEMA_VERSION)
-		rc = db_query_int(
+		rc = search_db_query_int(
 		    db, "SELECT rowid FROM vocab_tri WHERE vocab_tri MATCH '\"quire\"' LIMIT 1",
 		    &n);
 	return rc;
@@ -228,9 +228,9 @@ static int create_schema(sqlite3 *db)
 	int rc;
 
 	buf_addf(&sql, "BEGIN; %s PRAGMA user_version = %d; COMMIT;", schema_sql, SCHEMA_VERSION);
-	rc = db_exec(db, sql.ptr, "creating the index");
+	rc = search_db_exec(db, sql.ptr, "creating the index");
 	if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
-		db_exec(db, "ROLLBACK", "rolling back");
+		search_db_exec(db, "ROLLBACK", "rolling back");
 	buf_release(&sql);
 	return rc;
 }
@@ -253,7 +253,7 @@ static int set_wal(sqlite3 *db, const char *path)
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_OK)
-		db_error(db, "journal_mode");
+		search_db_error(db, "journal_mode");
 	return rc;
 }
 
@@ -265,10 +265,10 @@ static int set_wal(sqlite3 *db, const char *path)
 static int upgrade(sqlite3 *db, long long *version)
 {
 	char *msg = NULL;
-	int rc = db_exec(db, upgrade_sql, "upgrading the index");
+	int rc = search_db_exec(db, upgrade_sql, "upgrading the index");
 
 	if (rc != SQLITE_OK && !sqlite3_get_autocommit(db))
-		db_exec(db, "ROLLBACK", "rolling back");
+		search_db_exec(db, "ROLLBACK", "rolling back");
 	if (rc != SQLITE_OK)
 		return rc;
 	*version = SCHEMA_VERSION;
@@ -284,7 +284,7 @@ static int upgrade(sqlite3 *db, long long *version)
  * Opens the writer's connection, rebuilding a bad or outdated file once.
  * An SQLite code.
  */
-int open_writer(const char *path, sqlite3 **out, int *fresh)
+int search_open_writer(const char *path, sqlite3 **out, int *fresh)
 {
 	const int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
 	sqlite3 *db = NULL;
@@ -294,7 +294,7 @@ int open_writer(const char *path, sqlite3 **out, int *fresh)
 	*out = NULL;
 	*fresh = 0;
 	for (attempt = 0; attempt < 2; attempt++) {
-		rc = db_open(path, flags, &db);
+		rc = search_db_open(path, flags, &db);
 		if (rc != SQLITE_OK)
 			return rc;
 		rc = probe(db, &version);
@@ -304,15 +304,15 @@ int open_writer(const char *path, sqlite3 **out, int *fresh)
 			break;
 		if (rc == SQLITE_OK && version == 0) {
 			long long objects = 0;
-			rc = db_query_int(db, "SELECT count(*) FROM sqlite_schema", &objects);
+			rc = search_db_query_int(db, "SELECT count(*) FROM sqlite_schema", &objects);
 			if (rc == SQLITE_OK && objects == 0) {
 				*fresh = 1;
 				break;
 			}
 		}
 		if (rc != SQLITE_OK && !is_corruption(rc)) {
-			db_error(db, path);
-			db_close(db);
+			search_db_error(db, path);
+			search_db_close(db);
 			return rc;
 		}
 		if (rc != SQLITE_OK)
@@ -321,7 +321,7 @@ int open_writer(const char *path, sqlite3 **out, int *fresh)
 		else
 			log_info("search: %s has schema %lld, not %d; rebuilding the index", path,
 				 version, SCHEMA_VERSION);
-		db_close(db);
+		search_db_close(db);
 		db = NULL;
 		if (remove_files(path) < 0)
 			return SQLITE_CANTOPEN;
@@ -334,12 +334,12 @@ int open_writer(const char *path, sqlite3 **out, int *fresh)
 	/* WAL: readers see the last commit while the writer works; NORMAL: the index is a cache */
 	rc = set_wal(db, path);
 	if (rc == SQLITE_OK)
-		rc = db_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768;",
+		rc = search_db_exec(db, "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -32768;",
 			     "setting up");
 	if (rc == SQLITE_OK && *fresh)
 		rc = create_schema(db);
 	if (rc != SQLITE_OK) {
-		db_close(db);
+		search_db_close(db);
 		return rc;
 	}
 	*out = db;

@@ -4,9 +4,9 @@
  * What. A phrase's rows, each with the phrase's weighted frequency in it
  * (struct row_list), read in one pass (quire_list() in rank.c) and kept
  * until the index changes, the least recently used going first.
- * rank_lists() ranks a query of positive terms by intersecting its
- * phrases' lists (rank_rows()) instead of FTS5 merging their position
- * lists row by row, and list_hits() then reads the matches of the rows
+ * search_rank_lists() ranks a query of positive terms by intersecting its
+ * phrases' lists (search_rank_rows()) instead of FTS5 merging their position
+ * lists row by row, and search_list_hits() then reads the matches of the rows
  * shown. substring.c keeps its terms' rows here too.
  */
 #include "search/search-int.h"
@@ -30,7 +30,7 @@ static const char list_sql[] =
 static const char hit_sql[] = "SELECT count(*) FROM fts WHERE fts MATCH ?1 AND rowid = ?2 "
 			      "AND quire_hits_fts(fts, ?3) IS NOT NULL";
 
-void list_free(struct row_list *l)
+void search_list_free(struct row_list *l)
 {
 	if (!l)
 		return;
@@ -45,12 +45,12 @@ static size_t list_size(const struct row_list *l)
 	return sizeof(*l) + l->len + l->alloc * (sizeof(*l->rowid) + sizeof(*l->freq));
 }
 
-void lists_clear(struct index_state *st)
+void search_lists_clear(struct index_state *st)
 {
 	size_t i;
 
 	for (i = 0; i < st->nlists; i++)
-		list_free(st->lists[i]);
+		search_list_free(st->lists[i]);
 	st->nlists = 0;
 	st->list_bytes = 0;
 	st->have_totals = 0;
@@ -70,7 +70,7 @@ static void lists_make_room(struct index_state *st, unsigned long long query)
 		if (lru == st->nlists)
 			return; /* all this query's: at most SEARCH_TERMS_MAX < LISTS_MAX */
 		st->list_bytes -= list_size(st->lists[lru]);
-		list_free(st->lists[lru]);
+		search_list_free(st->lists[lru]);
 		st->lists[lru] = st->lists[--st->nlists];
 	}
 }
@@ -78,11 +78,11 @@ static void lists_make_room(struct index_state *st, unsigned long long query)
 /* Phrase i's list if it is kept, else NULL. */
 static struct row_list *kept_list(struct search_reader *r, struct index_state *st, int i)
 {
-	return list_find(r, st, r->match.ptr + r->phrase[i][0], r->phrase[i][1]);
+	return search_list_find(r, st, r->match.ptr + r->phrase[i][0], r->phrase[i][1]);
 }
 
 /* The list kept under key (len bytes), marked as used by this query; NULL when none. */
-struct row_list *list_find(struct search_reader *r, struct index_state *st, const char *key,
+struct row_list *search_list_find(struct search_reader *r, struct index_state *st, const char *key,
 			   size_t len)
 {
 	size_t j;
@@ -110,13 +110,13 @@ static int seen_before(struct search_reader *r, struct index_state *st, int i)
 }
 
 /* Appends the rows of the one phrase match (len bytes) to l. 0 or -1 (logged). */
-int list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
+int search_list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
 		   struct row_list *l)
 {
 	sqlite3_stmt *q;
 	int rc;
 
-	if (!(q = reader_stmt(r, &r->list_scan, list_sql)))
+	if (!(q = search_reader_stmt(r, &r->list_scan, list_sql)))
 		return -1;
 	st->building = l;
 	rc = sqlite3_bind_text(q, 1, match, (int)len, SQLITE_STATIC);
@@ -125,11 +125,11 @@ int list_read_rows(struct search_reader *r, struct index_state *st, const char *
 	sqlite3_reset(q);
 	st->building = NULL;
 	if (rc != SQLITE_DONE)
-		return db_error(r->db, "reading a phrase's rows");
+		return search_db_error(r->db, "reading a phrase's rows");
 	return 0;
 }
 
-struct row_list *list_new(struct search_reader *r, const char *key, size_t len)
+struct row_list *search_list_new(struct search_reader *r, const char *key, size_t len)
 {
 	struct row_list *l = xcalloc(1, sizeof(*l));
 
@@ -140,7 +140,7 @@ struct row_list *list_new(struct search_reader *r, const char *key, size_t len)
 }
 
 /* Keeps l, read for this query, for as long as the index does not change. */
-void list_keep(struct search_reader *r, struct index_state *st, struct row_list *l)
+void search_list_keep(struct search_reader *r, struct index_state *st, struct row_list *l)
 {
 	lists_make_room(st, r->nquery);
 	if (l->alloc > l->n + l->n / 8) {
@@ -157,13 +157,13 @@ static struct row_list *read_list(struct search_reader *r, struct index_state *s
 {
 	const char *key = r->match.ptr + r->phrase[i][0];
 	size_t len = r->phrase[i][1];
-	struct row_list *l = list_new(r, key, len);
+	struct row_list *l = search_list_new(r, key, len);
 
-	if (list_read_rows(r, st, key, len, l) < 0) {
-		list_free(l);
+	if (search_list_read_rows(r, st, key, len, l) < 0) {
+		search_list_free(l);
 		return NULL;
 	}
-	list_keep(r, st, l);
+	search_list_keep(r, st, l);
 	return l;
 }
 
@@ -198,7 +198,7 @@ static size_t list_seek(const struct row_list *l, size_t at, sqlite3_int64 id)
  * reader does not know takes the mean length, or with strict ends the
  * ranking: 0 (r->top and *total emptied; the caller asks FTS5), else 1.
  */
-int rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
+int search_rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
 	      struct row_list **neg, int nneg, int strict, long long *total)
 {
 	struct index_state *st = &r->idx;
@@ -254,7 +254,7 @@ int rank_rows(struct search_reader *r, struct row_list **pos, int npos, const do
 		++*total;
 		if (r->ntop < r->k || above(&row, &r->top[0])) {
 			row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
-			heap_put(r, row);
+			search_heap_put(r, row);
 		}
 	}
 	return 1;
@@ -265,14 +265,14 @@ int rank_rows(struct search_reader *r, struct row_list **pos, int npos, const do
  * from the phrases' row lists, as quire_rank() would: the rows in every
  * list, each scored with the same bm25 in the same order of operations,
  * into the same heap. The hits of the rows kept are read afterwards
- * (list_hits()). 1 when ranked, 0 when the query is not one for lists (a
+ * (search_list_hits()). 1 when ranked, 0 when the query is not one for lists (a
  * phrase asked for the first time, see SEEN_SLOTS; phrases in few rows; a
  * prefix, whose hits in one row FTS5 finds by merging all of its words'
  * rows again, 1.3 ms for "param*"; a phrase in no row, which FTS5 may have
  * dropped from the query rather than matching nothing; a row of unknown
  * length), -1 on an error.
  */
-int rank_lists(struct search_reader *r, int npos, long long *total)
+int search_rank_lists(struct search_reader *r, int npos, long long *total)
 {
 	struct index_state *st = &r->idx;
 	struct row_list *l[SEARCH_TERMS_MAX];
@@ -283,7 +283,7 @@ int rank_lists(struct search_reader *r, int npos, long long *total)
 	if (r->lists_min_rows < 0 || npos < 1 || npos != r->nterms || npos > SEARCH_TERMS_MAX)
 		return 0;
 	if (st->lists_version != r->data_version) {
-		lists_clear(st);
+		search_lists_clear(st);
 		st->lists_version = r->data_version;
 	}
 	r->nquery++;
@@ -306,14 +306,14 @@ int rank_lists(struct search_reader *r, int npos, long long *total)
 		return 0;
 	st->nrow = st->nrow_all;
 	for (i = 0; i < npos; i++)
-		idf[i] = npos > 1 ? idf_of(st->nrow_all, (sqlite3_int64)l[i]->n) : 1.0;
-	return rank_rows(r, l, npos, idf, NULL, 0, 1, total);
+		idf[i] = npos > 1 ? search_idf_of(st->nrow_all, (sqlite3_int64)l[i]->n) : 1.0;
+	return search_rank_rows(r, l, npos, idf, NULL, 0, 1, total);
 }
 
 /* Reads where the matches of the rows ranked from lists are, for rows from..r->ntop. 0 or -1. */
-int list_hits(struct search_reader *r, size_t from)
+int search_list_hits(struct search_reader *r, size_t from)
 {
-	sqlite3_stmt *q = reader_stmt(r, &r->hit_scan, hit_sql);
+	sqlite3_stmt *q = search_reader_stmt(r, &r->hit_scan, hit_sql);
 	size_t i;
 	int rc = q ? SQLITE_OK : SQLITE_ERROR;
 
@@ -333,5 +333,5 @@ int list_hits(struct search_reader *r, size_t from)
 		if (rc == SQLITE_DONE)
 			rc = SQLITE_OK;
 	}
-	return rc == SQLITE_OK ? 0 : db_error(r->db, "reading a result's matches");
+	return rc == SQLITE_OK ? 0 : search_db_error(r->db, "reading a result's matches");
 }

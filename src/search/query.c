@@ -1,9 +1,9 @@
 /*
  * query.c: what a visitor typed, as terms and as an FTS5 MATCH expression.
  *
- * What. query_parse() splits the text into terms (words, "phrases",
+ * What. search_query_parse() splits the text into terms (words, "phrases",
  * prefix*, -excluded), drops those without a letter or digit and refuses
- * what is a bad request; build_match() writes the terms as a MATCH
+ * what is a bad request; search_build_match() writes the terms as a MATCH
  * expression in which each is a double-quoted FTS5 string, so that nothing
  * typed is FTS5 syntax and the expression cannot fail to parse.
  */
@@ -57,7 +57,7 @@ static int classify(struct term *t)
 
 		if (n < 1)
 			n = 1;
-		if (cjk_at(p, (int)(end - p), &l)) {
+		if (search_cjk_at(p, (int)(end - p), &l)) {
 			run++;
 			last_cjk_run = run;
 		} else {
@@ -65,7 +65,7 @@ static int classify(struct term *t)
 			if (unicode_is_alnum(cp))
 				last_cjk_run = 0;
 		}
-		if (unicode_is_alnum(cp) || is_cjk((uint32_t)cp)) {
+		if (unicode_is_alnum(cp) || search_is_cjk((uint32_t)cp)) {
 			if (!t->core)
 				t->core = p;
 			last = p + n;
@@ -91,7 +91,7 @@ static int classify(struct term *t)
 }
 
 /* Splits q into terms. 0, or -1 with *err set (a 400). */
-int query_parse(const char *q, size_t len, struct query *out, const char **err)
+int search_query_parse(const char *q, size_t len, struct query *out, const char **err)
 {
 	size_t i = 0;
 	int blank_only = 1;
@@ -153,7 +153,7 @@ int query_parse(const char *q, size_t len, struct query *out, const char **err)
 }
 
 /* Appends s as an FTS5 string: double-quoted, inner quotes doubled. */
-void match_add_string(struct buf *b, const char *s, size_t n)
+void search_match_add_string(struct buf *b, const char *s, size_t n)
 {
 	const char *q;
 
@@ -169,15 +169,15 @@ void match_add_string(struct buf *b, const char *s, size_t n)
 }
 
 /* Appends term t to b for the word index: its string, and " *" for a prefix. */
-void match_add_term(struct buf *b, const struct term *t)
+void search_match_add_term(struct buf *b, const struct term *t)
 {
-	match_add_string(b, t->s, t->n);
+	search_match_add_string(b, t->s, t->n);
 	if (t->prefix)
 		buf_adds(b, " *");
 }
 
 /* Whether every term has the SUBSTRING_MIN characters a substring needs (vocab_tri's trigram). */
-int substring_terms(const struct query *q)
+int search_substring_terms(const struct query *q)
 {
 	int i;
 
@@ -192,7 +192,7 @@ int substring_terms(const struct query *q)
  * the phrases in this order: phrase i < q->npos is positive term i, whose
  * text in b is span[i][0] bytes from the start, span[i][1] long.
  */
-void build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2])
+void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2])
 {
 	size_t start;
 	int neg, i, first, k = 0;
@@ -211,7 +211,7 @@ void build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_
 				buf_adds(b, neg ? " OR " : " AND ");
 			first = 0;
 			start = b->len;
-			match_add_term(b, t);
+			search_match_add_term(b, t);
 			if (!neg) {
 				span[k][0] = start;
 				span[k++][1] = b->len - start;

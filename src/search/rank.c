@@ -2,7 +2,7 @@
  * rank.c: what FTS5 calls for each matching row: quire_rank(), quire_list()
  * and quire_hits().
  *
- * What. quire_rank() (rank_fn()) is our copy of FTS5's bm25() that keeps
+ * What. quire_rank() (search_rank_fn()) is our copy of FTS5's bm25() that keeps
  * the reader's best rows in a heap, with where their matches are
  * (capture_hits()); quire_list() appends the row and its weighted
  * frequency to the row list being read (lists.c); quire_hits() records the
@@ -77,14 +77,14 @@ static double ln(double x)
 	return 2 * sum + e * 0.69314718055994530942;
 }
 
-double idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit)
+double search_idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit)
 {
 	double idf = ln(((double)nrow - (double)nhit + 0.5) / ((double)nhit + 0.5));
 
 	return idf > 0 ? idf : 1e-6;
 }
 
-void df_clear(struct index_state *st)
+void search_df_clear(struct index_state *st)
 {
 	size_t i;
 
@@ -116,7 +116,7 @@ static int phrase_rows(const Fts5ExtensionApi *x, Fts5Context *fc, struct index_
 		st->df = xcalloc(DF_SLOTS, sizeof(*st->df));
 		st->df_version = r->data_version;
 	} else if (st->df_version != r->data_version) {
-		df_clear(st);
+		search_df_clear(st);
 		st->df_version = r->data_version;
 	}
 	e = &st->df[hash64(key, len) % DF_SLOTS];
@@ -157,7 +157,7 @@ static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 		rq->idf[i] = 1.0;
 		if (with_idf) {
 			*rc = phrase_rows(x, fc, st, i, &nhit);
-			rq->idf[i] = idf_of(nrow, nhit);
+			rq->idf[i] = search_idf_of(nrow, nhit);
 		}
 	}
 	if (*rc == SQLITE_OK)
@@ -167,13 +167,13 @@ static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 	return *rc == SQLITE_OK ? rq : NULL;
 }
 
-int by_rank(const void *a, const void *b)
+int search_by_rank(const void *a, const void *b)
 {
 	return above(a, b) ? -1 : above(b, a) ? 1 : 0;
 }
 
 /* Puts x in the heap r->top, which is full when it holds r->k rows, evicting the worst. */
-void heap_put(struct search_reader *r, struct ranked x)
+void search_heap_put(struct search_reader *r, struct ranked x)
 {
 	struct ranked *h = r->top;
 	size_t i, c;
@@ -241,7 +241,7 @@ static int capture_hits(const Fts5ExtensionApi *x, Fts5Context *fc, struct slot 
 		h->first = off;
 		h->last = off + x->xPhraseSize(fc, ph) - 1;
 	}
-	qsort(sl->hits, (size_t)sl->n, sizeof(*sl->hits), by_position);
+	qsort(sl->hits, (size_t)sl->n, sizeof(*sl->hits), search_by_position);
 	return rc;
 }
 
@@ -358,7 +358,7 @@ static int phrase_freq(struct search_reader *r, const Fts5ExtensionApi *x, Fts5C
  * for a single phrase changes no order and saves a pass over its rows (the
  * caller scales the scores it shows).
  */
-void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+void search_rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 	     sqlite3_value **argv)
 {
 	struct index_state *st = x->xUserData(fc);
@@ -396,7 +396,7 @@ void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, i
 	if (rc == SQLITE_OK && (r->ntop < r->k || above(&row, &r->top[0]))) {
 		row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
 		rc = capture_hits(x, fc, &r->slots[row.slot]);
-		heap_put(r, row);
+		search_heap_put(r, row);
 	}
 	if (rc != SQLITE_OK)
 		sqlite3_result_error_code(ctx, rc);
@@ -411,7 +411,7 @@ void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, i
  * query's one phrase to st->building; the first row also notes the index's
  * row and token counts, which every list of this data_version shares.
  */
-void list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+void search_list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 	     sqlite3_value **argv)
 {
 	struct index_state *st = x->xUserData(fc);
@@ -448,7 +448,7 @@ void list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, i
 }
 
 /* quire_hits(table, slot): records where the row's matches are in r->slots[slot]. */
-void hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+void search_hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 	     sqlite3_value **argv)
 {
 	struct index_state *st = x->xUserData(fc);

@@ -67,7 +67,7 @@ struct row_tokenizer {
 };
 
 /*
- * A term of a substring query (see run_substrings()) as fts's tokenizer
+ * A term of a substring query (see search_run_substrings()) as fts's tokenizer
  * reads it: one token of SUBSTRING_MIN characters or more is looked for
  * inside words (SUB_CONTAINS: "shell" in powershell); several are a phrase
  * whose last token may be the start of a word (SUB_PHRASE: "Get-ChildI").
@@ -123,7 +123,7 @@ struct search {
 	struct search_counts counts;
 };
 
-/* A term of the query, as query_parse() splits it. */
+/* A term of the query, as search_query_parse() splits it. */
 struct term {
 	const char *s;   /* into the query */
 	size_t n;
@@ -142,7 +142,7 @@ struct query {
  * The rows a phrase is in, with its weighted frequency in each (what
  * quire_rank() computes per row), read with one pass over the phrase
  * alone (quire_list()). A query whose terms are all positive is then
- * ranked by intersecting its phrases' lists in C (rank_lists()) instead of
+ * ranked by intersecting its phrases' lists in C (search_rank_lists()) instead of
  * FTS5 merging their position lists row by row: for two frequent words,
  * where most of the time went. Kept per reader until data_version moves,
  * LISTS_MAX of them and about LISTS_BYTES, the least recently used going
@@ -221,22 +221,22 @@ struct search_reader {
 	struct buf match, snippet;
 	size_t phrase[SEARCH_TERMS_MAX][2]; /* where each positive term is in match */
 	int nterms;              /* terms in match, positive and excluded */
-	int html;                /* add_result writes HTML list items, not JSON */
+	int html;                /* search_add_result writes HTML list items, not JSON */
 	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
 	int poslist_checks;
-	long lists_min_rows;     /* rank from row lists when the query allows (rank_lists()); -1: never */
+	long lists_min_rows;     /* rank from row lists when the query allows (search_rank_lists()); -1: never */
 	unsigned long long nquery;
 	long long nlisted;       /* queries ranked from lists */
 	sqlite3_stmt *list_scan, *hit_scan, *vocab_scan;
-	/* a substring query under way (run_substrings()): its terms, the positive ones first */
+	/* a substring query under way (search_run_substrings()): its terms, the positive ones first */
 	struct sub_term sub[SEARCH_TERMS_MAX];
 	int nsub;                /* its positive terms */
-	int substrings;          /* add_result() finds the matches in the row itself */
+	int substrings;          /* search_add_result() finds the matches in the row itself */
 	double *acc;             /* by row id from a base: frequencies summed, else 0 */
 	size_t acc_cap;
 };
 
-/* bm25's parameters, as FTS5's (rank.c, and rank_rows() in lists.c). */
+/* bm25's parameters, as FTS5's (rank.c, and search_rank_rows() in lists.c). */
 #define BM25_K1 1.2
 #define BM25_B 0.75
 
@@ -247,78 +247,78 @@ static inline int above(const struct ranked *a, const struct ranked *b)
 }
 
 /* tokenize.c: the cjk tokenizer, and instances of fts's */
-int is_cjk(uint32_t c);
-uint32_t cjk_at(const char *s, int n, int *len);
-int fts5_api_of(sqlite3 *db, fts5_api **out);
-int register_fts(sqlite3 *db);
-int tokenizer_open(sqlite3 *db, struct row_tokenizer *tk);
+int search_is_cjk(uint32_t c);
+uint32_t search_cjk_at(const char *s, int n, int *len);
+int search_fts5_api_of(sqlite3 *db, fts5_api **out);
+int search_register_fts(sqlite3 *db);
+int search_tokenizer_open(sqlite3 *db, struct row_tokenizer *tk);
 
 /* db.c: connections, the schema, the writer's file */
-int db_error(sqlite3 *db, const char *what);
-void db_close(sqlite3 *db);
-int db_exec(sqlite3 *db, const char *sql, const char *what);
-int db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
-int db_run_once(sqlite3 *db, sqlite3_stmt *st, const char *what);
-int db_step_done(sqlite3_stmt *st);
-int db_query_int(sqlite3 *db, const char *sql, long long *v);
-int db_open(const char *path, int flags, sqlite3 **out);
-int open_writer(const char *path, sqlite3 **out, int *fresh);
+int search_db_error(sqlite3 *db, const char *what);
+void search_db_close(sqlite3 *db);
+int search_db_exec(sqlite3 *db, const char *sql, const char *what);
+int search_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **st);
+int search_db_run_once(sqlite3 *db, sqlite3_stmt *st, const char *what);
+int search_db_step_done(sqlite3_stmt *st);
+int search_db_query_int(sqlite3 *db, const char *sql, long long *v);
+int search_db_open(const char *path, int flags, sqlite3 **out);
+int search_open_writer(const char *path, sqlite3 **out, int *fresh);
 
 /* vocab.c: the words of new rows */
-void terms_clear(struct term_set *t);
-int collect_terms(struct search *s, const char *text, int n);
-int vocab_flush(struct search *s);
+void search_terms_clear(struct term_set *t);
+int search_collect_terms(struct search *s, const char *text, int n);
+int search_vocab_flush(struct search *s);
 
 /* query.c: parsing what was typed */
-int query_parse(const char *q, size_t len, struct query *out, const char **err);
-void match_add_string(struct buf *b, const char *s, size_t n);
-void match_add_term(struct buf *b, const struct term *t);
-int substring_terms(const struct query *q);
-void build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2]);
+int search_query_parse(const char *q, size_t len, struct query *out, const char **err);
+void search_match_add_string(struct buf *b, const char *s, size_t n);
+void search_match_add_term(struct buf *b, const struct term *t);
+int search_substring_terms(const struct query *q);
+void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2]);
 
 /* snippet.c */
-int by_position(const void *a, const void *b);
-int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
+int search_by_position(const void *a, const void *b);
+int search_make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
 		 struct row_tokenizer *tk);
-void emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n);
+void search_emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n);
 
 /* rank.c: the functions FTS5 calls per row, bm25, the heap of the best rows */
-double idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit);
-void df_clear(struct index_state *st);
-int by_rank(const void *a, const void *b);
-void heap_put(struct search_reader *r, struct ranked x);
-void rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+double search_idf_of(sqlite3_int64 nrow, sqlite3_int64 nhit);
+void search_df_clear(struct index_state *st);
+int search_by_rank(const void *a, const void *b);
+void search_heap_put(struct search_reader *r, struct ranked x);
+void search_rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 	     sqlite3_value **argv);
-void list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+void search_list_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 	     sqlite3_value **argv);
-void hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
+void search_hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context *ctx, int argc,
 	     sqlite3_value **argv);
 
 /* lists.c: the row lists a reader keeps */
-void list_free(struct row_list *l);
-void lists_clear(struct index_state *st);
-struct row_list *list_find(struct search_reader *r, struct index_state *st, const char *key,
+void search_list_free(struct row_list *l);
+void search_lists_clear(struct index_state *st);
+struct row_list *search_list_find(struct search_reader *r, struct index_state *st, const char *key,
 			   size_t len);
-struct row_list *list_new(struct search_reader *r, const char *key, size_t len);
-void list_keep(struct search_reader *r, struct index_state *st, struct row_list *l);
-int list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
+struct row_list *search_list_new(struct search_reader *r, const char *key, size_t len);
+void search_list_keep(struct search_reader *r, struct index_state *st, struct row_list *l);
+int search_list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
 		   struct row_list *l);
-int rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
+int search_rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
 	      struct row_list **neg, int nneg, int strict, long long *total);
-int rank_lists(struct search_reader *r, int npos, long long *total);
-int list_hits(struct search_reader *r, size_t from);
+int search_rank_lists(struct search_reader *r, int npos, long long *total);
+int search_list_hits(struct search_reader *r, size_t from);
 
 /* substring.c: queries on substrings */
-int sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms, int nterms,
+int search_sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms, int nterms,
 		struct row_tokenizer *tk);
-int run_substrings(struct search_reader *r, const struct query *q, int limit, int offset,
+int search_run_substrings(struct search_reader *r, const struct query *q, int limit, int offset,
 		   struct buf *out, long long *total);
-int want_substrings(struct search_reader *r, const struct query *q);
+int search_want_substrings(struct search_reader *r, const struct query *q);
 
 /* search.c: readers and results */
-sqlite3_stmt *reader_stmt(struct search_reader *r, sqlite3_stmt **slot, const char *sql);
-int load_lengths(struct search_reader *r);
-int add_result(struct search_reader *r, const struct ranked *row, double scale, int first,
+sqlite3_stmt *search_reader_stmt(struct search_reader *r, sqlite3_stmt **slot, const char *sql);
+int search_load_lengths(struct search_reader *r);
+int search_add_result(struct search_reader *r, const struct ranked *row, double scale, int first,
 	       struct buf *out);
 
 #endif

@@ -63,7 +63,7 @@
  *
  * When the words find nothing, some positive term is no word of any note
  * and every term has three characters (the least a trigram matches), the
- * terms are looked up as substrings (run_substrings()). A term that fts's
+ * terms are looked up as substrings (search_run_substrings()). A term that fts's
  * tokenizer reads as one token is looked for inside words: vocab_tri gives
  * the words that hold it, and the term's rows are the union of theirs
  * (read word by word from fts, summing each row's weighted frequencies); a
@@ -73,7 +73,7 @@
  * as for one phrase) and the unions are kept per reader with the word
  * lists, so a fragment asked again (the search box asks while one types)
  * costs the intersection. A result's snippet comes from tokenizing its
- * column (sub_snippet()): a word holding the fragment marks the fragment
+ * column (search_sub_snippet()): a word holding the fragment marks the fragment
  * alone, "Power[Shell]", "Å[snéfj]ord" for snefj. On v10k (bench/search-
  * bench.c, 5,000 queries a kind, the trigram index of the text before):
  * ends of words ("rameter") 1,206 queries/s, p99 2.4 ms (411, 11 ms);
@@ -171,9 +171,9 @@ static const char scan_sql[] =
 static const char sizes_sql[] = "SELECT id, sz FROM fts_docsize";
 
 /* r's statement in *slot, prepared from sql on first use; NULL on an error (logged). */
-sqlite3_stmt *reader_stmt(struct search_reader *r, sqlite3_stmt **slot, const char *sql)
+sqlite3_stmt *search_reader_stmt(struct search_reader *r, sqlite3_stmt **slot, const char *sql)
 {
-	if (!*slot && db_prepare(r->db, sql, slot) != SQLITE_OK)
+	if (!*slot && search_db_prepare(r->db, sql, slot) != SQLITE_OK)
 		return NULL;
 	return *slot;
 }
@@ -197,7 +197,7 @@ struct search_reader *search_reader_open(const char *path)
 	fts5_api *api = NULL;
 	int rc, i;
 
-	if (db_open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &db) != SQLITE_OK)
+	if (search_db_open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, &db) != SQLITE_OK)
 		return NULL;
 	r = xcalloc(1, sizeof(*r));
 	r->db = db;
@@ -209,30 +209,30 @@ struct search_reader *search_reader_open(const char *path)
 		buf_init(&r->sub[i].text, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
 	/* map the file: readers share the OS page cache instead of each caching pages */
-	rc = db_exec(db, "PRAGMA mmap_size = 268435456;", "setting up a reader");
+	rc = search_db_exec(db, "PRAGMA mmap_size = 268435456;", "setting up a reader");
 	if (rc == SQLITE_OK)
-		rc = fts5_api_of(db, &api);
+		rc = search_fts5_api_of(db, &api);
 	r->idx.reader = r;
 	r->idx.version = -1;
 	r->idx.lists_version = -1;
 	if (rc == SQLITE_OK)
-		rc = tokenizer_open(db, &r->idx.tok);
+		rc = search_tokenizer_open(db, &r->idx.tok);
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_rank_fts", &r->idx, rank_fn, NULL);
+		rc = api->xCreateFunction(api, "quire_rank_fts", &r->idx, search_rank_fn, NULL);
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_list_fts", &r->idx, list_fn, NULL);
+		rc = api->xCreateFunction(api, "quire_list_fts", &r->idx, search_list_fn, NULL);
 	if (rc == SQLITE_OK)
-		rc = api->xCreateFunction(api, "quire_hits_fts", &r->idx, hits_fn, NULL);
+		rc = api->xCreateFunction(api, "quire_hits_fts", &r->idx, search_hits_fn, NULL);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(db, "BEGIN", &r->begin);
+		rc = search_db_prepare(db, "BEGIN", &r->begin);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(db, "COMMIT", &r->commit);
+		rc = search_db_prepare(db, "COMMIT", &r->commit);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(db, "ROLLBACK", &r->rollback);
+		rc = search_db_prepare(db, "ROLLBACK", &r->rollback);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(db, "PRAGMA data_version", &r->version);
+		rc = search_db_prepare(db, "PRAGMA data_version", &r->version);
 	if (rc != SQLITE_OK) {
-		db_error(db, "opening a reader");
+		search_db_error(db, "opening a reader");
 		search_reader_free(r);
 		return NULL;
 	}
@@ -248,9 +248,9 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->scan);
 	sqlite3_finalize(r->sizes);
 	free(r->idx.len);
-	df_clear(&r->idx);
+	search_df_clear(&r->idx);
 	free(r->idx.df);
-	lists_clear(&r->idx);
+	search_lists_clear(&r->idx);
 	if (r->idx.tok.inst)
 		r->idx.tok.api.xDelete(r->idx.tok.inst);
 	sqlite3_finalize(r->begin);
@@ -262,7 +262,7 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->list_scan);
 	sqlite3_finalize(r->hit_scan);
 	sqlite3_finalize(r->vocab_scan);
-	db_close(r->db);
+	search_db_close(r->db);
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_release(&r->sub[i].text);
 	free(r->acc);
@@ -278,15 +278,15 @@ static int read_begin(struct search_reader *r)
 {
 	int rc;
 
-	if (db_run_once(r->db, r->begin, "begin") < 0)
+	if (search_db_run_once(r->db, r->begin, "begin") < 0)
 		return -1;
 	rc = sqlite3_step(r->version);
 	if (rc == SQLITE_ROW)
 		r->data_version = sqlite3_column_int64(r->version, 0);
 	sqlite3_reset(r->version);
 	if (rc != SQLITE_ROW) {
-		db_error(r->db, "data_version");
-		db_run_once(r->db, r->rollback, "rollback");
+		search_db_error(r->db, "data_version");
+		search_db_run_once(r->db, r->rollback, "rollback");
 		return -1;
 	}
 	return 0;
@@ -316,7 +316,7 @@ static int get_varint(const unsigned char *p, int n, uint64_t *v)
  * Reads every row's length (the sum of its column sizes) from the index's
  * docsize table, unless they were read at this data_version. 0 or -1.
  */
-int load_lengths(struct search_reader *r)
+int search_load_lengths(struct search_reader *r)
 {
 	struct index_state *st = &r->idx;
 	sqlite3_stmt *q;
@@ -324,7 +324,7 @@ int load_lengths(struct search_reader *r)
 
 	if (st->version == r->data_version)
 		return 0;
-	q = reader_stmt(r, &r->sizes, sizes_sql);
+	q = search_reader_stmt(r, &r->sizes, sizes_sql);
 	if (!q)
 		return -1;
 	if (st->cap)
@@ -354,7 +354,7 @@ int load_lengths(struct search_reader *r)
 	}
 	sqlite3_reset(q);
 	if (rc != SQLITE_DONE)
-		return db_error(r->db, "reading row lengths");
+		return search_db_error(r->db, "reading row lengths");
 	st->version = r->data_version;
 	return 0;
 }
@@ -405,11 +405,11 @@ static void add_marked_html(struct buf *out, const char *s, size_t n)
 }
 
 /* Appends one result: the row's URL, title, score and snippet. 0 or -1. */
-int add_result(struct search_reader *r, const struct ranked *row, double scale, int first,
+int search_add_result(struct search_reader *r, const struct ranked *row, double scale, int first,
 	       struct buf *out)
 {
 	struct slot *sl = r->substrings ? NULL : &r->slots[row->slot];
-	sqlite3_stmt *st = reader_stmt(
+	sqlite3_stmt *st = search_reader_stmt(
 	    r, &r->doc, "SELECT url, title, headings, tags, body FROM doc WHERE id = ?1");
 	const char *url, *title, *text;
 	int rc;
@@ -425,16 +425,16 @@ int add_result(struct search_reader *r, const struct ranked *row, double scale, 
 	}
 	if (rc != SQLITE_ROW) {
 		sqlite3_reset(st);
-		return db_error(r->db, "reading a result");
+		return search_db_error(r->db, "reading a result");
 	}
 	url = (const char *)sqlite3_column_text(st, COL_URL);
 	title = (const char *)sqlite3_column_text(st, COL_TITLE);
 	buf_reset(&r->snippet);
 	if (r->substrings) {
-		rc = sub_snippet(&r->snippet, st, r->sub, r->nsub, &r->idx.tok);
+		rc = search_sub_snippet(&r->snippet, st, r->sub, r->nsub, &r->idx.tok);
 	} else {
 		text = (const char *)sqlite3_column_text(st, sl->col);
-		rc = make_snippet(&r->snippet, text ? text : "",
+		rc = search_make_snippet(&r->snippet, text ? text : "",
 				  text ? sqlite3_column_bytes(st, sl->col) : 0, sl->hits, sl->n,
 				  &r->idx.tok);
 	}
@@ -481,19 +481,19 @@ static int run_query(struct search_reader *r, int npos, int limit, int offset, s
 		r->slots = xrealloc(r->slots, r->k * sizeof(*r->slots));
 		r->nslots = r->k;
 	}
-	if (load_lengths(r) < 0)
+	if (search_load_lengths(r) < 0)
 		return -1;
-	rc = rank_lists(r, npos, total);
+	rc = search_rank_lists(r, npos, total);
 	if (rc < 0)
 		return -1;
 	if (rc == 1) {
-		qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
-		if (list_hits(r, (size_t)offset) < 0)
+		qsort(r->top, r->ntop, sizeof(*r->top), search_by_rank);
+		if (search_list_hits(r, (size_t)offset) < 0)
 			return -1;
 		r->nlisted++;
 		goto results;
 	}
-	if (!(st = reader_stmt(r, &r->scan, scan_sql)))
+	if (!(st = search_reader_stmt(r, &r->scan, scan_sql)))
 		return -1;
 	rc = sqlite3_bind_text(st, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
 	if (rc == SQLITE_OK)
@@ -510,14 +510,14 @@ static int run_query(struct search_reader *r, int npos, int limit, int offset, s
 	}
 	sqlite3_reset(st);
 	if (rc != SQLITE_DONE)
-		return db_error(r->db, "query");
-	qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
+		return search_db_error(r->db, "query");
+	qsort(r->top, r->ntop, sizeof(*r->top), search_by_rank);
 results:
 	/* one phrase was ranked without its IDF: every row has the same one */
 	if (npos == 1)
-		scale = idf_of(r->idx.nrow, *total);
+		scale = search_idf_of(r->idx.nrow, *total);
 	for (i = (size_t)offset; i < r->ntop; i++)
-		if (add_result(r, &r->top[i], scale, i == (size_t)offset, out) < 0)
+		if (search_add_result(r, &r->top[i], scale, i == (size_t)offset, out) < 0)
 			return -1;
 	return 0;
 }
@@ -571,23 +571,23 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 		return bad_request(out, "limit must be between 1 and 50");
 	if (offset < 0 || offset > SEARCH_OFFSET_MAX)
 		return bad_request(out, "offset must be between 0 and 1000");
-	if (query_parse(q, len, &parsed, &err) < 0)
+	if (search_query_parse(q, len, &parsed, &err) < 0)
 		return bad_request(out, err);
 	if (parsed.n > 0) {
 		if (read_begin(r) < 0) {
 			ret = -1;
 		} else {
 			r->nterms = parsed.n;
-			build_match(&parsed, &r->match, r->phrase);
+			search_build_match(&parsed, &r->match, r->phrase);
 			ret = run_query(r, parsed.npos, limit, offset, &results, &total);
-			if (ret == 0 && total == 0 && substring_terms(&parsed))
-				ret = want_substrings(r, &parsed);
+			if (ret == 0 && total == 0 && search_substring_terms(&parsed))
+				ret = search_want_substrings(r, &parsed);
 			if (ret == 1)
-				ret = run_substrings(r, &parsed, limit, offset, &results, &total);
+				ret = search_run_substrings(r, &parsed, limit, offset, &results, &total);
 			if (ret == 0)
-				ret = db_run_once(r->db, r->commit, "commit");
+				ret = search_db_run_once(r->db, r->commit, "commit");
 			else if (!sqlite3_get_autocommit(r->db))
-				db_run_once(r->db, r->rollback, "rollback");
+				search_db_run_once(r->db, r->rollback, "rollback");
 		}
 	}
 	*total_out = total;

@@ -2,12 +2,12 @@
  * snippet.c: a result's snippet, about 30 words around its best match.
  *
  * What. From a column's text and its matches as token positions (struct
- * hit, recorded by quire_rank() or quire_hits() in rank.c), make_snippet()
+ * hit, recorded by quire_rank() or quire_hits() in rank.c), search_make_snippet()
  * finds the matches' bytes by running the index's tokenizer over the text,
  * only up to the end of the snippet once its anchor is sure (map_token(),
  * settle()); then the window with most distinct phrases is chosen and its
  * words appended, whitespace folded, the matches between MARK_OPEN and
- * MARK_CLOSE, overlapping ones merged. emit_snippet() is that last step
+ * MARK_CLOSE, overlapping ones merged. search_emit_snippet() is that last step
  * alone, for matches already in bytes (substring.c's).
  *
  * Rejected: FTS5's snippet() and highlight() (search.c's opening comment).
@@ -59,7 +59,7 @@ static int window_score(const struct hit *hits, int n, int i)
  * Counts the windows of the hits that the token starting at byte start
  * has settled: those of mapped hits starting more than SNIP_SPAN before
  * it, when every hit begun is mapped. The first window with every phrase
- * is the anchor make_snippet() will choose (a later one needs more to win),
+ * is the anchor search_make_snippet() will choose (a later one needs more to win),
  * and the snippet ends within SNIP_BYTES of it: m->stop is set past that,
  * and the text after it need not be tokenized.
  */
@@ -105,7 +105,7 @@ static int map_token(void *p, int tflags, const char *tok, int n, int start, int
 }
 
 /* The order of hits: by their first token, then their last. */
-int by_position(const void *a, const void *b)
+int search_by_position(const void *a, const void *b)
 {
 	const struct hit *x = a, *y = b;
 
@@ -278,7 +278,7 @@ static int ascii_skip(const char *text, int len, int target, int *pos)
  * the end of the snippet when its window has every phrase (map_token()).
  * An SQLite code.
  */
-int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
+int search_make_snippet(struct buf *out, const char *text, int len, struct hit *hits, int n,
 		 struct row_tokenizer *tk)
 {
 	struct hit_map map = { hits, n, 0, 0, 0, -1, 0, 0, -1 };
@@ -304,7 +304,7 @@ int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, i
 	 * When tokenizing stopped early, the hits past map.stop are not mapped:
 	 * those before it count the same, and none after the anchor can beat it.
 	 */
-	emit_snippet(out, text, len, hits, n);
+	search_emit_snippet(out, text, len, hits, n);
 	return SQLITE_OK;
 }
 
@@ -313,7 +313,7 @@ int make_snippet(struct buf *out, const char *text, int len, struct hit *hits, i
  * hit (sorted, mapped to bytes; those with start or end -1 are skipped)
  * followed closely by most distinct phrases. The first words when none.
  */
-void emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n)
+void search_emit_snippet(struct buf *out, const char *text, int len, const struct hit *hits, int n)
 {
 	int best = -1, best_score = -1, anchor = 0, anchor_end = 0, start, end, i;
 

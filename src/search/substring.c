@@ -6,9 +6,9 @@
  * a phrase whose last token may be a word's start. A term's rows are a row
  * list the reader keeps (lists.c) under a key of its own: the union of the
  * rows of the words vocab_tri says hold it (contains_rows()), or the
- * phrase's, from FTS5. run_substrings() ranks the rows in every positive
- * term's list and in no excluded one's (rank_rows()); a result's snippet
- * comes from tokenizing its columns (sub_snippet()), a word that holds the
+ * phrase's, from FTS5. search_run_substrings() ranks the rows in every positive
+ * term's list and in no excluded one's (search_rank_rows()); a result's snippet
+ * comes from tokenizing its columns (search_sub_snippet()), a word that holds the
  * fragment marking the fragment alone.
  *
  * Why this way, what it costs and what it loses against a trigram index of
@@ -224,7 +224,7 @@ static void narrow_hit(struct row_tokenizer *tk, const char *text, struct hit *h
  * the part of the word it is); the body's first words when none does.
  * row holds the columns of doc. An SQLite code.
  */
-int sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms, int nterms,
+int search_sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms, int nterms,
 		struct row_tokenizer *tk)
 {
 	static const int order[] = { COL_BODY, COL_TITLE, COL_HEADINGS, COL_TAGS };
@@ -261,8 +261,8 @@ int sub_snippet(struct buf *out, sqlite3_stmt *row, const struct sub_term *terms
 				   chars_upto(terms[hits[i].phrase].text.ptr,
 					      terms[hits[i].phrase].toklen[0],
 					      terms[hits[i].phrase].toklen[0]));
-	qsort(hits, (size_t)sc.n, sizeof(*hits), by_position);
-	emit_snippet(out, text ? text : "", text ? len : 0, hits, sc.n);
+	qsort(hits, (size_t)sc.n, sizeof(*hits), search_by_position);
+	search_emit_snippet(out, text ? text : "", text ? len : 0, hits, sc.n);
 	return SQLITE_OK;
 }
 
@@ -347,7 +347,7 @@ static int contains_rows(struct search_reader *r, struct index_state *st, const 
 			 struct row_list *l)
 {
 	sqlite3_stmt *q =
-	    reader_stmt(r, &r->vocab_scan, "SELECT term FROM vocab_tri WHERE vocab_tri MATCH ?1");
+	    search_reader_stmt(r, &r->vocab_scan, "SELECT term FROM vocab_tri WHERE vocab_tri MATCH ?1");
 	struct buf match = BUF_INIT, words = BUF_INIT;
 	struct row_list all = { 0 };
 	const char *needle = t->text.ptr, *w;
@@ -357,7 +357,7 @@ static int contains_rows(struct search_reader *r, struct index_state *st, const 
 
 	if (!q)
 		return -1;
-	match_add_string(&match, needle, (size_t)len);
+	search_match_add_string(&match, needle, (size_t)len);
 	rc = sqlite3_bind_text(q, 1, match.ptr, (int)match.len, SQLITE_STATIC);
 	while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
 		const char *term = (const char *)sqlite3_column_text(q, 0);
@@ -372,13 +372,13 @@ static int contains_rows(struct search_reader *r, struct index_state *st, const 
 	}
 	sqlite3_reset(q);
 	if (rc != SQLITE_DONE)
-		ret = db_error(r->db, "looking up words");
+		ret = search_db_error(r->db, "looking up words");
 	for (w = words.ptr; ret == 0 && n > 0; w += strlen(w) + 1, n--) {
 		size_t before = all.n;
 
 		buf_reset(&match);
-		match_add_string(&match, w, strlen(w));
-		ret = list_read_rows(r, st, match.ptr, match.len, &all);
+		search_match_add_string(&match, w, strlen(w));
+		ret = search_list_read_rows(r, st, match.ptr, match.len, &all);
 		if (all.n > before) {
 			if (all.rowid[before] < lo)
 				lo = all.rowid[before];
@@ -408,22 +408,22 @@ static struct row_list *sub_rows(struct search_reader *r, const struct term *q, 
 	int ret;
 
 	if (t->kind == SUB_PHRASE) {
-		match_add_string(&key, q->core, q->core_n);
+		search_match_add_string(&key, q->core, q->core_n);
 		buf_adds(&key, " *");
 	} else { /* not a phrase's key: those start with a quote */
 		buf_addc(&key, '~');
 		buf_add(&key, t->text.ptr, (size_t)t->toklen[0]);
 	}
-	l = list_find(r, st, key.ptr, key.len);
+	l = search_list_find(r, st, key.ptr, key.len);
 	if (!l) {
-		l = list_new(r, key.ptr, key.len);
-		ret = t->kind == SUB_PHRASE ? list_read_rows(r, st, key.ptr, key.len, l)
+		l = search_list_new(r, key.ptr, key.len);
+		ret = t->kind == SUB_PHRASE ? search_list_read_rows(r, st, key.ptr, key.len, l)
 					    : contains_rows(r, st, t, l);
 		if (ret < 0) {
-			list_free(l);
+			search_list_free(l);
 			l = NULL;
 		} else {
-			list_keep(r, st, l);
+			search_list_keep(r, st, l);
 		}
 	}
 	buf_release(&key);
@@ -435,11 +435,11 @@ static struct row_list *sub_rows(struct search_reader *r, const struct term *q, 
 /*
  * The query on substrings, once the words found nothing (see search.c's
  * opening comment): each term's rows (sub_rows()), those in every positive
- * term's and no excluded one's ranked (rank_rows()), and the page's results
- * with the matches found in their text (sub_snippet()). Inside a read
+ * term's and no excluded one's ranked (search_rank_rows()), and the page's results
+ * with the matches found in their text (search_sub_snippet()). Inside a read
  * transaction. 0 or -1 (logged).
  */
-int run_substrings(struct search_reader *r, const struct query *q, int limit, int offset,
+int search_run_substrings(struct search_reader *r, const struct query *q, int limit, int offset,
 		   struct buf *out, long long *total)
 {
 	struct index_state *st = &r->idx;
@@ -451,10 +451,10 @@ int run_substrings(struct search_reader *r, const struct query *q, int limit, in
 	*total = 0;
 	r->ntop = 0;
 	r->k = (size_t)offset + (size_t)limit;
-	if (load_lengths(r) < 0)
+	if (search_load_lengths(r) < 0)
 		return -1;
 	if (st->lists_version != r->data_version) {
-		lists_clear(st);
+		search_lists_clear(st);
 		st->lists_version = r->data_version;
 	}
 	r->nquery++;
@@ -482,13 +482,13 @@ int run_substrings(struct search_reader *r, const struct query *q, int limit, in
 			return 0;
 	if (npos == 0)
 		return 0;
-	rank_rows(r, pos, npos, NULL, neg, nneg, 0, total); /* no IDF: the caller scales */
-	qsort(r->top, r->ntop, sizeof(*r->top), by_rank);
+	search_rank_rows(r, pos, npos, NULL, neg, nneg, 0, total); /* no IDF: the caller scales */
+	qsort(r->top, r->ntop, sizeof(*r->top), search_by_rank);
 	if (npos == 1)
-		scale = idf_of(st->nrow_all, *total);
+		scale = search_idf_of(st->nrow_all, *total);
 	r->substrings = 1;
 	for (k = (size_t)offset; ret == 0 && k < r->ntop; k++)
-		ret = add_result(r, &r->top[k], scale, k == (size_t)offset, out);
+		ret = search_add_result(r, &r->top[k], scale, k == (size_t)offset, out);
 	r->substrings = 0;
 	return ret;
 }
@@ -499,21 +499,21 @@ int run_substrings(struct search_reader *r, const struct query *q, int limit, in
  * Terms that are words and merely never meet would only find noise as
  * substrings ("man" in "manual"). 1, 0, or -1 (logged).
  */
-int want_substrings(struct search_reader *r, const struct query *q)
+int search_want_substrings(struct search_reader *r, const struct query *q)
 {
 	sqlite3_stmt *st;
 	int i, rc;
 
 	if (q->npos == 1 && q->n == 1)
 		return 1; /* the query that found nothing was that term alone */
-	st = reader_stmt(r, &r->exists, "SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT 1");
+	st = search_reader_stmt(r, &r->exists, "SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT 1");
 	if (!st)
 		return -1;
 	for (i = 0; i < q->n; i++) {
 		if (q->t[i].neg)
 			continue;
 		buf_reset(&r->match);
-		match_add_term(&r->match, &q->t[i]);
+		search_match_add_term(&r->match, &q->t[i]);
 		rc = sqlite3_bind_text(st, 1, r->match.ptr, (int)r->match.len, SQLITE_STATIC);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_step(st);
@@ -521,7 +521,7 @@ int want_substrings(struct search_reader *r, const struct query *q)
 		if (rc == SQLITE_DONE)
 			return 1;
 		if (rc != SQLITE_ROW)
-			return db_error(r->db, "query");
+			return search_db_error(r->db, "query");
 	}
 	return 0;
 }

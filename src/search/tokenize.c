@@ -5,8 +5,8 @@
  * db.c): it hands everything but Chinese, Japanese and Korean text to
  * unicode61 unchanged and splits each CJK run into overlapping bigrams,
  * the last character also alone (search.c's opening comment says why);
- * its registration on every connection (register_fts()); and instances of
- * the whole tokenizer as fts declares it (tokenizer_open()), for the C
+ * its registration on every connection (search_register_fts()); and instances of
+ * the whole tokenizer as fts declares it (search_tokenizer_open()), for the C
  * code that must read text as fts does: the readers' snippets and
  * substrings, the writer's words for vocab.
  *
@@ -26,7 +26,7 @@
 /* ---- CJK ---------------------------------------------------------------- */
 
 /* Scripts written without spaces between words, plus Hangul. */
-int is_cjk(uint32_t c)
+int search_is_cjk(uint32_t c)
 {
 	return (c >= 0x1100 && c <= 0x11FF) ||  /* Hangul Jamo */
 	       (c >= 0x2E80 && c <= 0x2FDF) ||  /* CJK and Kangxi radicals */
@@ -51,7 +51,7 @@ int is_cjk(uint32_t c)
  * sequence). CJK needs three or four bytes, so ASCII and two-byte letters
  * take the fast path.
  */
-uint32_t cjk_at(const char *s, int n, int *len)
+uint32_t search_cjk_at(const char *s, int n, int *len)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	uint32_t c;
@@ -77,7 +77,7 @@ uint32_t cjk_at(const char *s, int n, int *len)
 		c = (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3F) << 12 |
 		    (uint32_t)(u[2] & 0x3F) << 6 | (u[3] & 0x3F);
 	}
-	return is_cjk(c) ? c : 0;
+	return search_is_cjk(c) ? c : 0;
 }
 
 /* ---- The cjk tokenizer -------------------------------------------------- */
@@ -163,7 +163,7 @@ static int cjk_run(const char *text, int start, int end, int flags, struct cjk_c
 	int prev = -1, cur = start, len, rc;
 
 	while (cur < end) {
-		cjk_at(text + cur, end - cur, &len);
+		search_cjk_at(text + cur, end - cur, &len);
 		if (prev >= 0) {
 			rc = c->token(c->ctx, 0, text + prev, cur + len - prev, prev, cur + len);
 			if (rc != SQLITE_OK)
@@ -203,13 +203,13 @@ static int cjk_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
 		}
 		if (i >= n)
 			break;
-		if (!cjk_at(text + i, n - i, &len)) {
+		if (!search_cjk_at(text + i, n - i, &len)) {
 			i += len;
 			continue;
 		}
 		if (i > seg)
 			rc = cjk_parent(t, &c, flags, text, seg, i);
-		for (j = i + len; j < n && cjk_at(text + j, n - j, &len); j += len)
+		for (j = i + len; j < n && search_cjk_at(text + j, n - j, &len); j += len)
 			;
 		if (rc == SQLITE_OK)
 			rc = cjk_run(text, i, j, flags, &c);
@@ -224,7 +224,7 @@ static int cjk_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
 /* ---- On a connection ---------------------------------------------------- */
 
 /* FTS5's extension interface on db. An SQLite code. */
-int fts5_api_of(sqlite3 *db, fts5_api **out)
+int search_fts5_api_of(sqlite3 *db, fts5_api **out)
 {
 	fts5_api *api = NULL;
 	sqlite3_stmt *st = NULL;
@@ -245,13 +245,13 @@ int fts5_api_of(sqlite3 *db, fts5_api **out)
 }
 
 /* Registers the cjk tokenizer on db. An SQLite code. */
-int register_fts(sqlite3 *db)
+int search_register_fts(sqlite3 *db)
 {
 	fts5_api *api = NULL;
 	fts5_tokenizer tok = { cjk_create, cjk_delete, cjk_tokenize };
 	int rc;
 
-	rc = fts5_api_of(db, &api);
+	rc = search_fts5_api_of(db, &api);
 	if (rc == SQLITE_OK)
 		rc = api->xCreateTokenizer(api, "cjk", api, &tok, NULL);
 	return rc;
@@ -264,12 +264,12 @@ static const struct {
 	int nargs;
 } index_tokenizer = { "cjk", { "unicode61", "remove_diacritics", "2" }, 3 };
 
-/* An instance of fts's tokenizer on db, where register_fts() ran. An SQLite code. */
-int tokenizer_open(sqlite3 *db, struct row_tokenizer *tk)
+/* An instance of fts's tokenizer on db, where search_register_fts() ran. An SQLite code. */
+int search_tokenizer_open(sqlite3 *db, struct row_tokenizer *tk)
 {
 	fts5_api *api = NULL;
 	void *user = NULL;
-	int rc = fts5_api_of(db, &api);
+	int rc = search_fts5_api_of(db, &api);
 
 	if (rc == SQLITE_OK)
 		rc = api->xFindTokenizer(api, index_tokenizer.name, &user, &tk->api);

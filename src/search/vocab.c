@@ -4,8 +4,8 @@
  * What. vocab holds every word of fts of SUBSTRING_MIN characters or more
  * (folded as fts folds them) and vocab_tri their trigrams; words are never
  * removed. The writer collects the words of the rows it inserts
- * (collect_terms()) and adds those vocab lacks at the end of the batch
- * (vocab_flush()). While substrings are deferred, the rows' ids wait in
+ * (search_collect_terms()) and adds those vocab lacks at the end of the batch
+ * (search_vocab_flush()). While substrings are deferred, the rows' ids wait in
  * vocab_todo, and search_fill_substrings() lists their words later: row by
  * row when few wait, else in one pass over fts's own terms in order.
  */
@@ -25,7 +25,7 @@
 #define TOKEN_MAX 32768
 
 /* Empties the set (keeping its slots). */
-void terms_clear(struct term_set *t)
+void search_terms_clear(struct term_set *t)
 {
 	size_t i;
 
@@ -83,7 +83,7 @@ static int collect_term(void *p, int tflags, const char *tok, int n, int start, 
 }
 
 /* Adds the words of text (n bytes) to s->terms, as fts tokenizes it. An SQLite code. */
-int collect_terms(struct search *s, const char *text, int n)
+int search_collect_terms(struct search *s, const char *text, int n)
 {
 	if (!text || n <= 0)
 		return SQLITE_OK;
@@ -95,7 +95,7 @@ int collect_terms(struct search *s, const char *text, int n)
  * Puts the words of s->terms that vocab lacks into vocab and vocab_tri, and
  * empties the set. An SQLite code.
  */
-int vocab_flush(struct search *s)
+int search_vocab_flush(struct search *s)
 {
 	sqlite3_int64 max = 0;
 	size_t i;
@@ -114,15 +114,15 @@ int vocab_flush(struct search *s)
 			continue;
 		rc = sqlite3_bind_text(s->vocab_add, 1, s->terms.slot[i], -1, SQLITE_STATIC);
 		if (rc == SQLITE_OK)
-			rc = db_step_done(s->vocab_add);
+			rc = search_db_step_done(s->vocab_add);
 	}
 	sqlite3_clear_bindings(s->vocab_add);
 	/* the new words have the ids above the old maximum */
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s->vocab_sync, 1, max);
 	if (rc == SQLITE_OK)
-		rc = db_step_done(s->vocab_sync);
-	terms_clear(&s->terms);
+		rc = search_db_step_done(s->vocab_sync);
+	search_terms_clear(&s->terms);
 	return rc;
 }
 
@@ -159,7 +159,7 @@ static int vocab_fill_rows(struct search *s, size_t n, int *left)
 		last = sqlite3_column_int64(next, 0);
 		rc = SQLITE_OK;
 		for (k = 1; k <= 4 && rc == SQLITE_OK; k++) /* title, headings, tags, body */
-			rc = collect_terms(s, (const char *)sqlite3_column_text(next, k),
+			rc = search_collect_terms(s, (const char *)sqlite3_column_text(next, k),
 					   sqlite3_column_bytes(next, k));
 		done++;
 	}
@@ -167,12 +167,12 @@ static int vocab_fill_rows(struct search *s, size_t n, int *left)
 	if (rc == SQLITE_DONE)
 		rc = SQLITE_OK;
 	if (rc == SQLITE_OK)
-		rc = vocab_flush(s);
-	terms_clear(&s->terms);
+		rc = search_vocab_flush(s);
+	search_terms_clear(&s->terms);
 	if (rc == SQLITE_OK && last > 0)
 		rc = sqlite3_bind_int64(s->todo_done, 1, last);
 	if (rc == SQLITE_OK && last > 0)
-		rc = db_step_done(s->todo_done);
+		rc = search_db_step_done(s->todo_done);
 	if (rc == SQLITE_OK && done == n) {
 		int behind = vocab_behind(s);
 		*left = behind != 0;
@@ -226,7 +226,7 @@ static int vocab_fill_scan(struct search *s, size_t n, int *done)
 			continue;
 		rc = sqlite3_bind_text(s->vocab_add, 1, term, len, SQLITE_STATIC);
 		if (rc == SQLITE_OK)
-			rc = db_step_done(s->vocab_add);
+			rc = search_db_step_done(s->vocab_add);
 	}
 	sqlite3_reset(s->scan_next);
 	sqlite3_clear_bindings(s->vocab_add);
@@ -235,14 +235,14 @@ static int vocab_fill_scan(struct search *s, size_t n, int *done)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s->vocab_sync, 1, max);
 	if (rc == SQLITE_OK)
-		rc = db_step_done(s->vocab_sync);
+		rc = search_db_step_done(s->vocab_sync);
 	if (rc == SQLITE_OK && seen < n) {
 		*done = 1;
-		rc = db_step_done(s->scan_end);
+		rc = search_db_step_done(s->scan_end);
 	} else if (rc == SQLITE_OK) {
 		rc = sqlite3_bind_text(s->scan_save, 1, after, -1, SQLITE_TRANSIENT);
 		if (rc == SQLITE_OK)
-			rc = db_step_done(s->scan_save);
+			rc = search_db_step_done(s->scan_save);
 	}
 	free(after);
 	return rc;
@@ -280,7 +280,7 @@ int search_fill_substrings(struct search *s, size_t n)
 		return 1;
 	}
 	if (rc == SQLITE_OK && !scan && behind >= VOCAB_BULK_ROWS) {
-		rc = db_exec(s->db,
+		rc = search_db_exec(s->db,
 			     "DELETE FROM vocab_todo;"
 			     " INSERT INTO vocab_todo(id, after) VALUES(0, '');",
 			     "listing the words");
@@ -296,13 +296,13 @@ int search_fill_substrings(struct search *s, size_t n)
 		if (rc == SQLITE_OK && behind < 0)
 			rc = SQLITE_ERROR;
 		if (rc == SQLITE_OK && done)
-			rc = db_exec(s->db, "INSERT INTO vocab_tri(vocab_tri) VALUES('optimize')",
+			rc = search_db_exec(s->db, "INSERT INTO vocab_tri(vocab_tri) VALUES('optimize')",
 				     "optimize");
 	} else if (rc == SQLITE_OK) {
 		rc = vocab_fill_rows(s, n, &left);
 	}
 	if (rc != SQLITE_OK) {
-		db_error(s->db, "filling the substring index");
+		search_db_error(s->db, "filling the substring index");
 		search_rollback(s);
 		return -1;
 	}

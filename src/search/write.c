@@ -34,7 +34,7 @@
  * every savepoint: a segment per note and per index, and the merges they
  * bring, were a third of filling 10,000 notes (19 s of CPU in 100-note
  * transactions, 12.7 s without). The words of the new rows then go into
- * vocab (see vocab_flush()), or their ids into vocab_todo when substrings
+ * vocab (see search_vocab_flush()), or their ids into vocab_todo when substrings
  * are deferred.
  */
 #define STAGE_MAX (8 << 20)
@@ -65,82 +65,82 @@ struct search *search_open(const char *path, int *fresh)
 
 	for (i = 0; i < 5; i++)
 		buf_init(&s->field[i], 0);
-	rc = open_writer(path, &s->db, fresh);
+	rc = search_open_writer(path, &s->db, fresh);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(
+		rc = search_db_prepare(
 		    s->db,
 		    "SELECT id, title IS ?2 AND headings IS ?3 AND tags IS ?4 AND body IS ?5"
 		    " FROM doc WHERE url = ?1",
 		    &s->find);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(
+		rc = search_db_prepare(
 		    s->db,
 		    "INSERT INTO doc(url, title, headings, tags, body) VALUES(?1, ?2, ?3, ?4, ?5)",
 		    &s->insert);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db,
+		rc = search_db_prepare(s->db,
 				"SELECT url, title, headings, tags, body FROM doc WHERE id = ?1",
 				&s->old_row);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "DELETE FROM doc WHERE id = ?1", &s->remove);
+		rc = search_db_prepare(s->db, "DELETE FROM doc WHERE id = ?1", &s->remove);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, index_put_sql, &s->index_put);
+		rc = search_db_prepare(s->db, index_put_sql, &s->index_put);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, index_del_sql, &s->index_del);
+		rc = search_db_prepare(s->db, index_del_sql, &s->index_del);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "INSERT INTO vocab_todo(id) VALUES(?1)", &s->todo_add);
+		rc = search_db_prepare(s->db, "INSERT INTO vocab_todo(id) VALUES(?1)", &s->todo_add);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "DELETE FROM vocab_todo WHERE id = ?1", &s->todo_del);
+		rc = search_db_prepare(s->db, "DELETE FROM vocab_todo WHERE id = ?1", &s->todo_del);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db,
+		rc = search_db_prepare(s->db,
 				"SELECT t.id, d.title, d.headings, d.tags, d.body FROM vocab_todo t"
 				" LEFT JOIN doc d ON d.id = t.id"
 				" WHERE t.id > 0 ORDER BY t.id LIMIT ?1",
 				&s->todo_next);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "DELETE FROM vocab_todo WHERE id > 0 AND id <= ?1",
+		rc = search_db_prepare(s->db, "DELETE FROM vocab_todo WHERE id > 0 AND id <= ?1",
 				&s->todo_done);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(
+		rc = search_db_prepare(
 		    s->db, "SELECT count(*) FROM (SELECT 1 FROM vocab_todo WHERE id > 0 LIMIT ?1)",
 		    &s->todo_left);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int(s->todo_left, 1, VOCAB_BULK_ROWS);
 	/* fts's terms in order, from the index itself (a temporary table of this connection) */
 	if (rc == SQLITE_OK)
-		rc = db_exec(s->db,
+		rc = search_db_exec(s->db,
 			     "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_terms"
 			     " USING fts5vocab(main, fts, row)",
 			     "setting up");
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "SELECT after FROM vocab_todo WHERE id = 0", &s->scan_after);
+		rc = search_db_prepare(s->db, "SELECT after FROM vocab_todo WHERE id = 0", &s->scan_after);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(
+		rc = search_db_prepare(
 		    s->db, "SELECT term FROM temp.fts_terms WHERE term > ?1 ORDER BY term LIMIT ?2",
 		    &s->scan_next);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "UPDATE vocab_todo SET after = ?1 WHERE id = 0",
+		rc = search_db_prepare(s->db, "UPDATE vocab_todo SET after = ?1 WHERE id = 0",
 				&s->scan_save);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "DELETE FROM vocab_todo WHERE id = 0", &s->scan_end);
+		rc = search_db_prepare(s->db, "DELETE FROM vocab_todo WHERE id = 0", &s->scan_end);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "INSERT OR IGNORE INTO vocab(term) VALUES(?1)",
+		rc = search_db_prepare(s->db, "INSERT OR IGNORE INTO vocab(term) VALUES(?1)",
 				&s->vocab_add);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "SELECT coalesce(max(id), 0) FROM vocab", &s->vocab_max);
+		rc = search_db_prepare(s->db, "SELECT coalesce(max(id), 0) FROM vocab", &s->vocab_max);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db,
+		rc = search_db_prepare(s->db,
 				"INSERT INTO vocab_tri(rowid, term) SELECT id, term FROM vocab"
 				" WHERE id > ?1",
 				&s->vocab_sync);
 	if (rc == SQLITE_OK)
-		rc = tokenizer_open(s->db, &s->tok);
+		rc = search_tokenizer_open(s->db, &s->tok);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "BEGIN IMMEDIATE", &s->begin);
+		rc = search_db_prepare(s->db, "BEGIN IMMEDIATE", &s->begin);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "COMMIT", &s->commit);
+		rc = search_db_prepare(s->db, "COMMIT", &s->commit);
 	if (rc == SQLITE_OK)
-		rc = db_prepare(s->db, "ROLLBACK", &s->rollback);
+		rc = search_db_prepare(s->db, "ROLLBACK", &s->rollback);
 	if (rc != SQLITE_OK) {
 		search_free(s);
 		return NULL;
@@ -175,12 +175,12 @@ void search_free(struct search *s)
 	sqlite3_finalize(s->vocab_sync);
 	if (s->tok.inst)
 		s->tok.api.xDelete(s->tok.inst);
-	terms_clear(&s->terms);
+	search_terms_clear(&s->terms);
 	free(s->terms.slot);
 	sqlite3_finalize(s->begin);
 	sqlite3_finalize(s->commit);
 	sqlite3_finalize(s->rollback);
-	db_close(s->db);
+	search_db_close(s->db);
 	for (i = 0; i < 5; i++)
 		buf_release(&s->field[i]);
 	free(s->staged);
@@ -225,7 +225,7 @@ static int remove_row(struct search *s, sqlite3_int64 id)
 
 	rc = sqlite3_bind_int64(s->todo_del, 1, id);
 	if (rc == SQLITE_OK)
-		rc = db_step_done(s->todo_del);
+		rc = search_db_step_done(s->todo_del);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s->old_row, 1, id);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(s->old_row)) == SQLITE_ROW) {
@@ -234,7 +234,7 @@ static int remove_row(struct search *s, sqlite3_int64 id)
 			rc = sqlite3_bind_value(s->index_del, k + 2,
 						sqlite3_column_value(s->old_row, k));
 		if (rc == SQLITE_OK)
-			rc = db_step_done(s->index_del);
+			rc = search_db_step_done(s->index_del);
 	}
 	sqlite3_reset(s->old_row);
 	if (rc == SQLITE_DONE)
@@ -242,7 +242,7 @@ static int remove_row(struct search *s, sqlite3_int64 id)
 	if (rc == SQLITE_OK)
 		rc = sqlite3_bind_int64(s->remove, 1, id);
 	if (rc == SQLITE_OK)
-		rc = db_step_done(s->remove);
+		rc = search_db_step_done(s->remove);
 	return rc;
 }
 
@@ -273,7 +273,7 @@ static int insert_rows(struct search *s)
 			continue;
 		rc = bind_row(s->insert, 1, c);
 		if (rc == SQLITE_OK)
-			rc = db_step_done(s->insert);
+			rc = search_db_step_done(s->insert);
 		c->new_id = sqlite3_last_insert_rowid(s->db);
 		s->counts.written++;
 	}
@@ -287,7 +287,7 @@ static int insert_rows(struct search *s)
 		if (rc == SQLITE_OK)
 			rc = bind_row(s->index_put, 2, c);
 		if (rc == SQLITE_OK)
-			rc = db_step_done(s->index_put);
+			rc = search_db_step_done(s->index_put);
 	}
 	sqlite3_clear_bindings(s->index_put);
 	for (i = 0; i < s->nstaged && rc == SQLITE_OK; i++) {
@@ -298,15 +298,15 @@ static int insert_rows(struct search *s)
 		if (s->defer) {
 			rc = sqlite3_bind_int64(s->todo_add, 1, c->new_id);
 			if (rc == SQLITE_OK)
-				rc = db_step_done(s->todo_add);
+				rc = search_db_step_done(s->todo_add);
 			continue;
 		}
 		for (k = 0; k < 4 && rc == SQLITE_OK; k++)
-			rc = collect_terms(s, c->field[k], (int)c->len[k]);
+			rc = search_collect_terms(s, c->field[k], (int)c->len[k]);
 	}
 	if (rc == SQLITE_OK)
-		rc = vocab_flush(s);
-	terms_clear(&s->terms);
+		rc = search_vocab_flush(s);
+	search_terms_clear(&s->terms);
 	return rc;
 }
 
@@ -339,7 +339,7 @@ static int apply_staged(struct search *s)
 	free(ids);
 	clear_staged(s);
 	if (rc != SQLITE_OK)
-		return db_error(s->db, "writing the index");
+		return search_db_error(s->db, "writing the index");
 	return 0;
 }
 
@@ -401,7 +401,7 @@ int search_begin(struct search *s)
 {
 	if (s->in_tx)
 		return log_error("search: a transaction is already open");
-	if (db_run_once(s->db, s->begin, "begin") < 0)
+	if (search_db_run_once(s->db, s->begin, "begin") < 0)
 		return -1;
 	s->in_tx = 1;
 	return 0;
@@ -411,7 +411,7 @@ int search_commit(struct search *s)
 {
 	if (!s->in_tx)
 		return log_error("search: commit without a transaction");
-	if (apply_staged(s) < 0 || db_run_once(s->db, s->commit, "commit") < 0) {
+	if (apply_staged(s) < 0 || search_db_run_once(s->db, s->commit, "commit") < 0) {
 		search_rollback(s);
 		return -1;
 	}
@@ -427,7 +427,7 @@ void search_rollback(struct search *s)
 	s->in_tx = 0;
 	if (sqlite3_get_autocommit(s->db))
 		return; /* SQLite already rolled back (a full disk, say) */
-	db_run_once(s->db, s->rollback, "rollback");
+	search_db_run_once(s->db, s->rollback, "rollback");
 }
 
 /* Sanitizes v into s->field[i]: U+FFFD for invalid UTF-8 and control characters. */
@@ -452,7 +452,7 @@ int search_put(struct search *s, const char *url, const char *title, const char 
 	for (i = 0; i < 5; i++)
 		set_field(s, i, v[i]);
 	if (find_row(s, s->field[0].ptr, 1, &id, &same) != SQLITE_OK)
-		ret = db_error(s->db, "put");
+		ret = search_db_error(s->db, "put");
 	else
 		ret = stage(s, same ? OP_KEEP : OP_PUT, id);
 	s->counts.unchanged += same;
@@ -472,7 +472,7 @@ int search_delete(struct search *s, const char *url)
 		return -1;
 	set_field(s, 0, url);
 	if (find_row(s, s->field[0].ptr, 0, &id, &same) != SQLITE_OK)
-		ret = db_error(s->db, "delete");
+		ret = search_db_error(s->db, "delete");
 	else
 		ret = stage(s, OP_DELETE, id);
 	if (implicit)
@@ -490,7 +490,7 @@ int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void
 	if (!s->in_tx)
 		return log_error("search: prune outside a transaction");
 	if (sqlite3_prepare_v2(s->db, "SELECT url FROM doc", -1, &st, NULL) != SQLITE_OK)
-		return db_error(s->db, "prune");
+		return search_db_error(s->db, "prune");
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *url = (const char *)sqlite3_column_text(st, 0);
 		if (url && !keep(ctx, url)) {
@@ -499,7 +499,7 @@ int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void
 		}
 	}
 	if (rc != SQLITE_DONE)
-		ret = db_error(s->db, "prune");
+		ret = search_db_error(s->db, "prune");
 	sqlite3_finalize(st);
 	for (i = 0; i < n; i++) {
 		if (ret == 0 && search_delete(s, gone[i]) < 0)
@@ -527,19 +527,19 @@ int search_check(struct search *s)
 
 	if (s->in_tx)
 		return log_error("search: check inside a transaction");
-	if (db_exec(s->db,
+	if (search_db_exec(s->db,
 		    "INSERT INTO fts(fts) VALUES('integrity-check');"
 		    " INSERT INTO vocab_tri(vocab_tri) VALUES('integrity-check');",
 		    "check") != SQLITE_OK)
 		return -1;
-	rc = db_query_int(s->db, "SELECT count(*) FROM vocab_todo", &behind);
+	rc = search_db_query_int(s->db, "SELECT count(*) FROM vocab_todo", &behind);
 	if (rc == SQLITE_OK && behind == 0)
-		rc = db_query_int(s->db,
+		rc = search_db_query_int(s->db,
 				  "SELECT count(*) FROM temp.fts_terms t WHERE length(t.term) >= 3"
 				  " AND NOT EXISTS (SELECT 1 FROM vocab v WHERE v.term = t.term)",
 				  &missing);
 	if (rc != SQLITE_OK)
-		return db_error(s->db, "check");
+		return search_db_error(s->db, "check");
 	if (missing > 0)
 		return log_error("search: %lld words of the index are not in its vocabulary",
 				 missing);
@@ -550,7 +550,7 @@ int search_optimize(struct search *s)
 {
 	if (s->in_tx)
 		return log_error("search: optimize inside a transaction");
-	if (db_exec(s->db,
+	if (search_db_exec(s->db,
 		    "INSERT INTO fts(fts) VALUES('optimize');"
 		    " INSERT INTO vocab_tri(vocab_tri) VALUES('optimize');"
 		    " PRAGMA wal_checkpoint(TRUNCATE);",
@@ -563,7 +563,7 @@ int search_settle(struct search *s)
 {
 	if (s->in_tx)
 		return log_error("search: settle inside a transaction");
-	if (db_exec(s->db, "PRAGMA cache_size = -2000;", "settling") != SQLITE_OK)
+	if (search_db_exec(s->db, "PRAGMA cache_size = -2000;", "settling") != SQLITE_OK)
 		return -1;
 	sqlite3_db_release_memory(s->db);
 	return 0;

@@ -98,7 +98,7 @@ static struct site_file *file_add(struct site *s, const char *path, const char *
 	f->path = xstrdup(path);
 	f->disk = xstrdup(disk);
 	f->url = vault_file_url(path);
-	f->href = make_href(s, f->url);
+	f->href = site_make_href(s, f->url);
 	f->added = 1;
 	ALLOC_GROW(s->files, s->nfiles + 1, s->afiles);
 	memmove(&s->files[at + 1], &s->files[at], (s->nfiles - at) * sizeof(*s->files));
@@ -365,7 +365,7 @@ static void touch_file(struct work *w, struct site *s, const char *path, const c
 		char *key;
 		f = file_add(s, path, disk);
 		key = resolve_name_key(f->path);
-		key_add(&w->names, key);
+		site_key_add(&w->names, key);
 		free(key);
 	}
 	f->seen = s->applies;
@@ -623,7 +623,7 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 		notevec_push(&w->parsed, n);
 	}
 	if (published != n->published) {
-		key_add(&w->names, n->name_key);
+		site_key_add(&w->names, n->name_key);
 		s->npublished += published ? 1 : (size_t)-1;
 	}
 	urls_group_move(s, w, n, base);
@@ -632,7 +632,7 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 	if (n->published && !published) {
 		/* notes linking here re-resolve through the name event above */
 		if (n->url)
-			site_page_del(s, n->url), key_add(&w->stale_keys, n->url);
+			site_page_del(s, n->url), site_key_add(&w->stale_keys, n->url);
 		free(n->url);
 		free(n->href);
 		n->url = n->href = NULL;
@@ -664,9 +664,9 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 		urls_group_move(s, w, n, NULL);
 		withdraw(s, w, n);
 		if (n->url)
-			site_page_del(s, n->url), key_add(&w->stale_keys, n->url);
+			site_page_del(s, n->url), site_key_add(&w->stale_keys, n->url);
 	}
-	key_add(&w->names, n->name_key);
+	site_key_add(&w->names, n->name_key);
 	if (n->indexed)
 		resolver_remove(s->resolver, n->note.path, RESOLVE_NOTE, n);
 	for (k = 0; k < DIAG_OTHER; k++)
@@ -702,7 +702,7 @@ static void resolve_names(struct site *s, struct work *w)
 		}
 		free(todo.v);
 	}
-	keys_release(&w->names);
+	site_keys_release(&w->names);
 }
 
 /* ---- moves ------------------------------------------------------------------ */
@@ -722,7 +722,7 @@ static void apply_files(struct site *s, struct work *w)
 		struct site_file *f = w->files[i];
 		if (f->removed) {
 			char *key = resolve_name_key(f->path);
-			key_add(&w->names, key);
+			site_key_add(&w->names, key);
 			free(key);
 			resolver_remove(s->resolver, f->path, RESOLVE_FILE, f);
 			map_remove(&s->file_by_path, f->path, strlen(f->path));
@@ -942,9 +942,9 @@ static void finish(struct site *s, struct work *w)
 	free(w->removed.v);
 	free(w->moved.v);
 	free(w->files);
-	keys_release(&w->names);
-	keys_release(&w->stale_keys);
-	keys_release(&w->url_groups);
+	site_keys_release(&w->names);
+	site_keys_release(&w->stale_keys);
+	site_keys_release(&w->url_groups);
 }
 
 int site_apply(struct site *s, const char *const *paths, size_t npaths)

@@ -288,7 +288,7 @@ static void record_former(struct site *s, struct site_host *h, const char *path,
 	if (persist && hs->moves_file) {
 		struct buf line = BUF_INIT;
 		buf_addf(&line, "%s\t%s\t%s\n", h->name, path, note_path);
-		if (append_line_durable(hs->moves_file, line.ptr) < 0)
+		if (vault_append_line(hs->moves_file, line.ptr) < 0)
 			log_warn("cannot record the route move of %s in %s: %s", note_path,
 				 hs->moves_file, strerror(errno));
 		buf_release(&line);

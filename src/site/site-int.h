@@ -37,11 +37,11 @@ struct par {
 };
 
 /* The href of a URL path: the prefix, then the path percent-encoded. Caller frees. */
-char *make_href(const struct site *s, const char *url);
+char *site_make_href(const struct site *s, const char *url);
 /* Adds a copy of key to a set of owned keys (a map from key to itself). */
-void key_add(struct map *m, const char *key);
+void site_key_add(struct map *m, const char *key);
 /* Frees the keys of such a set, and the set. */
-void keys_release(struct map *m);
+void site_keys_release(struct map *m);
 
 /* apply.c */
 void site_note_free(struct site_note *n);

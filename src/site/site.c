@@ -45,7 +45,7 @@ void site_heap_trim(void)
 #endif
 }
 
-char *make_href(const struct site *s, const char *url)
+char *site_make_href(const struct site *s, const char *url)
 {
 	struct buf b = BUF_INIT;
 	buf_adds(&b, s->cfg.url_prefix);
@@ -53,7 +53,7 @@ char *make_href(const struct site *s, const char *url)
 	return buf_detach(&b, NULL);
 }
 
-void key_add(struct map *m, const char *key)
+void site_key_add(struct map *m, const char *key)
 {
 	size_t len = strlen(key);
 	if (!map_get(m, key, len)) {
@@ -62,7 +62,7 @@ void key_add(struct map *m, const char *key)
 	}
 }
 
-void keys_release(struct map *m)
+void site_keys_release(struct map *m)
 {
 	size_t i = 0;
 	void *v;
@@ -103,7 +103,7 @@ static void load_assets(struct site *s)
 		page_set_body(p, xmemdup(f->data, f->len), f->len, GZIP_LEVEL);
 		site_page_put(s, p);
 		page_unref(p);
-		s->asset_urls[n] = make_href(s, url.ptr);
+		s->asset_urls[n] = site_make_href(s, url.ptr);
 		if (strcmp(f->name, "quire.css") == 0)
 			s->layout.css_url = s->asset_urls[n];
 		else if (strcmp(f->name, "quire.js") == 0)
@@ -259,7 +259,7 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 				snapshot_remove(snap, key, strlen(key));
 		}
 	}
-	keys_release(&s->dirty);
+	site_keys_release(&s->dirty);
 	hosts_snapshot(s, snap);
 	snapshot_set_headers(snap, s->headers);
 	snap->nnotes = s->npublished;
@@ -394,7 +394,7 @@ void site_free(struct site *s)
 	while (map_next(&s->pages, &i, NULL, NULL, &v))
 		page_unref(v);
 	map_release(&s->pages);
-	keys_release(&s->dirty);
+	site_keys_release(&s->dirty);
 	for (i = 0; i < s->ngz_pending; i++) {
 		page_unref(s->gz_pending[i].page);
 		free(s->gz_pending[i].note);

@@ -72,9 +72,9 @@ static void group_touched(struct site *s, struct work *w, const char *base, int 
 {
 	struct buf b = BUF_INIT;
 
-	key_add(&w->url_groups, base);
+	site_key_add(&w->url_groups, base);
 	if (came_or_went && suffix_base(base, &b) && map_get(&s->url_groups, b.ptr, b.len))
-		key_add(&w->url_groups, b.ptr);
+		site_key_add(&w->url_groups, b.ptr);
 	buf_release(&b);
 }
 
@@ -128,7 +128,7 @@ static void set_url(struct site *s, struct work *w, struct site_note *n, const c
 		return;
 	if (n->url) {
 		site_page_del(s, n->url);
-		key_add(&w->stale_keys, n->url);
+		site_key_add(&w->stale_keys, n->url);
 		/* notes linking here carry the old URL in their fragments, and
 		 * so does the note itself in its [[#Heading]] links */
 		apply_need_render(w, n);
@@ -144,12 +144,12 @@ static void set_url(struct site *s, struct work *w, struct site_note *n, const c
 	free(n->url);
 	free(n->href);
 	n->url = xstrdup(url);
-	n->href = make_href(s, n->url);
+	n->href = site_make_href(s, n->url);
 	apply_mark_recompose(w, n);
 	notevec_push(&w->moved, n);
 	/* its alias redirects point at the old URL */
 	for (k = 0; k < n->naliases; k++)
-		key_add(&w->stale_keys, n->aliases[k]);
+		site_key_add(&w->stale_keys, n->aliases[k]);
 }
 
 static void assign_group(struct site *s, struct work *w, const struct url_group *g)
@@ -189,7 +189,7 @@ void urls_assign(struct site *s, struct work *w)
 		if (g)
 			assign_group(s, w, g);
 	}
-	keys_release(&w->url_groups);
+	site_keys_release(&w->url_groups);
 }
 
 /*
@@ -341,7 +341,7 @@ void urls_find_moves(struct site *s, struct work *w)
 	}
 	for (j = 0; j < na; j++)
 		added[j]->seen = 0;
-	if (lines.len && s->moves_file && append_line_durable(s->moves_file, lines.ptr) < 0)
+	if (lines.len && s->moves_file && vault_append_line(s->moves_file, lines.ptr) < 0)
 		log_warn("cannot record %s in %s: %s", "moves", s->moves_file, strerror(errno));
 	buf_release(&lines);
 	free(added);
@@ -428,7 +428,7 @@ void urls_update_claims(struct site *s, struct work *w, struct site_note *n)
 
 	for (k = 0; k < n->naliases; k++) {
 		claim(s, n->aliases[k], n, 0);
-		key_add(&w->stale_keys, n->aliases[k]);
+		site_key_add(&w->stale_keys, n->aliases[k]);
 	}
 	strs_free(n->aliases, n->naliases);
 	n->aliases = NULL;
@@ -437,7 +437,7 @@ void urls_update_claims(struct site *s, struct work *w, struct site_note *n)
 		alias_urls(s, n, 1, &now, &nnow);
 	for (k = 0; k < nnow; k++) {
 		claim(s, now[k], n, 1);
-		key_add(&w->stale_keys, now[k]);
+		site_key_add(&w->stale_keys, now[k]);
 	}
 	n->aliases = now;
 	n->naliases = nnow;

@@ -48,7 +48,7 @@ void buf_grow(struct buf *b, size_t extra)
 	size_t cap;
 
 	if (need < b->len)
-		die_oom(SIZE_MAX);
+		xdie_oom(SIZE_MAX);
 	if (need <= b->cap)
 		return;
 	cap = b->cap < 64 ? 64 : b->cap;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-_Noreturn void die_oom(size_t size)
+_Noreturn void xdie_oom(size_t size)
 {
 	fprintf(stderr, "quire: fatal: out of memory allocating %zu bytes\n", size);
 	abort();
@@ -17,7 +17,7 @@ void *xmalloc(size_t size)
 {
 	void *p = malloc(size ? size : 1);
 	if (!p)
-		die_oom(size);
+		xdie_oom(size);
 	return p;
 }
 
@@ -25,7 +25,7 @@ void *xcalloc(size_t nmemb, size_t size)
 {
 	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
 	if (!p)
-		die_oom(nmemb * size);
+		xdie_oom(nmemb * size);
 	return p;
 }
 
@@ -33,7 +33,7 @@ void *xrealloc(void *ptr, size_t size)
 {
 	void *p = realloc(ptr, size ? size : 1);
 	if (!p)
-		die_oom(size);
+		xdie_oom(size);
 	return p;
 }
 

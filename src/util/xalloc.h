@@ -20,7 +20,7 @@ char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
 
 /* Aborts the process: called when memory cannot be had. */
-_Noreturn void die_oom(size_t size);
+_Noreturn void xdie_oom(size_t size);
 
 /*
  * Grows the array x, of which nr elements are used and alloc allocated, so

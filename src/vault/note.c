@@ -12,13 +12,13 @@
 #include <string.h>
 #include <strings.h>
 
-void strlist_add(struct strlist *l, const char *s)
+void note_strlist_add(struct strlist *l, const char *s)
 {
 	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
 	l->v[l->n++] = xstrdup(s);
 }
 
-void strlist_release(struct strlist *l)
+void note_strlist_release(struct strlist *l)
 {
 	size_t i;
 
@@ -99,7 +99,7 @@ static void set_list(struct strlist *l, const struct yml_node *v, const char *ke
 				n--;
 			if (n) {
 				char *item = xstrndup(s, n);
-				strlist_add(l, item);
+				note_strlist_add(l, item);
 				free(item);
 			}
 			p += strcspn(p, split_spaces ? ", \t" : ",");
@@ -124,7 +124,7 @@ static void set_list(struct strlist *l, const struct yml_node *v, const char *ke
 		while (strip_hash && *s == '#')
 			s++;
 		if (*s)
-			strlist_add(l, s);
+			note_strlist_add(l, s);
 	}
 }
 
@@ -565,13 +565,13 @@ void note_release(struct note *n)
 	free(n->name);
 	free(n->title);
 	free(n->description);
-	strlist_release(&n->aliases);
-	strlist_release(&n->tags);
+	note_strlist_release(&n->aliases);
+	note_strlist_release(&n->tags);
 	free(n->created);
 	free(n->updated);
 	free(n->slug);
-	strlist_release(&n->cssclasses);
-	strlist_release(&n->routes);
+	note_strlist_release(&n->cssclasses);
+	note_strlist_release(&n->routes);
 	free(n->body);
 	memset(n, 0, sizeof(*n));
 }

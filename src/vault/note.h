@@ -63,7 +63,7 @@ void note_drop_body(struct note *n);
 /* 1 when the note is published under the given mode (see config.h). */
 int note_is_published(const struct note *n, int explicit_mode);
 
-void strlist_add(struct strlist *l, const char *s);
-void strlist_release(struct strlist *l);
+void note_strlist_add(struct strlist *l, const char *s);
+void note_strlist_release(struct strlist *l);
 
 #endif

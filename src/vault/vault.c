@@ -394,7 +394,7 @@ char *vault_file_url(const char *path)
 	return buf_detach(&url, NULL);
 }
 
-int append_line_durable(const char *path, const char *line)
+int vault_append_line(const char *path, const char *line)
 {
 	char *dir = xstrdup(path), *slash = strrchr(dir, '/');
 	FILE *f;

@@ -75,7 +75,7 @@ int vault_is_note_path(const char *path);
  * for the small logs kept in the data dir (moves). Returns 0, or -1 with
  * errno set.
  */
-int append_line_durable(const char *path, const char *line);
+int vault_append_line(const char *path, const char *line);
 
 /*
  * The URL path of a note (decoded, no prefix): "/folder/my-note",
