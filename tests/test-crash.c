@@ -214,40 +214,14 @@ static int check_disk(void)
 static void check_site(void)
 {
 	struct resp r;
-	struct json_reader jr;
-	struct buf key = BUF_INIT, path = BUF_INIT, f = BUF_INIT, sha = BUF_INIT, full = BUF_INIT,
-		   disk = BUF_INIT;
-	char want[SHA256_HEX_SIZE], url[128];
-	int i, listed = 0;
+	char url[128];
+	int i, listed;
 
 	CHECK_INT(tv_count_tmp(vault, "crash"), 0);
 	CHECK(fetch_request(port, "GET", "/api/v1/manifest", AUTH, NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 200);
 	CHECK(r.body.ptr && !strstr(r.body.ptr, "quire-tmp"));
-	json_init(&jr, r.body.ptr, r.body.len);
-	CHECK(json_object(&jr) == 0);
-	while (json_key(&jr, &key) > 0) {
-		if (strcmp(key.ptr, "files") != 0) {
-			CHECK(json_skip(&jr) == 0);
-			continue;
-		}
-		CHECK(json_object(&jr) == 0);
-		while (json_key(&jr, &path) > 0) {
-			CHECK(json_object(&jr) == 0);
-			while (json_key(&jr, &f) > 0) {
-				if (strcmp(f.ptr, "sha256") == 0)
-					CHECK(json_string(&jr, &sha) == 0);
-				else
-					CHECK(json_skip(&jr) == 0);
-			}
-			buf_reset(&full);
-			buf_addf(&full, "%s/%s", vault, path.ptr);
-			CHECK(read_file(full.ptr, &disk) == 0);
-			hash_sha256_hex(disk.ptr, disk.len, want);
-			CHECK_STR(sha.ptr, want);
-			listed++;
-		}
-	}
+	listed = (int)tv_check_manifest(vault, r.body.ptr, r.body.len, NULL);
 	resp_free(&r);
 	CHECK(listed >= 1);
 	for (i = 0; i < NOTES; i++) {
@@ -270,12 +244,6 @@ static void check_site(void)
 	CHECK(fetch_request(port, "GET", "/crash/.quire-tmp-1-1", NULL, NULL, 0, &r) == 0);
 	CHECK_INT(r.status, 404);
 	resp_free(&r);
-	buf_release(&key);
-	buf_release(&path);
-	buf_release(&f);
-	buf_release(&sha);
-	buf_release(&full);
-	buf_release(&disk);
 }
 
 static pid_t server_pid;

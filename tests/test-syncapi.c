@@ -795,54 +795,6 @@ static void test_put_to_live(void)
 	}
 }
 
-/* Checks every manifest entry against the bytes on disk; returns the number of entries. */
-static size_t check_manifest(const char *body, const char *must_lack)
-{
-	struct json_reader jr;
-	struct buf key = BUF_INIT, path = BUF_INIT, sha = BUF_INIT, disk = BUF_INIT, k2 = BUF_INIT;
-	char want[SHA256_HEX_SIZE];
-	size_t n = 0;
-	uint64_t size = 0;
-
-	json_init(&jr, body, strlen(body));
-	CHECK(json_object(&jr) == 0);
-	while (json_key(&jr, &key) > 0) {
-		if (strcmp(key.ptr, "files") != 0) {
-			CHECK(json_skip(&jr) == 0);
-			continue;
-		}
-		CHECK(json_object(&jr) == 0);
-		while (json_key(&jr, &path) > 0) {
-			CHECK(json_object(&jr) == 0);
-			while (json_key(&jr, &k2) > 0) {
-				if (strcmp(k2.ptr, "sha256") == 0)
-					CHECK(json_string(&jr, &sha) == 0);
-				else if (strcmp(k2.ptr, "size") == 0)
-					CHECK(json_u64(&jr, &size) == 0);
-				else
-					CHECK(json_skip(&jr) == 0);
-			}
-			CHECK(path.ptr[0] != '.' && !strstr(path.ptr, "/."));
-			if (must_lack)
-				CHECK(strcmp(path.ptr, must_lack) != 0);
-			CHECK(read_back(path.ptr, &disk) == 0);
-			hash_sha256_hex(disk.ptr, disk.len, want);
-			if (strcmp(sha.ptr, want) != 0)
-				fprintf(stderr, "  %s: manifest %s, disk %s\n", path.ptr, sha.ptr, want);
-			CHECK_STR(sha.ptr, want);
-			CHECK_INT(size, disk.len);
-			n++;
-		}
-	}
-	CHECK(json_end(&jr) == 0);
-	buf_release(&key);
-	buf_release(&path);
-	buf_release(&sha);
-	buf_release(&disk);
-	buf_release(&k2);
-	return n;
-}
-
 static void test_manifest(void)
 {
 	struct syncapi_stats st0, st1;
@@ -859,7 +811,7 @@ static void test_manifest(void)
 	CHECK_INT(r.status, 200);
 	CHECK_STR(hdr(&r, "Content-Type"), "application/json");
 	CHECK(body_u64(r.body.ptr, "version") == (long long)loader_version(srv.loader));
-	n = check_manifest(r.body.ptr, "notes/.quire-tmp-999-1");
+	n = tv_check_manifest(vault, r.body.ptr, r.body.len, "notes/.quire-tmp-999-1");
 	CHECK(!body_has(&r, "quire-tmp") && !body_has(&r, ".obsidian"));
 	resp_free(&r);
 	diag_list_init(&diags);
@@ -876,7 +828,7 @@ static void test_manifest(void)
 	usleep(60 * 1000);
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
-	check_manifest(r.body.ptr, NULL);
+	tv_check_manifest(vault, r.body.ptr, r.body.len, NULL);
 	resp_free(&r);
 	syncapi_get_stats(srv.sync, &st1);
 	CHECK_INT(st1.hashed - st0.hashed, 1);
@@ -899,7 +851,7 @@ static void test_manifest(void)
 		      after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
 		free(p);
 		CHECK(get("/api/v1/manifest", &r) == 0);
-		check_manifest(r.body.ptr, NULL);
+		tv_check_manifest(vault, r.body.ptr, r.body.len, NULL);
 		resp_free(&r);
 	}
 	{
@@ -925,7 +877,7 @@ static void test_restart(void)
 	CHECK(!exists("media/.quire-tmp-123-9"));
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
-	check_manifest(r.body.ptr, NULL);
+	tv_check_manifest(vault, r.body.ptr, r.body.len, NULL);
 	resp_free(&r);
 	syncapi_get_stats(srv.sync, &st);
 	CHECK_INT(st.hashed, 0);

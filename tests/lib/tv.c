@@ -16,7 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/test.h"
 #include "util/files.h"
+#include "util/hash.h"
+#include "util/json.h"
 #include "util/xalloc.h"
 
 char *tv_new(void)
@@ -184,4 +187,55 @@ int tv_xmllint(const char *bytes, size_t len, const char *schema)
 	unlink(tmp);
 	buf_release(&cmd);
 	return ok;
+}
+
+size_t tv_check_manifest(const char *dir, const char *body, size_t len, const char *must_lack)
+{
+	struct json_reader jr;
+	struct buf key = BUF_INIT, path = BUF_INIT, sha = BUF_INIT, disk = BUF_INIT,
+		   field = BUF_INIT, full = BUF_INIT;
+	char want[SHA256_HEX_SIZE];
+	uint64_t size = 0;
+	size_t n = 0;
+
+	json_init(&jr, body, len);
+	CHECK(json_object(&jr) == 0);
+	while (json_key(&jr, &key) > 0) {
+		if (strcmp(key.ptr, "files") != 0) {
+			CHECK(json_skip(&jr) == 0);
+			continue;
+		}
+		CHECK(json_object(&jr) == 0);
+		while (json_key(&jr, &path) > 0) {
+			CHECK(json_object(&jr) == 0);
+			while (json_key(&jr, &field) > 0) {
+				if (strcmp(field.ptr, "sha256") == 0)
+					CHECK(json_string(&jr, &sha) == 0);
+				else if (strcmp(field.ptr, "size") == 0)
+					CHECK(json_u64(&jr, &size) == 0);
+				else
+					CHECK(json_skip(&jr) == 0);
+			}
+			CHECK(path.ptr[0] != '.' && !strstr(path.ptr, "/."));
+			if (must_lack)
+				CHECK(strcmp(path.ptr, must_lack) != 0);
+			buf_reset(&full);
+			buf_addf(&full, "%s/%s", dir, path.ptr);
+			CHECK(read_file(full.ptr, &disk) == 0);
+			hash_sha256_hex(disk.ptr, disk.len, want);
+			if (strcmp(sha.ptr, want) != 0)
+				fprintf(stderr, "  %s: manifest %s, disk %s\n", path.ptr, sha.ptr, want);
+			CHECK_STR(sha.ptr, want);
+			CHECK_INT(size, disk.len);
+			n++;
+		}
+	}
+	CHECK(json_end(&jr) == 0);
+	buf_release(&key);
+	buf_release(&path);
+	buf_release(&sha);
+	buf_release(&disk);
+	buf_release(&field);
+	buf_release(&full);
+	return n;
 }

@@ -41,6 +41,15 @@ int tv_exists(const char *dir, const char *rel);
 int tv_count_tmp(const char *dir, const char *rel);
 
 /*
+ * Checks a sync API manifest (the JSON body of GET /api/v1/manifest)
+ * against the vault in dir: every entry is a file there whose SHA-256
+ * and size are the ones listed, none is a dot-file or must_lack (unless
+ * NULL). Failures are CHECKs of the calling test. Returns the number of
+ * entries.
+ */
+size_t tv_check_manifest(const char *dir, const char *body, size_t len, const char *must_lack);
+
+/*
  * Copies every file and folder under from into the folder to, as files of
  * their own (a vault from the corpus, or vault-sample). Returns nftw's
  * result: 0, or -1 when from cannot be walked.
