@@ -110,8 +110,8 @@ static int seen_before(struct search_reader *r, struct index_state *st, int i)
 }
 
 /* Appends the rows of the one phrase match (len bytes) to l. 0 or -1 (logged). */
-int search_list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
-		   struct row_list *l)
+int search_list_read_rows(struct search_reader *r, struct index_state *st, const char *match,
+			   size_t len, struct row_list *l)
 {
 	sqlite3_stmt *q;
 	int rc;

@@ -224,7 +224,8 @@ struct search_reader {
 	int html;                /* search_add_result writes HTML list items, not JSON */
 	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
 	int poslist_checks;
-	long lists_min_rows;     /* rank from row lists when the query allows (search_rank_lists()); -1: never */
+	long lists_min_rows;     /* rank from row lists when the query allows
+				    (search_rank_lists()); -1: never */
 	unsigned long long nquery;
 	long long nlisted;       /* queries ranked from lists */
 	sqlite3_stmt *list_scan, *hit_scan, *vocab_scan;
@@ -301,8 +302,8 @@ struct row_list *search_list_find(struct search_reader *r, struct index_state *s
 			   size_t len);
 struct row_list *search_list_new(struct search_reader *r, const char *key, size_t len);
 void search_list_keep(struct search_reader *r, struct index_state *st, struct row_list *l);
-int search_list_read_rows(struct search_reader *r, struct index_state *st, const char *match, size_t len,
-		   struct row_list *l);
+int search_list_read_rows(struct search_reader *r, struct index_state *st, const char *match,
+			   size_t len, struct row_list *l);
 int search_rank_rows(struct search_reader *r, struct row_list **pos, int npos, const double *idf,
 	      struct row_list **neg, int nneg, int strict, long long *total);
 int search_rank_lists(struct search_reader *r, int npos, long long *total);

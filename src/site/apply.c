@@ -298,7 +298,10 @@ static void contribute(struct site *s, struct work *w, struct site_note *n)
 	}
 }
 
-/* The notes whose references name key and resolve to t (kind: MD_REF_LINK, _EMBED, or -1 for both). */
+/*
+ * The notes whose references name key and resolve to t (kind: MD_REF_LINK,
+ * _EMBED, or -1 for both).
+ */
 void apply_referrers(const struct site *s, const struct site_note *t, int kind,
 		      struct notevec *out)
 {

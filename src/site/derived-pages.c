@@ -527,7 +527,10 @@ static void folder_page_drop(void *arg, const struct listing_page *p)
 static const struct listing_ops folder_ops = { folder_page_key, folder_page_write,
 					       folder_page_drop };
 
-/* A folder's listing and explorer document (what changed of them), and its feed (of it and the folders below). */
+/*
+ * A folder's listing and explorer document (what changed of them), and its
+ * feed (of it and the folders below).
+ */
 void derived_render_folder(struct site *s, struct derived_folder *f, int listing, int with_feed)
 {
 	struct folder_ctx c = { s, f };

@@ -151,7 +151,10 @@ static void folder_head(struct derived *d, struct derived_folder *f)
 	}
 }
 
-/* A folder's listed notes, at any depth, went from none to some or back: its parent lists it or not. */
+/*
+ * A folder's listed notes, at any depth, went from none to some or back:
+ * its parent lists it or not.
+ */
 static void count_change(struct derived *d, struct derived_folder *f, int delta)
 {
 	for (; f; f = f->parent) {
