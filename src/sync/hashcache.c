@@ -16,12 +16,14 @@
 #include "util/files.h"
 #include "util/log.h"
 #include "util/map.h"
+#include "util/parallel.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -370,4 +372,37 @@ int hash_cache_dirty(struct hash_cache *c)
 	d = c->dirty;
 	pthread_mutex_unlock(&c->lock);
 	return d;
+}
+
+struct scan_work {
+	struct hash_cache *cache;
+	int dirfd;
+	struct vault_scan *scan;
+	char (*sha)[SHA256_HEX_SIZE];
+	char *ok;
+	atomic_size_t hashed;
+};
+
+static void scan_one(void *ctx, size_t i)
+{
+	struct scan_work *w = ctx;
+	struct vault_file *f = &w->scan->files[i];
+	struct stat st;
+	int rc = hash_cache_file(w->cache, w->dirfd, f->disk, f->path, w->sha[i], &st);
+
+	w->ok[i] = rc >= 0;
+	if (rc > 0)
+		atomic_fetch_add(&w->hashed, 1);
+	if (rc >= 0)
+		f->size = st.st_size;
+}
+
+size_t hash_cache_scan(struct hash_cache *c, int dirfd, struct vault_scan *scan,
+		       char (*sha)[SHA256_HEX_SIZE], char *ok)
+{
+	struct scan_work w = { c, dirfd, scan, sha, ok, 0 };
+
+	atomic_init(&w.hashed, 0);
+	parallel_for(scan->n, parallel_cpus(), scan_one, &w);
+	return atomic_load(&w.hashed);
 }

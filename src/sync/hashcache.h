@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "util/hash.h"
+#include "vault/vault.h"
 
 #define HASH_CACHE_RACY_NS (50LL * 1000 * 1000)
 
@@ -83,5 +84,15 @@ int hash_cache_dirty(struct hash_cache *c);
 
 /* CLOCK_REALTIME in nanoseconds: the clock file timestamps use. */
 int64_t hash_cache_now_ns(void);
+
+/*
+ * Hashes every file of scan (paths relative to dirfd) through the cache,
+ * on one thread per core: sha[i] gets file i's SHA-256 and ok[i] whether
+ * it could be read (a file gone since the scan is not), and the file's
+ * size goes into scan->files[i].size. Returns how many files were hashed
+ * anew rather than found in the cache.
+ */
+size_t hash_cache_scan(struct hash_cache *c, int dirfd, struct vault_scan *scan,
+		       char (*sha)[SHA256_HEX_SIZE], char *ok);
 
 #endif

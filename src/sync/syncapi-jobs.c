@@ -110,28 +110,6 @@ static void release(struct syncapi *api, const char *a, const char *b)
 
 /* ---- the manifest ---- */
 
-struct manifest_work {
-	struct syncapi *api;
-	struct vault_scan *scan;
-	char (*sha)[SHA256_HEX_SIZE];
-	off_t *size;
-	char *ok;
-	atomic_size_t hashed;
-};
-
-static void hash_one(void *ctx, size_t i)
-{
-	struct manifest_work *m = ctx;
-	const struct vault_file *f = &m->scan->files[i];
-	struct stat st;
-	int rc = hash_cache_file(m->api->cache, m->api->root_fd, f->disk, f->path, m->sha[i], &st);
-
-	m->ok[i] = rc >= 0;
-	m->size[i] = rc >= 0 ? st.st_size : 0;
-	if (rc > 0)
-		atomic_fetch_add(&m->hashed, 1);
-}
-
 void syncapi_save_cache(struct syncapi *api)
 {
 	pthread_mutex_lock(&api->save_lock);
@@ -144,48 +122,45 @@ static void do_manifest(struct syncapi *api, struct job *j)
 {
 	struct vault_scan scan = VAULT_SCAN_INIT;
 	struct diag_list diags;
-	struct manifest_work m;
+	char (*sha)[SHA256_HEX_SIZE] = NULL;
+	char *ok = NULL;
+	size_t hashed = 0;
 	struct buf b = BUF_INIT;
 	uint64_t version = loader_version(api->loader), pass;
 	size_t i, n = 0;
 
 	diag_list_init(&diags);
-	memset(&m, 0, sizeof(m));
 	pass = hash_cache_mark(api->cache);
 	if (vault_scan(api->vault, NULL, &scan, &diags) < 0) {
 		syncapi_dreply_error(j->d, 500, "cannot read the vault", NULL);
 		goto out;
 	}
-	m.api = api;
-	m.scan = &scan;
-	m.sha = xcalloc(scan.n + 1, sizeof(*m.sha));
-	m.size = xcalloc(scan.n + 1, sizeof(*m.size));
-	m.ok = xcalloc(scan.n + 1, 1);
-	atomic_init(&m.hashed, 0);
-	parallel_for(scan.n, parallel_cpus(), hash_one, &m);
+	sha = xcalloc(scan.n + 1, sizeof(*sha));
+	ok = xcalloc(scan.n + 1, 1);
+	hashed = hash_cache_scan(api->cache, api->root_fd, &scan, sha, ok);
 	hash_cache_sweep(api->cache, pass);
 	buf_grow(&b, 64 + scan.n * 128);
 	buf_addf(&b, "{\"version\":%" PRIu64 ",\"files\":{", version);
 	for (i = 0; i < scan.n; i++) {
-		if (!m.ok[i])
+		if (!ok[i])
 			continue; /* gone since the scan */
 		if (n++)
 			buf_addc(&b, ',');
 		buf_addc(&b, '"');
 		buf_adds_json(&b, scan.files[i].path);
-		buf_addf(&b, "\":{\"sha256\":\"%s\",\"size\":%lld}", m.sha[i], (long long)m.size[i]);
+		buf_addf(&b, "\":{\"sha256\":\"%s\",\"size\":%lld}", sha[i],
+			 (long long)scan.files[i].size);
 	}
 	buf_adds(&b, "}}\n");
-	atomic_fetch_add(&api->hashed, (uint64_t)atomic_load(&m.hashed));
+	atomic_fetch_add(&api->hashed, (uint64_t)hashed);
 	count(&api->manifests);
 	http_deferred_reply_buf(j->d, 200, JSON_TYPE, &b);
-	if (atomic_load(&m.hashed))
-		log_debug("sync: manifest of %zu files hashed %zu", n, (size_t)atomic_load(&m.hashed));
+	if (hashed)
+		log_debug("sync: manifest of %zu files hashed %zu", n, hashed);
 	syncapi_save_cache(api);
 out:
-	free(m.sha);
-	free(m.size);
-	free(m.ok);
+	free(sha);
+	free(ok);
 	vault_scan_release(&scan);
 	diag_list_release(&diags);
 }

@@ -71,28 +71,13 @@ struct remote {
 
 /* ---- the local side ---- */
 
+/* The local side's hashes (hash_cache_scan()). */
 struct hash_work {
 	struct hash_cache *cache;
 	int dirfd;
-	struct vault_scan *scan;
 	char (*sha)[SHA256_HEX_SIZE];
 	char *ok;
-	atomic_size_t hashed;
 };
-
-static void hash_one(void *ctx, size_t i)
-{
-	struct hash_work *w = ctx;
-	const struct vault_file *f = &w->scan->files[i];
-	struct stat st;
-	int rc = hash_cache_file(w->cache, w->dirfd, f->disk, f->path, w->sha[i], &st);
-
-	w->ok[i] = rc >= 0;
-	if (rc > 0)
-		atomic_fetch_add(&w->hashed, 1);
-	if (rc >= 0)
-		w->scan->files[i].size = st.st_size;
-}
 
 /* ---- the manifest ---- */
 
@@ -377,12 +362,10 @@ static int hash_local(struct run *r)
 	hw->cache = hash_cache_new();
 	if (hash_cache_load(hw->cache, cache_file.ptr) < 0)
 		fprintf(stderr, "quire sync: starting with no remembered hashes\n");
-	hw->scan = &r->scan;
 	hw->sha = xcalloc(r->scan.n + 1, sizeof(*hw->sha));
 	hw->ok = xcalloc(r->scan.n + 1, 1);
-	atomic_init(&hw->hashed, 0);
 	pass = hash_cache_mark(hw->cache);
-	parallel_for(r->scan.n, parallel_cpus(), hash_one, hw);
+	hash_cache_scan(hw->cache, hw->dirfd, &r->scan, hw->sha, hw->ok);
 	hash_cache_sweep(hw->cache, pass);
 	if (!r->dry && hash_cache_dirty(hw->cache) && hash_cache_save(hw->cache, cache_file.ptr) < 0)
 		fprintf(stderr, "quire sync: hashes are not remembered for the next run\n");
