@@ -607,6 +607,105 @@ static void test_methods(void)
 	resp_free(&r);
 }
 
+/*
+ * Whether the server closes c with nothing more to read: EOF within 5 s,
+ * not a timeout (which would mean the connection was kept open).
+ */
+static int closed_by_server(struct conn *c)
+{
+	struct timeval tv = { 5, 0 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return 0;
+	return c->off == c->in.len && conn_fill(c) == 0;
+}
+
+/*
+ * Framing that RFC 9112 forbids: 400, "Connection: close", and the
+ * connection closed, so the bytes a lenient parser would take for a
+ * second request (here a GET) are never answered.
+ */
+static void test_framing(void)
+{
+	static const char smuggled[] = "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char *const bad[] = {
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+		"Content-Length: 38\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: +38\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 38,38\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n"
+		"0\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"POST /notes/hello HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"GET /notes/hello HTTP/1.1\r\nHost: x\r\nX-Bad\tName: 1\r\n\r\n",
+	};
+	struct conn c;
+	struct resp r;
+	struct buf req = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		buf_reset(&req);
+		buf_adds(&req, bad[i]);
+		buf_adds(&req, smuggled);
+		CHECK(conn_open(&c, main_srv.port) >= 0);
+		CHECK(send_all(c.fd, req.ptr, req.len) == 0);
+		if (read_resp(&c, &r, 0) < 0) {
+			fprintf(stderr, "  case %zu: no response\n", i);
+			test_current_failed = 1;
+		} else {
+			/*
+			 * "gzip, chunked" has no length evhttp knows: it reads the
+			 * body to the end and refuses it at max_body_size (413)
+			 * before the handler sees the request; closed all the same.
+			 */
+			if (r.status != 400 && !(i == 4 && r.status == 413))
+				fprintf(stderr, "  case %zu: %d, not 400\n", i, r.status);
+			CHECK(r.status == 400 || (i == 4 && r.status == 413));
+			CHECK(hdr(&r, "Connection") && strcasecmp(hdr(&r, "Connection"), "close") == 0);
+			resp_free(&r);
+			/* closed: the smuggled GET gets no answer */
+			CHECK(closed_by_server(&c));
+		}
+		conn_close(&c);
+	}
+	/* CONNECT: evhttp would hold the connection open as a tunnel; answered, then closed */
+	CHECK(conn_open(&c, main_srv.port) >= 0);
+	buf_reset(&req);
+	buf_adds(&req, "CONNECT /notes/hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+	CHECK(send_all(c.fd, req.ptr, req.len) == 0);
+	CHECK(read_resp(&c, &r, 0) == 0 && r.status == 405);
+	resp_free(&r);
+	CHECK(closed_by_server(&c));
+	conn_close(&c);
+	/* framed right (identical Content-Lengths, chunked in any case): answered, kept open */
+	{
+		static const char *const good[] = {
+			"POST /notes/hello HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+			"Content-Length: 5\r\n\r\nhello",
+			"POST /notes/hello HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"
+			"5\r\nhello\r\n0\r\n\r\n",
+			smuggled,
+		};
+		CHECK(conn_open(&c, main_srv.port) >= 0);
+		for (i = 0; i < 3; i++) {
+			CHECK(send_all(c.fd, good[i], strlen(good[i])) == 0);
+			CHECK(read_resp(&c, &r, 0) == 0);
+			CHECK_INT(r.status, i < 2 ? 405 : 200);
+			CHECK(!hdr(&r, "Connection"));
+			resp_free(&r);
+		}
+		conn_close(&c);
+	}
+	buf_release(&req);
+}
+
 static void test_bad_paths(void)
 {
 	static const char *const bad[] = {
@@ -1583,6 +1682,7 @@ int main(void)
 	RUN(test_redirects);
 	RUN(test_not_found);
 	RUN(test_methods);
+	RUN(test_framing);
 	RUN(test_bad_paths);
 	RUN(test_uri_limits);
 	RUN(test_header_flood);

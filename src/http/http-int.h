@@ -162,7 +162,9 @@ struct http_request {
 	struct snapshot *snap;
 	struct snapshot_host *host; /* the custom domain asked for, or NULL: the main site */
 	enum kind kind;
-	int absolute;             /* absolute-form target: evhttp closes unless Proxy-Connection: keep-alive */
+	int absolute;             /* absolute-form target: evhttp closes unless
+				     Proxy-Connection: keep-alive */
+	int close;                /* close the connection after the response */
 	int replied;              /* answered or deferred */
 	int sandbox;              /* an attachment a browser would run: CSP sandbox */
 	const char *target;       /* http_request_target(), computed on first use */

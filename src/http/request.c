@@ -20,11 +20,14 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <event2/http_struct.h>
+#include <event2/keyvalq_struct.h>
 
 /* ---- request parsing ---- */
 
@@ -413,6 +416,66 @@ static int serve_other_host(struct http_request *r)
  * target, strips the URL prefix, then hands the request to a registered
  * handler or serves it from the snapshot (the fast path: one lookup).
  */
+/* RFC 9110's tchar: what a header name is made of. */
+static int is_tchar(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static int all_digits(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/*
+ * Why the request's framing is not what RFC 9112 allows, or NULL. evhttp
+ * takes the first Content-Length, accepts "+35", ignores a
+ * "Transfer-Encoding :" with a space before the colon and any coding but
+ * "chunked": each would let a proxy in front read the body's bounds
+ * differently from us, and the difference be run as a second request
+ * (smuggling). Such a request is answered 400 and its connection closed,
+ * so that whatever evhttp left unread is never parsed.
+ */
+static const char *framing_error(struct evhttp_request *ev)
+{
+	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
+	const struct evkeyval *kv;
+	const char *cl = NULL;
+	int te = 0;
+
+	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next) {
+		const unsigned char *k = (const unsigned char *)kv->key;
+		if (!*k)
+			return "empty header name";
+		for (; *k; k++)
+			if (!is_tchar(*k))
+				return "bad character in a header name (whitespace before the colon?)";
+		if (strcasecmp(kv->key, "Content-Length") == 0) {
+			if (!all_digits(kv->value))
+				return "Content-Length is not a number";
+			if (cl && strcmp(cl, kv->value) != 0)
+				return "conflicting Content-Length headers";
+			cl = kv->value;
+		} else if (strcasecmp(kv->key, "Transfer-Encoding") == 0) {
+			if (te++)
+				return "more than one Transfer-Encoding header";
+			if (strcasecmp(kv->value, "chunked") != 0)
+				return "the only transfer coding accepted is chunked";
+		}
+	}
+	if (te && cl)
+		return "both Transfer-Encoding and Content-Length";
+	if (te && (ev->major < 1 || (ev->major == 1 && ev->minor == 0)))
+		return "Transfer-Encoding in an HTTP/1.0 request";
+	return NULL;
+}
+
 void http_on_request(struct evhttp_request *ev, void *arg)
 {
 	struct worker *w = arg;
@@ -420,6 +483,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	struct http_request r;
 	const struct handler *h;
 	struct page *p;
+	const char *why;
 	size_t ulen;
 	long n;
 
@@ -433,6 +497,13 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	r.uri = evhttp_request_get_uri(ev);
 	if (!r.uri) {
 		http_respond_text(&r, 400, "Bad Request\n");
+		return;
+	}
+	if ((why = framing_error(ev))) {
+		char text[160];
+		snprintf(text, sizeof(text), "Bad Request: %s\n", why);
+		r.close = 1;
+		http_respond_text(&r, 400, text);
 		return;
 	}
 	ulen = strlen(r.uri);

@@ -19,6 +19,7 @@
 #include "http/http.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -214,6 +215,52 @@ static const char *reason(int status)
  * The request (and the connection) may be freed when this returns, so r's
  * libevent pointers are cleared.
  */
+/* A connection to close once its answer is out; see close_after_connect(). */
+struct closing_conn {
+	struct worker *w;
+	struct evhttp_connection *con;
+	int tries;
+};
+
+static void close_later(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct timeval again = { 0, 10000 };
+	struct closing_conn *cc = arg;
+	struct conn *c;
+	struct bufferevent *bev;
+
+	for (c = cc->w->conns; c && c->con != cc->con; c = c->next)
+		;
+	if (!c) { /* closed already */
+		free(cc);
+		return;
+	}
+	bev = evhttp_connection_get_bufferevent(cc->con);
+	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0 && cc->tries++ < 500 &&
+	    event_base_once(cc->w->base, -1, EV_TIMEOUT, close_later, cc, &again) == 0)
+		return;
+	evhttp_connection_free(cc->con); /* on_close frees c */
+	free(cc);
+}
+
+/*
+ * evhttp never reads another request after a CONNECT, nor closes the
+ * connection (it would be a tunnel), whatever the headers say: the
+ * connection would sit idle until its timeout. It is closed here once the
+ * answer (always an error: quire is not a proxy) has been written.
+ */
+static void close_after_connect(struct worker *w, struct evhttp_connection *con)
+{
+	static const struct timeval now = { 0, 0 };
+	struct closing_conn *cc = xmalloc(sizeof(*cc));
+
+	cc->w = w;
+	cc->con = con;
+	cc->tries = 0;
+	if (!con || event_base_once(w->base, -1, EV_TIMEOUT, close_later, cc, &now) < 0)
+		free(cc);
+}
+
 void http_respond(struct http_request *r, int status)
 {
 	struct worker *w = r->w;
@@ -225,9 +272,16 @@ void http_respond(struct http_request *r, int status)
 	struct buf *h = &w->head;
 	const char *c = in_header(ev, "Connection");
 	int v10 = ev->major < 1 || (ev->major == 1 && ev->minor == 0);
-	int cls = status / 100 - 2, n;
+	int cls = status / 100 - 2, n, closing, connect;
 	evutil_socket_t fd;
 
+	/*
+	 * evhttp keeps a chunked request's flag on the request and, finishing
+	 * the reply, would append a last chunk ("0\r\n\r\n") after our
+	 * Content-Length body: bytes a client reads as the next response.
+	 * The request's body is read by now; the response is never chunked.
+	 */
+	ev->chunked = 0;
 	http_refresh_dates(w);
 	buf_reset(h);
 	buf_add(h, "HTTP/1.1 ", 9);
@@ -244,11 +298,15 @@ void http_respond(struct http_request *r, int status)
 		c = in_header(ev, "Proxy-Connection");
 		v10 = 1;
 	}
-	if (w->stopping || (c && strcasecmp(c, "close") == 0) ||
-	    (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0))) {
+	closing = w->stopping || r->close || (c && strcasecmp(c, "close") == 0) ||
+		  (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0));
+	if (closing) {
 		buf_add(h, "Connection: close\r\n", 19);
-		if (w->stopping && evhttp_add_header(evhttp_request_get_output_headers(ev),
-						     "Connection", "close") < 0)
+		/*
+		 * evhttp decides from its own headers whether to close: tell it,
+		 * or a CONNECT asking to close (say) would stay open.
+		 */
+		if (evhttp_add_header(evhttp_request_get_output_headers(ev), "Connection", "close") < 0)
 			log_warn("http: cannot mark the connection for closing");
 	} else if (v10) {
 		buf_add(h, "Connection: keep-alive\r\n", 24);
@@ -301,7 +359,10 @@ void http_respond(struct http_request *r, int status)
 		if (bufferevent_enable(bev, EV_READ | EV_WRITE) < 0)
 			log_warn("http: cannot wait for the socket");
 	}
+	connect = evhttp_request_get_command(ev) == EVHTTP_REQ_CONNECT;
 	evhttp_send_reply_end(ev);
+	if (connect)
+		close_after_connect(w, con);
 }
 
 /* A short plain-text answer (errors, 405, 503). */
