@@ -400,7 +400,7 @@ def run(quire, vault, n, folder_rounds, conns, gap, keep_data, server_cores):
     t0 = time.time()
     shutil.copytree(vault, v, ignore=None if keep_data else shutil.ignore_patterns(".quire"))
     copy_s = time.time() - t0
-    token = "structural-%d" % os.getpid()
+    token = "structural-token-%08d" % os.getpid()
     with open(os.path.join(tmp, "token"), "w") as fh:
         fh.write(token + "\n")
     out = {"vault": vault, "copy_s": round(copy_s, 1)}

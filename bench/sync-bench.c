@@ -53,7 +53,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 
-#define TOKEN "bench-token"
+#define TOKEN "bench-token-0123456789"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
 
 static int port;

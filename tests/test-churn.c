@@ -38,7 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TOKEN "churn-token"
+#define TOKEN "churn-test-token-0123"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
 
 static const char *quire_bin;

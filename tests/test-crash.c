@@ -41,7 +41,7 @@
 #define NOTES 24
 #define FILES 8
 #define NPATHS (NOTES + FILES)
-#define TOKEN "crash-token"
+#define TOKEN "crash-test-token-0123"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
 #define MAX_ALLOWED 4
 

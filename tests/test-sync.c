@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TOKEN "sync-test-token"
+#define TOKEN "sync-test-token-0123"
 
 static char *server_vault, *client_vault, *token_file;
 static struct site_server srv;

@@ -5,8 +5,13 @@
  * hash is compared with it in constant time (so neither the token's
  * length nor a matching prefix shows in the timing). Failures take a
  * token from a per-address bucket (ratelimit.h); when the bucket is
- * empty, the address is blocked until it holds a token again, and a
- * blocked address gets 429 even with the right token.
+ * empty, the address is blocked until it holds a token again: its wrong
+ * tokens get 429. The right token is never refused: behind a reverse
+ * proxy every client has the proxy's address, and blocking the address
+ * would let anyone who sends a few wrong tokens lock the owner out.
+ * Guessing is no faster for it: a guess is told right or wrong only by
+ * being right, and a token that can be guessed at this rate (a few per
+ * minute) is refused at start-up (syncapi_new(): at least 16 bytes).
  *
  * The blocked addresses sit in a small table of BLOCK_SLOTS slots, probed
  * from the address's hash; when the probed slots are all taken, the one
@@ -93,13 +98,15 @@ static int token_ok(struct syncapi *api, const char *auth)
 int syncapi_authenticate(struct syncapi *api, struct http_request *req)
 {
 	const char *addr = http_request_peer(req);
-	double now = (clock_ms() / 1e3), retry = blocked_for(api, addr, now);
+	double now, retry;
 	char num[32];
 
+	if (token_ok(api, http_request_header(req, "Authorization")))
+		return 1;
+	count(&api->auth_failures);
+	now = clock_ms() / 1e3;
+	retry = blocked_for(api, addr, now);
 	if (retry <= 0) {
-		if (token_ok(api, http_request_header(req, "Authorization")))
-			return 1;
-		count(&api->auth_failures);
 		if (rate_limiter_take(api->failures, addr, now, &retry)) {
 			http_reply_header(req, "WWW-Authenticate", "Bearer realm=\"quire\"");
 			syncapi_reply_error(req, 401,

@@ -324,10 +324,28 @@ static void handle(struct http_request *req, void *ctx)
 
 /* ---- setup ---- */
 
+/* Why a token cannot be the sync API's, or NULL when it can. */
+static const char *token_unusable(const char *token)
+{
+	size_t i;
+
+	if (!token || !token[0])
+		return "an empty token would let anyone write the vault";
+	for (i = 0; token[i]; i++)
+		if ((unsigned char)token[i] <= 0x20 || token[i] == 0x7f)
+			return "the token holds whitespace or a control character, which an "
+			       "Authorization header cannot carry: no client could ever send it";
+	if (i < SYNCAPI_MIN_TOKEN)
+		return "the token is shorter than 16 bytes: it could be guessed (make one with "
+		       "`openssl rand -hex 32`)";
+	return NULL;
+}
+
 struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *loader)
 {
 	struct syncapi *api = xcalloc(1, sizeof(*api));
 	struct buf dir = BUF_INIT;
+	const char *why;
 	int i, per_min;
 
 	api->root_fd = -1;
@@ -341,8 +359,8 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 	pthread_cond_init(&api->wcond, NULL);
 	pthread_mutex_init(&api->save_lock, NULL);
 	api->cache = hash_cache_new();
-	if (!opt->token || !opt->token[0]) {
-		log_error("sync: an empty token would let anyone write the vault");
+	if ((why = token_unusable(opt->token))) {
+		log_error("sync: %s", why);
 		goto fail;
 	}
 	hash_sha256_hex(opt->token, strlen(opt->token), api->token_sha);

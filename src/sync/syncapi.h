@@ -40,6 +40,8 @@ struct loader;
 #define SYNCAPI_MAX_PATH 1024
 #define SYNCAPI_MAX_SEGMENT 255
 #define SYNCAPI_DEFAULT_MAX_UPLOAD (64 * 1024 * 1024)
+/* The shortest token syncapi_new() takes, in bytes. */
+#define SYNCAPI_MIN_TOKEN 16
 
 struct syncapi_options {
 	const char *vault;       /* the vault folder */
