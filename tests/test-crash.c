@@ -124,6 +124,17 @@ static void make_content(struct path_state *p, struct buf *out)
 	}
 }
 
+/* The highest snapshot version a PUT was acknowledged with. */
+static _Atomic uint64_t acked_version;
+
+static void note_version(uint64_t v)
+{
+	uint64_t cur = atomic_load(&acked_version);
+
+	while (v > cur && !atomic_compare_exchange_weak(&acked_version, &cur, v))
+		;
+}
+
 static void *writer(void *arg)
 {
 	int t = (int)(intptr_t)arg, k = t;
@@ -154,6 +165,7 @@ static void *writer(void *arg)
 			p->nallowed = 1;
 			p->acked = 1;
 			atomic_fetch_add(&acked_total, 1);
+			note_version((uint64_t)body_u64(r.body.ptr, "version"));
 		} else {
 			fprintf(stderr, "  PUT %s: %d %s\n", p->path, r.status, r.body.ptr);
 		}
@@ -249,6 +261,25 @@ static void check_site(void)
 static pid_t server_pid;
 static int round_no, left_tmp;
 
+/*
+ * Versions survive the restart: waiting for the last version acknowledged
+ * before the kill is answered 200 at once, not 408 after the timeout.
+ */
+static void check_wait_after_restart(void)
+{
+	char target[96];
+	struct resp r;
+	uint64_t v = atomic_load(&acked_version);
+
+	CHECK(v > 0);
+	snprintf(target, sizeof(target), "/api/v1/wait?version=%llu&timeout=2000",
+		 (unsigned long long)v);
+	CHECK(fetch_request(port, "GET", target, AUTH, NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK((uint64_t)body_u64(r.body.ptr, "version") >= v);
+	resp_free(&r);
+}
+
 /* One round: write, kill at a random moment, check the disk, restart, check the site. */
 static void test_round(void)
 {
@@ -271,6 +302,7 @@ static void test_round(void)
 	left_tmp += tv_count_tmp(vault, "crash");
 	check_disk();
 	server_pid = start_server();
+	check_wait_after_restart();
 	check_site();
 	CHECK(atomic_load(&acked_total) > before);
 	if (round_no == 0 || round_no == ROUNDS - 1)
