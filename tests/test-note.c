@@ -2,6 +2,7 @@
 #include "vault/config.h"
 #include "vault/note.h"
 #include "lib/test.h"
+#include "util/unicode.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -13,6 +14,34 @@ static void parse(struct note *n, struct diag_list *d, const char *path, const c
 {
 	memset(n, 0, sizeof(*n));
 	note_parse(n, path, src, strlen(src), 0, d);
+}
+
+/* A 1 MB frontmatter key is named in its diagnostic, cut to one readable line. */
+static void test_huge_key(void)
+{
+	struct diag_list d;
+	struct note n;
+	struct buf src = BUF_INIT;
+	size_t i, found = 0;
+
+	diag_list_init(&d);
+	buf_adds(&src, "---\n");
+	for (i = 0; i < 1024 * 1024; i++)
+		buf_addc(&src, i % 3 ? 'k' : '\xc3'), buf_addc(&src, i % 3 ? 'e' : '\xa9');
+	buf_adds(&src, ": [a, b]\ntitle: T\n---\nbody\n");
+	parse(&n, &d, "huge.md", src.ptr);
+	for (i = 0; i < d.n; i++) {
+		size_t len = strlen(d.items[i].msg);
+		CHECK(len <= DIAG_MSG_MAX + 40);
+		if (strstr(d.items[i].msg, "more bytes)"))
+			found++;
+		CHECK(utf8_valid(d.items[i].msg, len));
+	}
+	CHECK(found >= 1); /* "lost: '<the key>'", cut */
+	CHECK_STR(n.title, "T");
+	note_release(&n);
+	diag_list_release(&d);
+	buf_release(&src);
 }
 
 static void test_full_frontmatter(void)
@@ -370,5 +399,6 @@ int main(void)
 	RUN(test_publish_rules);
 	RUN(test_hiding_keys_fail_closed);
 	RUN(test_config);
+	RUN(test_huge_key);
 	return test_done();
 }

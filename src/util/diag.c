@@ -126,6 +126,25 @@ void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/*
+ * A message quotes what it is about (a frontmatter key, a link target, a
+ * file name), and a note can make that a megabyte: one line of a log or
+ * of `check` is cut at DIAG_MSG_MAX bytes (on a character boundary), with
+ * how much was left out.
+ */
+static void clamp(struct buf *msg)
+{
+	size_t cut = DIAG_MSG_MAX, more;
+
+	if (msg->len <= DIAG_MSG_MAX)
+		return;
+	while (cut > 0 && ((unsigned char)msg->ptr[cut] & 0xc0) == 0x80)
+		cut--;
+	more = msg->len - cut;
+	buf_setlen(msg, cut);
+	buf_addf(msg, "\xe2\x80\xa6 (%zu more bytes)", more);
+}
+
 static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
 		int line, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
 
@@ -136,6 +155,7 @@ static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level,
 	struct diag *d;
 
 	buf_vaddf(&msg, fmt, ap);
+	clamp(&msg);
 	pthread_mutex_lock(&l->lock);
 	ALLOC_GROW(l->items, l->n + 1, l->alloc);
 	d = &l->items[l->n++];

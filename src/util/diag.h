@@ -26,6 +26,9 @@ enum diag_kind {
 	DIAG_OTHER,
 };
 
+/* The longest message kept whole, in bytes; longer ones are cut (diag.c). */
+#define DIAG_MSG_MAX 400
+
 struct diag {
 	enum diag_level level;
 	enum diag_kind kind;
