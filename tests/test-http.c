@@ -1024,6 +1024,127 @@ static void test_max_connections(void)
 	stop(&s);
 }
 
+static uint64_t metric(const char *text, const char *name)
+{
+	const char *p = text;
+	size_t n = strlen(name);
+
+	while ((p = strstr(p, name))) {
+		if ((p == text || p[-1] == '\n') && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+		p += n;
+	}
+	return UINT64_MAX;
+}
+
+/* A metric's value from the server at port's /metrics (loopback), or -1. */
+static long long metric_of(int port, const char *name)
+{
+	struct resp r;
+	long long v = -1;
+
+	if (fetch(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r) < 0)
+		return -1;
+	if (r.status == 200 && r.body.ptr && metric(r.body.ptr, name) != UINT64_MAX)
+		v = (long long)metric(r.body.ptr, name);
+	resp_free(&r);
+	return v;
+}
+
+/*
+ * Slowloris: thousands of connections from one address, each sending a
+ * request a byte at a time. The address gets its share of the connections
+ * (an eighth of max_connections), the rest are closed at once; a client
+ * from another address is served all along; the slow ones are closed once
+ * they are slow_after_s old at less than min_request_rate; a slow but
+ * steady request (over the rate) is answered.
+ */
+static void test_slowloris(void)
+{
+	static const char partial[] = "GET /notes/hello HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+	struct http_options opt = { 0 };
+	struct test_server s;
+	struct rlimit rl;
+	struct conn *slow, steady;
+	struct resp r;
+	int n = 2000, i, t, open_slow = 0, closed = 0, share;
+	long long refused;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+		/* the server's end and ours of each connection, and room for the rest */
+		if ((rlim_t)(2 * n + 200) > rl.rlim_cur)
+			n = (int)((rl.rlim_cur - 200) / 2);
+	}
+	opt.max_connections = 1000;
+	opt.read_timeout_s = 60; /* so that what closes them is the rate, not the timeout */
+	opt.slow_after_s = 2;
+	share = opt.max_connections / 8;
+	if (n < share + 10 || start(&s, &opt) < 0) {
+		fprintf(stderr, "  slowloris: only %d descriptors; skipped\n", n);
+		return;
+	}
+	slow = xcalloc((size_t)n, sizeof(*slow));
+	httpc_source = "127.0.0.2";
+	for (i = 0; i < n; i++) {
+		if (conn_open(&slow[i], s.port) < 0) {
+			slow[i].fd = -1;
+			continue;
+		}
+		if (send_all(slow[i].fd, partial, sizeof(partial) - 1) < 0) {
+			conn_close(&slow[i]);
+			slow[i].fd = -1;
+		}
+	}
+	httpc_source = NULL;
+	usleep(300 * 1000);
+	/* another address is served while they hold their share */
+	CHECK(fetch(s.port, "GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	refused = metric_of(s.port, "quire_connections_refused_address_total");
+	fprintf(stderr, "  slowloris: %d connections from one address, %lld closed at once "
+		"(its share: %d)\n", n, refused, share);
+	CHECK(refused >= n - share);
+	/* a steady request a little over the minimum rate, from here */
+	CHECK(conn_open(&steady, s.port) >= 0);
+	CHECK(send_all(steady.fd, partial, sizeof(partial) - 1) == 0);
+	/* a byte every half second on the slow ones for 4 s: under 256 bytes a second */
+	for (t = 0; t < 8; t++) {
+		for (i = 0; i < n; i++)
+			if (slow[i].fd >= 0 && send(slow[i].fd, "a", 1, MSG_NOSIGNAL) < 0) {
+				conn_close(&slow[i]);
+				slow[i].fd = -1;
+			}
+		{
+			char chunk[300];
+			memset(chunk, 'b', sizeof(chunk));
+			CHECK(send_all(steady.fd, chunk, sizeof(chunk)) == 0);
+		}
+		usleep(500 * 1000);
+	}
+	CHECK(send_all(steady.fd, "\r\n\r\n", 4) == 0);
+	CHECK(read_resp(&steady, &r, 0) == 0 && r.status == 200);
+	resp_free(&r);
+	conn_close(&steady);
+	for (i = 0; i < n; i++) {
+		if (slow[i].fd < 0)
+			continue;
+		open_slow++;
+		closed += closed_by_server(&slow[i]);
+		conn_close(&slow[i]);
+	}
+	fprintf(stderr, "  slowloris: %d slow connections left after 4 s, %d closed by the server; "
+		"%lld counted slow\n", open_slow, closed,
+		metric_of(s.port, "quire_connections_slow_total"));
+	CHECK(closed == open_slow);
+	CHECK(metric_of(s.port, "quire_connections_slow_total") >= share);
+	free(slow);
+	stop(&s);
+}
+
 static void test_publish_during_response(void)
 {
 	struct conn c;
@@ -1083,18 +1204,6 @@ static void test_healthz(void)
 	resp_free(&r);
 }
 
-static uint64_t metric(const char *text, const char *name)
-{
-	const char *p = text;
-	size_t n = strlen(name);
-
-	while ((p = strstr(p, name))) {
-		if ((p == text || p[-1] == '\n') && p[n] == ' ')
-			return strtoull(p + n + 1, NULL, 10);
-		p += n;
-	}
-	return UINT64_MAX;
-}
 
 static void test_metrics(void)
 {
@@ -1695,6 +1804,7 @@ int main(void)
 	stop(&main_srv);
 	RUN(test_slow_client);
 	RUN(test_max_connections);
+	RUN(test_slowloris);
 	RUN(test_no_snapshot);
 	RUN(test_prefix);
 	RUN(test_handlers);

@@ -28,6 +28,7 @@
 static const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
+	"                   [--max-per-address N]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
 	"                   [--search-rate N] [--verbose]\n"
 	"\n"
@@ -41,6 +42,9 @@ static const char serve_usage[] =
 	"  --access-log FILE     write requests in the common log format\n"
 	"  --metrics-public      serve /metrics to any address, not only loopback\n"
 	"  --max-connections N   refuse connections beyond N (default 10000)\n"
+	"  --max-per-address N   connections one client address may hold (default: an\n"
+	"                        eighth of --max-connections; behind a reverse proxy every\n"
+	"                        client has its address)\n"
 	"  --no-watch            do not watch the vault for changes\n"
 	"  --base-url URL        overrides base_url of quire.yml\n"
 	"  --token-file FILE     enables the sync API (/api/v1/) for this bearer token;\n"
@@ -130,6 +134,7 @@ int serve_main(int argc, char **argv)
 		{ "access-log", required_argument, NULL, 'a' },
 		{ "metrics-public", no_argument, NULL, 'm' },
 		{ "max-connections", required_argument, NULL, 'c' },
+		{ "max-per-address", required_argument, NULL, 'A' },
 		{ "no-watch", no_argument, NULL, 'w' },
 		{ "base-url", required_argument, NULL, 'b' },
 		{ "token-file", required_argument, NULL, 'k' },
@@ -171,6 +176,10 @@ int serve_main(int argc, char **argv)
 		case 'm': ho.metrics_public = 1; break;
 		case 'c':
 			if (parse_int(optarg, "--max-connections", 1, 1000000, &ho.max_connections) < 0)
+				return 2;
+			break;
+		case 'A':
+			if (parse_int(optarg, "--max-per-address", 1, 1000000, &ho.max_per_address) < 0)
 				return 2;
 			break;
 		case 'w': watching = 0; break;

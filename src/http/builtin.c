@@ -74,7 +74,7 @@ static void metrics(struct http_request *req, void *ctx)
 	struct http_server *srv = ctx;
 	struct snapshot *s = req->snap;
 	struct buf b = BUF_INIT;
-	uint64_t bytes = 0, nm = 0, refused = 0;
+	uint64_t bytes = 0, nm = 0, refused = 0, refused_address = 0, slow = 0;
 	int i, c, k;
 
 	if (!srv->opt.metrics_public && !http_request_peer_is_loopback(req)) {
@@ -97,6 +97,8 @@ static void metrics(struct http_request *req, void *ctx)
 		bytes += peek(&srv->workers[i]->c.bytes);
 		nm += peek(&srv->workers[i]->c.not_modified);
 		refused += peek(&srv->workers[i]->c.refused);
+		refused_address += peek(&srv->workers[i]->c.refused_address);
+		slow += peek(&srv->workers[i]->c.slow);
 	}
 	buf_addf(&b, "# HELP quire_response_bytes_total Body bytes sent.\n"
 		     "# TYPE quire_response_bytes_total counter\n"
@@ -129,6 +131,15 @@ static void metrics(struct http_request *req, void *ctx)
 		 atomic_load_explicit(&srv->nconns, memory_order_relaxed),
 		 (unsigned long long)s->version, (long long)(time(NULL) - s->created), s->nnotes,
 		 s->nattachments, s->load_ms / 1000.0);
+	buf_addf(&b, "# HELP quire_connections_refused_address_total Connections closed at once: "
+		     "their client address held its share.\n"
+		     "# TYPE quire_connections_refused_address_total counter\n"
+		     "quire_connections_refused_address_total %llu\n"
+		     "# HELP quire_connections_slow_total Connections closed for sending a request "
+		     "too slowly.\n"
+		     "# TYPE quire_connections_slow_total counter\n"
+		     "quire_connections_slow_total %llu\n",
+		 (unsigned long long)refused_address, (unsigned long long)slow);
 	http_reply_header(req, "Cache-Control", "no-store");
 	http_reply_buf(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

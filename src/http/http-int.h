@@ -17,6 +17,7 @@
 #include "http/http.h"
 #include "site/snapshot.h"
 #include "util/buf.h"
+#include "util/map.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,6 +42,8 @@ struct counters {
 	_Atomic uint64_t bytes;
 	_Atomic uint64_t not_modified;
 	_Atomic uint64_t refused;
+	_Atomic uint64_t refused_address; /* over max_per_address */
+	_Atomic uint64_t slow;            /* closed for receiving a request too slowly */
 };
 
 static inline void bump(_Atomic uint64_t *c, uint64_t n)
@@ -69,6 +72,9 @@ struct conn {
 	struct worker *w;
 	struct evhttp_connection *con;
 	struct conn *prev, *next;
+	char addr[48];            /* the client's address, as counted (guard.c), or "" */
+	double since;             /* when its current request began (guard.c), seconds */
+	uint64_t rx, tx;          /* the socket's bytes received and acknowledged then */
 };
 
 /*
@@ -103,6 +109,8 @@ struct worker {
 	struct event *grace_ev;
 	struct event *flush_ev;
 	struct event *resume_ev;  /* re-enables accepting after EMFILE */
+	struct event *sweep_ev;   /* once a second: slow requests (guard.c) */
+	double last_sweep;
 	int done_pipe[2];         /* deferred answers waiting: a byte wakes the loop */
 	struct event *done_ev;
 	pthread_mutex_t done_lock;
@@ -145,6 +153,12 @@ struct http_server {
 	size_t nhandlers, ahandlers;
 	size_t nraw;              /* handlers with raw set */
 	atomic_int nconns;
+	int guard_init;
+	int per_address;          /* the cap per client address, 0: none (guard.c) */
+	double min_rate;
+	int slow_after_s;
+	pthread_mutex_t addr_lock;
+	struct map addrs;         /* client address -> struct addr_count, under addr_lock */
 	time_t started;
 	int ran;
 	struct event *sig_int, *sig_term, *sig_hup;
@@ -175,6 +189,21 @@ static inline const char *in_header(struct evhttp_request *ev, const char *name)
 {
 	return evhttp_find_header(evhttp_request_get_input_headers(ev), name);
 }
+
+/* guard.c */
+
+/* Sets the guard's limits from the options. */
+void http_guard_init(struct http_server *srv);
+void http_guard_release(struct http_server *srv);
+/*
+ * Counts a newly adopted connection against its client address. 0, or -1
+ * when the address holds its share already: the caller closes it.
+ */
+int http_guard_admit(struct worker *w, struct conn *c);
+/* The connection c closes: its address's count goes down. */
+void http_guard_forget(struct worker *w, struct conn *c);
+/* Once a second on each loop: closes the connections receiving a request too slowly. */
+void http_guard_sweep(evutil_socket_t fd, short what, void *arg);
 
 /* date.c */
 

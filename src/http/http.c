@@ -112,6 +112,7 @@ static void on_close(struct evhttp_connection *con, void *arg)
 		w->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	http_guard_forget(w, c);
 	free(c);
 	atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
 	/* evhttp frees the requests still on con: a deferred one is dead */
@@ -186,6 +187,12 @@ static void adopt(evutil_socket_t fd, short what, void *arg)
 				w->conns->prev = c;
 			w->conns = c;
 			evhttp_connection_set_closecb(con, on_close, c);
+			if (http_guard_admit(w, c) < 0) {
+				/* its address holds its share: room is kept for others */
+				evhttp_connection_free(con); /* on_close frees c */
+				(void)bufferevent_decref(bev);
+				continue;
+			}
 			if (bufferevent_set_timeouts(bev, &w->srv->read_tv, &w->srv->write_tv) < 0)
 				log_warn("http: cannot set timeouts");
 			sfd = bufferevent_getfd(bev);
@@ -442,6 +449,8 @@ static void worker_free(struct worker *w)
 		event_free(w->grace_ev);
 	if (w->flush_ev)
 		event_free(w->flush_ev);
+	if (w->sweep_ev)
+		event_free(w->sweep_ev);
 	if (w->resume_ev)
 		event_free(w->resume_ev);
 	if (w->base)
@@ -502,9 +511,11 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	w->grace_ev = event_new(w->base, -1, EV_PERSIST, grace_tick, w);
 	w->resume_ev = event_new(w->base, -1, 0, resume_accept, w);
 	w->flush_ev = event_new(w->base, -1, EV_PERSIST, on_flush, w);
+	w->sweep_ev = event_new(w->base, -1, EV_PERSIST, http_guard_sweep, w);
 	w->done_ev = event_new(w->base, w->done_pipe[0], EV_READ | EV_PERSIST, http_on_done, w);
 	if (!w->ctl_ev || !w->adopt_ev || !w->grace_ev || !w->resume_ev || !w->flush_ev ||
-	    !w->done_ev || event_add(w->ctl_ev, NULL) < 0 || event_add(w->done_ev, NULL) < 0) {
+	    !w->sweep_ev || !w->done_ev || event_add(w->ctl_ev, NULL) < 0 ||
+	    event_add(w->done_ev, NULL) < 0 || event_add(w->sweep_ev, &second) < 0) {
 		log_error("http: cannot create events");
 		goto fail;
 	}
@@ -589,6 +600,8 @@ struct http_server *http_server_new(const struct http_options *opt)
 	srv->write_tv.tv_sec = opt->write_timeout_s > 0 ? opt->write_timeout_s : DEFAULT_WRITE_TIMEOUT;
 	srv->grace_s = opt->shutdown_grace_s > 0 ? opt->shutdown_grace_s : DEFAULT_GRACE;
 	atomic_init(&srv->nconns, 0);
+	http_guard_init(srv);
+	srv->guard_init = 1;
 	srv->started = time(NULL);
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
 		log_error("http: cannot ignore SIGPIPE");
@@ -726,6 +739,8 @@ void http_server_free(struct http_server *srv)
 		event_free(srv->sig_hup);
 	for (i = 0; i < srv->nworkers; i++)
 		worker_free(srv->workers[i]);
+	if (srv->guard_init)
+		http_guard_release(srv);
 	free(srv->workers);
 	for (j = 0; j < srv->nhandlers; j++)
 		free(srv->handlers[j].prefix);

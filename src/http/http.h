@@ -38,6 +38,12 @@ struct http_options {
 	int metrics_public;            /* /metrics from any address, else loopback only (403) */
 	int max_connections;           /* total over all loops; 0 = no limit. Over it, new
 					  connections are accepted and closed at once */
+	int max_per_address;           /* connections one client address may hold; 0 = an
+					  eighth of max_connections (at least 16), or no cap
+					  without max_connections; -1 = no cap */
+	double min_request_rate;       /* bytes a second a request being received must
+					  average once it is slow_after_s old; 0 = 256 */
+	int slow_after_s;              /* 0 = 10 s */
 	size_t max_header_size;        /* 0 = 8 KiB (request line included) */
 	size_t max_uri_length;         /* 0 = 4 KiB: longer request targets get 414 */
 	size_t max_body_size;          /* 0 = 1 MiB: longer bodies get 413 */

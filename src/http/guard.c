@@ -1,0 +1,201 @@
+/*
+ * guard.c: what keeps a few clients from holding the server.
+ *
+ * Two limits, both on connections evhttp has already made (adopt() in
+ * http.c): a cap on the connections one client address may hold, so that
+ * thousands of connections from a few addresses leave room for everyone
+ * else; and a minimum rate for a request being received, so that a
+ * client sending a header byte a second (slowloris) cannot keep its
+ * connections for ever: evhttp's read timeout restarts with every byte.
+ *
+ * A request's progress is read from the kernel, not from evhttp (whose
+ * parser state is private): TCP_INFO's bytes received and bytes the
+ * client acknowledged, once a second. A connection whose acknowledged
+ * bytes grew has had an answer: no request is in progress. One that
+ * received bytes with none in progress has begun a request, at the
+ * latest at the last sweep. A request in progress for slow_after_s
+ * seconds that brought less than min_rate bytes a second on average is
+ * closed, unless a handler holds it (a long poll) or its answer is still
+ * being written. An idle connection (nothing received) is left to the
+ * read timeout.
+ *
+ * Rejected: a deadline on the headers alone (nginx's
+ * client_header_timeout): it needs the parser's state, which libevent
+ * keeps to itself; the rate covers headers and bodies alike, and a body
+ * that arrives at a useful speed is never cut.
+ */
+#include <linux/tcp.h> /* struct tcp_info with its byte counts; not with <netinet/tcp.h> */
+
+#include "http/http-int.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+
+#define DEFAULT_MIN_RATE 256.0
+#define DEFAULT_SLOW_AFTER 10
+#define MIN_PER_ADDRESS 16
+
+struct addr_count {
+	char addr[48];            /* the map's key */
+	int n;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The socket's bytes received and acknowledged by the client. 0, or -1. */
+static int tcp_bytes(int fd, uint64_t *rx, uint64_t *tx)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
+		return -1;
+	*rx = ti.tcpi_bytes_received;
+	*tx = ti.tcpi_bytes_acked;
+	return 0;
+}
+
+void http_guard_init(struct http_server *srv)
+{
+	const struct http_options *o = &srv->opt;
+
+	if (o->max_per_address > 0)
+		srv->per_address = o->max_per_address;
+	else if (o->max_per_address == 0 && o->max_connections > 0)
+		srv->per_address = o->max_connections / 8 > MIN_PER_ADDRESS ? o->max_connections / 8
+									    : MIN_PER_ADDRESS;
+	else
+		srv->per_address = 0;
+	srv->min_rate = o->min_request_rate > 0 ? o->min_request_rate : DEFAULT_MIN_RATE;
+	srv->slow_after_s = o->slow_after_s > 0 ? o->slow_after_s : DEFAULT_SLOW_AFTER;
+	pthread_mutex_init(&srv->addr_lock, NULL);
+	srv->addrs = (struct map)MAP_INIT;
+}
+
+void http_guard_release(struct http_server *srv)
+{
+	size_t i = 0;
+	void *v;
+
+	while (map_next(&srv->addrs, &i, NULL, NULL, &v))
+		free(v);
+	map_release(&srv->addrs);
+	pthread_mutex_destroy(&srv->addr_lock);
+}
+
+int http_guard_admit(struct worker *w, struct conn *c)
+{
+	struct http_server *srv = w->srv;
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+	struct addr_count *a;
+	int fd = bev ? bufferevent_getfd(bev) : -1, ok = 1;
+	size_t len;
+
+	c->since = 0;
+	if (tcp_bytes(fd, &c->rx, &c->tx) < 0)
+		c->rx = c->tx = 0;
+	if (!srv->per_address || fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) < 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->addr, sizeof(c->addr));
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->addr,
+			  sizeof(c->addr));
+	else
+		return 0;
+	len = strlen(c->addr);
+	pthread_mutex_lock(&srv->addr_lock);
+	a = map_get(&srv->addrs, c->addr, len);
+	if (!a) {
+		a = xcalloc(1, sizeof(*a));
+		memcpy(a->addr, c->addr, len + 1);
+		map_put(&srv->addrs, a->addr, len, a);
+	}
+	if (a->n >= srv->per_address)
+		ok = 0;
+	else
+		a->n++;
+	pthread_mutex_unlock(&srv->addr_lock);
+	if (!ok) {
+		c->addr[0] = '\0'; /* not counted */
+		bump(&w->c.refused_address, 1);
+		return -1;
+	}
+	return 0;
+}
+
+void http_guard_forget(struct worker *w, struct conn *c)
+{
+	struct http_server *srv = w->srv;
+	struct addr_count *a;
+	size_t len = strlen(c->addr);
+
+	if (!len)
+		return;
+	pthread_mutex_lock(&srv->addr_lock);
+	a = map_get(&srv->addrs, c->addr, len);
+	if (a && --a->n <= 0) {
+		map_remove(&srv->addrs, c->addr, len);
+		free(a);
+	}
+	pthread_mutex_unlock(&srv->addr_lock);
+}
+
+void http_guard_sweep(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct http_server *srv = w->srv;
+	struct conn *c, *next;
+	double now = now_s(), last = w->last_sweep ? w->last_sweep : now;
+
+	w->last_sweep = now;
+	for (c = w->conns; c; c = next) {
+		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
+		uint64_t rx, tx;
+		double took;
+
+		next = c->next;
+		if (!bev || tcp_bytes(bufferevent_getfd(bev), &rx, &tx) < 0)
+			continue;
+		if (tx != c->tx || (!c->since && rx == c->rx)) {
+			/* answered (no request in progress), or idle */
+			c->since = 0;
+			c->rx = rx;
+			c->tx = tx;
+			continue;
+		}
+		if (!c->since) {
+			c->since = last; /* a request began since the last sweep */
+			continue;
+		}
+		took = now - c->since;
+		if (took < srv->slow_after_s || (double)(rx - c->rx) >= srv->min_rate * took ||
+		    evbuffer_get_length(bufferevent_get_output(bev)) > 0 ||
+		    http_has_deferred(w, c->con))
+			continue;
+		log_debug("http: %s sent %llu bytes of a request in %.0f s: closed",
+			  c->addr[0] ? c->addr : "a client", (unsigned long long)(rx - c->rx), took);
+		bump(&w->c.slow, 1);
+		evhttp_connection_free(c->con); /* on_close frees c */
+	}
+}
