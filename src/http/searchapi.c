@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 struct searchapi {
@@ -36,9 +37,21 @@ struct searchapi {
 	char *strings[10];    /* owned copies behind layout */
 };
 
-static void reader_free(void *r)
+/* A serving thread's reader, and the file it has open. */
+struct thread_reader {
+	struct search_reader *r;
+	dev_t dev;
+	ino_t ino;
+};
+
+static void reader_free(void *arg)
 {
-	search_reader_free(r);
+	struct thread_reader *t = arg;
+
+	if (t) {
+		search_reader_free(t->r);
+		free(t);
+	}
 }
 
 static const char *dup_into(struct searchapi *api, int i, const char *s)
@@ -81,7 +94,7 @@ void searchapi_free(struct searchapi *api)
 	if (!api)
 		return;
 	/* this thread's reader (the others went with their threads) */
-	search_reader_free(pthread_getspecific(api->reader_key));
+	reader_free(pthread_getspecific(api->reader_key));
 	pthread_key_delete(api->reader_key);
 	rate_limiter_free(api->limiter);
 	for (i = 0; i < sizeof(api->strings) / sizeof(*api->strings); i++)
@@ -90,16 +103,42 @@ void searchapi_free(struct searchapi *api)
 	free(api);
 }
 
+/*
+ * This thread's reader of the index file as it is now. The loader
+ * replaces a file that was deleted or damaged under it with a new one
+ * (loader.c, "search_intact"): a reader still on the old file would
+ * answer from it for ever, so each request checks that the path is still
+ * the file the reader opened (a stat, about a microsecond) and opens the
+ * new one otherwise. NULL while there is no file (a 503 until it is back).
+ */
 static struct search_reader *reader(struct searchapi *api)
 {
-	struct search_reader *r = pthread_getspecific(api->reader_key);
+	struct thread_reader *t = pthread_getspecific(api->reader_key);
+	struct stat st;
 
-	if (!r) {
-		r = search_reader_open(api->db);
-		if (r)
-			pthread_setspecific(api->reader_key, r);
+	if (stat(api->db, &st) < 0) {
+		if (t) {
+			pthread_setspecific(api->reader_key, NULL);
+			reader_free(t);
+		}
+		return NULL;
 	}
-	return r;
+	if (t && (t->dev != st.st_dev || t->ino != st.st_ino)) {
+		pthread_setspecific(api->reader_key, NULL);
+		reader_free(t);
+		t = NULL;
+	}
+	if (!t) {
+		struct search_reader *r = search_reader_open(api->db);
+		if (!r)
+			return NULL;
+		t = xmalloc(sizeof(*t));
+		t->r = r;
+		t->dev = st.st_dev;
+		t->ino = st.st_ino;
+		pthread_setspecific(api->reader_key, t);
+	}
+	return t->r;
 }
 
 static int number(const char *query, const char *name, int dflt, int *out)

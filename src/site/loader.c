@@ -13,6 +13,7 @@
 #include "util/xalloc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -21,8 +22,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 struct loader {
 	char *path;
@@ -47,6 +48,8 @@ struct loader {
 	double fill_start, fill_cpu_start; /* ms, monotonic and of the loader thread's CPU */
 	int search_fresh;
 	char *search_path;
+	dev_t search_dev;           /* the index file the writer has open */
+	ino_t search_ino;
 	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
 	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
@@ -61,6 +64,9 @@ struct loader {
 
 /* How soon a replaced snapshot that a reader held is looked at again. */
 #define REAP_MS 20
+
+/* How often an idle loader checks that the search index file is still there and whole. */
+#define SEARCH_CHECK_MS 2000
 
 /* ms from now on CLOCK_REALTIME, the clock of our condition variables. */
 static struct timespec deadline_after(int ms)
@@ -127,6 +133,76 @@ static uint64_t first_version(void)
 	return v ? v : 1;
 }
 
+/* Records which file the index writer has open (see search_intact()). */
+static void note_search_file(struct loader *l)
+{
+	struct stat st;
+
+	if (stat(l->search_path, &st) == 0) {
+		l->search_dev = st.st_dev;
+		l->search_ino = st.st_ino;
+	}
+}
+
+/*
+ * Whether the index file is still the one the writer has open and still a
+ * SQLite database. Deleted (a cleanup, a mistaken rm) or overwritten in
+ * place, the index would otherwise be written and read on a dead inode or
+ * fail on every query until a restart.
+ */
+static int search_intact(struct loader *l)
+{
+	static const char magic[16] = "SQLite format 3";
+	char head[16];
+	struct stat st;
+	int fd, ok;
+
+	if (stat(l->search_path, &st) < 0 || st.st_dev != l->search_dev ||
+	    st.st_ino != l->search_ino)
+		return 0;
+	if (st.st_size == 0)
+		return 1; /* created, not written yet */
+	fd = open(l->search_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ok = read(fd, head, sizeof(head)) == (ssize_t)sizeof(head) && memcmp(head, magic, 16) == 0;
+	close(fd);
+	return ok;
+}
+
+static void full_reload(struct loader *l);
+
+/*
+ * Replaces a lost or damaged index with a new one, filled by a full
+ * reload: the notes' texts were released once the index had them.
+ * Readers find the new file on their next query (searchapi.c).
+ */
+static void rebuild_search(struct loader *l)
+{
+	static const char *const ext[] = { "", "-wal", "-shm", "-journal" };
+	struct buf p = BUF_INIT;
+	size_t i;
+
+	log_warn("search: %s was removed or damaged; building a new index", l->search_path);
+	l->site->search = NULL;
+	l->site->search_tx = 0;
+	search_free(l->search);
+	for (i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+		buf_reset(&p);
+		buf_addf(&p, "%s%s", l->search_path, ext[i]);
+		if (unlink(p.ptr) < 0 && errno != ENOENT)
+			log_warn("search: cannot remove %s: %s", p.ptr, strerror(errno));
+	}
+	buf_release(&p);
+	l->search = search_open(l->search_path, &l->search_fresh);
+	if (!l->search) {
+		log_error("search is off: cannot open %s", l->search_path);
+		return;
+	}
+	note_search_file(l);
+	full_reload(l);
+}
+
 struct loader *loader_new(const char *path, const struct site_options *opt,
 			  struct snapshot_slot *slot)
 {
@@ -155,6 +231,8 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 		l->search = search_open(l->search_path, &l->search_fresh);
 		if (!l->search)
 			log_warn("search is off: cannot open %s", l->search_path);
+		else
+			note_search_file(l);
 	}
 	log_diags(l->site);
 	snap = site_snapshot(l->site, NULL);
@@ -324,6 +402,7 @@ static void background(void)
 static void *run(void *arg)
 {
 	struct loader *l = arg;
+	double checked = clock_ms();
 
 	prctl(PR_SET_NAME, "quire-loader", 0, 0, 0); /* for top -H and perf */
 	background();
@@ -341,8 +420,23 @@ static void *run(void *arg)
 		int gz = l->site->ngz_pending > 0;
 
 		while (!l->stop && !l->reload && !l->nqueue && !l->filling && !gz) {
+			if (l->search && clock_ms() - checked >= SEARCH_CHECK_MS) {
+				int intact;
+				pthread_mutex_unlock(&l->lock);
+				intact = search_intact(l);
+				if (!intact)
+					rebuild_search(l);
+				pthread_mutex_lock(&l->lock);
+				checked = clock_ms();
+				if (!intact)
+					continue;
+			}
 			if (!l->retired_held) {
-				pthread_cond_wait(&l->wake, &l->lock);
+				struct timespec t = deadline_after(SEARCH_CHECK_MS);
+				if (l->search)
+					pthread_cond_timedwait(&l->wake, &l->lock, &t);
+				else
+					pthread_cond_wait(&l->wake, &l->lock);
 				continue;
 			}
 			/* a reader still held the snapshot we replaced: free it here, soon */
