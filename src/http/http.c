@@ -528,7 +528,14 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 		goto fail;
 	}
 	evhttp_set_timeout_tv(w->http, &srv->read_tv);
-	evhttp_set_max_headers_size(w->http, (ev_ssize_t)srv->opt.max_header_size);
+	/*
+	 * libevent's limit covers the request line and the header block alike,
+	 * and what goes over it gets a bare 400: it is set wide enough for a
+	 * target over max_uri_length next to full headers, so that those get
+	 * their own answers (414, 431: http_on_request()).
+	 */
+	evhttp_set_max_headers_size(w->http, (ev_ssize_t)(srv->opt.max_header_size +
+							   srv->opt.max_uri_length + 1024));
 	evhttp_set_max_body_size(w->http, (ev_ssize_t)srv->opt.max_body_size);
 	/* every method reaches http_on_request, which answers 405 with Allow itself */
 	evhttp_set_allowed_methods(w->http, 0xffff);

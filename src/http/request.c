@@ -476,6 +476,18 @@ static const char *framing_error(struct evhttp_request *ev)
 	return NULL;
 }
 
+/* The size of the request's header block, as sent ("Name: value\r\n" each). */
+static size_t header_bytes(struct evhttp_request *ev)
+{
+	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
+	const struct evkeyval *kv;
+	size_t n = 0;
+
+	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next)
+		n += strlen(kv->key) + strlen(kv->value) + 4;
+	return n;
+}
+
 void http_on_request(struct evhttp_request *ev, void *arg)
 {
 	struct worker *w = arg;
@@ -509,6 +521,11 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	ulen = strlen(r.uri);
 	if (ulen > srv->max_uri) {
 		http_respond_text(&r, 414, "URI Too Long\n");
+		return;
+	}
+	if (header_bytes(ev) > srv->opt.max_header_size) {
+		r.close = 1;
+		http_respond_text(&r, 431, "Request Header Fields Too Large\n");
 		return;
 	}
 	if (r.uri[0] != '/' && (strncasecmp(r.uri, "http://", 7) == 0 ||

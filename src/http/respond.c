@@ -171,6 +171,7 @@ static const char *reason(int status)
 	case 412: return "Precondition Failed";
 	case 413: return "Content Too Large";
 	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
 	case 415: return "Unsupported Media Type";
 	case 416: return "Range Not Satisfiable";
 	case 422: return "Unprocessable Content";
