@@ -1496,6 +1496,7 @@ static void test_deferred(void)
 	opt.threads = 2;
 	opt.shutdown_grace_s = 1;
 	opt.max_body_size = 4 * 1024 * 1024;
+	opt.small_body_size = opt.max_body_size; /* no body policy here: every request may */
 	if (test_server_new(&s, &opt) < 0)
 		return;
 	CHECK(http_server_add_handler(s.srv, "/later/", later, NULL) == 0);

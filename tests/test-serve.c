@@ -321,7 +321,8 @@ static void test_search_index_lost(void)
 	unlink(p.ptr);
 	CHECK(unlink(db) == 0);
 	CHECK(search_finds("snapshot"));
-	CHECK(stat(db, &after) == 0 && after.st_ino != before.st_ino);
+	/* a new file (its inode number may be the old one's, freed once no reader held it) */
+	CHECK(stat(db, &after) == 0);
 	/* garbage over the file in place: same inode, not a database */
 	{
 		FILE *f = fopen(db, "w");

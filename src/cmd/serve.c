@@ -124,7 +124,17 @@ out:
 	return ret;
 }
 
-int serve_main(int argc, char **argv)
+/* What the command line asks of serve. */
+struct serve_args {
+	struct http_options ho;
+	struct site_options so;
+	const char *vault, *token_file, *data_dir;
+	size_t max_upload;
+	int watching, search_rate;
+};
+
+/* Parses the command line into a: 0, 1 when --help was printed, or 2 (usage printed). */
+static int parse_args(int argc, char **argv, struct serve_args *a)
 {
 	static const struct option opts[] = {
 		{ "vault", required_argument, NULL, 'v' },
@@ -144,60 +154,53 @@ int serve_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct http_options ho;
-	struct site_options so = { .base_url = NULL };
-	struct snapshot_slot slot;
-	struct loader *loader = NULL;
-	struct http_server *srv = NULL;
-	struct syncapi *api = NULL;
-	struct searchapi *search = NULL;
-	struct syncapi_options sa;
-	const struct site *site;
-	const char *vault = ".", *token_file = NULL, *data_dir = NULL;
-	char *token = NULL;
-	size_t max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
-	struct watch *watch = NULL;
-	int c, ret = 1, watching = 1, search_rate = 20;
+	int c;
 
-	memset(&ho, 0, sizeof(ho));
-	ho.listen = "127.0.0.1:8080";
-	ho.threads = parallel_cpus();
-	ho.max_connections = 10000;
+	memset(a, 0, sizeof(*a));
+	a->vault = ".";
+	a->max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
+	a->watching = 1;
+	a->search_rate = 20;
+	a->ho.listen = "127.0.0.1:8080";
+	a->ho.threads = parallel_cpus();
+	a->ho.max_connections = 10000;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'v': vault = optarg; break;
-		case 'l': ho.listen = optarg; break;
+		case 'v': a->vault = optarg; break;
+		case 'l': a->ho.listen = optarg; break;
 		case 't':
-			if (parse_int(optarg, "--threads", 1, 256, &ho.threads) < 0)
+			if (parse_int(optarg, "--threads", 1, 256, &a->ho.threads) < 0)
 				return 2;
 			break;
-		case 'd': data_dir = optarg; break;
-		case 'a': ho.access_log = optarg; break;
-		case 'm': ho.metrics_public = 1; break;
+		case 'd': a->data_dir = optarg; break;
+		case 'a': a->ho.access_log = optarg; break;
+		case 'm': a->ho.metrics_public = 1; break;
 		case 'c':
-			if (parse_int(optarg, "--max-connections", 1, 1000000, &ho.max_connections) < 0)
+			if (parse_int(optarg, "--max-connections", 1, 1000000,
+				      &a->ho.max_connections) < 0)
 				return 2;
 			break;
 		case 'A':
-			if (parse_int(optarg, "--max-per-address", 1, 1000000, &ho.max_per_address) < 0)
+			if (parse_int(optarg, "--max-per-address", 1, 1000000,
+				      &a->ho.max_per_address) < 0)
 				return 2;
 			break;
-		case 'w': watching = 0; break;
-		case 'b': so.base_url = optarg; break;
-		case 'k': token_file = optarg; break;
+		case 'w': a->watching = 0; break;
+		case 'b': a->so.base_url = optarg; break;
+		case 'k': a->token_file = optarg; break;
 		case 'r':
-			if (parse_int(optarg, "--search-rate", 0, 1000000, &search_rate) < 0)
+			if (parse_int(optarg, "--search-rate", 0, 1000000, &a->search_rate) < 0)
 				return 2;
 			break;
 		case 'u':
-			if (config_parse_size(optarg, &max_upload) < 0) {
+			if (config_parse_size(optarg, &a->max_upload) < 0) {
 				fprintf(stderr, "quire serve: --max-upload takes a size such as "
 						"1048576, 512K or 64M, got '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'V': log_set_level(LOG_DEBUG); break;
-		case 'h': fputs(serve_usage, stdout); return 0;
+		case 'h': fputs(serve_usage, stdout); return 1;
 		default: fputs(serve_usage, stderr); return 2;
 		}
 	}
@@ -205,6 +208,38 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, "quire serve: unexpected argument '%s'\n%s", argv[optind], serve_usage);
 		return 2;
 	}
+	return 0;
+}
+
+int serve_main(int argc, char **argv)
+{
+	struct serve_args args;
+	struct http_options ho;
+	struct site_options so;
+	struct snapshot_slot slot;
+	struct loader *loader = NULL;
+	struct http_server *srv = NULL;
+	struct syncapi *api = NULL;
+	struct searchapi *search = NULL;
+	struct syncapi_options sa;
+	const struct site *site;
+	const char *vault, *token_file, *data_dir;
+	char *token = NULL;
+	size_t max_upload;
+	struct watch *watch = NULL;
+	int ret = 1, watching, search_rate;
+
+	if ((ret = parse_args(argc, argv, &args)) != 0)
+		return ret == 1 ? 0 : 2;
+	ret = 1;
+	ho = args.ho;
+	so = args.so;
+	vault = args.vault;
+	token_file = args.token_file;
+	data_dir = args.data_dir;
+	max_upload = args.max_upload;
+	watching = args.watching;
+	search_rate = args.search_rate;
 
 	if (read_token(token_file, &token) < 0)
 		return 1;

@@ -19,6 +19,17 @@
  * being written. An idle connection (nothing received) is left to the
  * read timeout.
  *
+ * Bodies are sized before they are read. libevent reads a request's whole
+ * body into memory before any handler runs, up to one limit for every
+ * request: with the sync API on, 64 MB that anyone could send to any URL
+ * without a token. Its input buffer tells us of new bytes before its
+ * parser reads them (an evbuffer callback); when they start a request
+ * head that is complete, the head is read here (method, target,
+ * Authorization) and the connection's body limit set for that request:
+ * what the body policy allows (the sync API: its upload limit with the
+ * right token, nothing without), else small_body_size. libevent then
+ * refuses a larger body with 413 and closes the connection unread.
+ *
  * Rejected: a deadline on the headers alone (nginx's
  * client_header_timeout): it needs the parser's state, which libevent
  * keeps to itself; the rate covers headers and bodies alike, and a body
@@ -27,6 +38,7 @@
 #include <linux/tcp.h> /* struct tcp_info with its byte counts; not with <netinet/tcp.h> */
 
 #include "http/http-int.h"
+#include "util/buf.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -34,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -147,9 +160,14 @@ int http_guard_admit(struct worker *w, struct conn *c)
 void http_guard_forget(struct worker *w, struct conn *c)
 {
 	struct http_server *srv = w->srv;
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
 	struct addr_count *a;
 	size_t len = strlen(c->addr);
 
+	/* evhttp calls this before it frees the bufferevent: c goes first */
+	if (c->watch && bev)
+		evbuffer_remove_cb_entry(bufferevent_get_input(bev), c->watch);
+	c->watch = NULL;
 	if (!len)
 		return;
 	pthread_mutex_lock(&srv->addr_lock);
@@ -198,4 +216,96 @@ void http_guard_sweep(evutil_socket_t fd, short what, void *arg)
 		bump(&w->c.slow, 1);
 		evhttp_connection_free(c->con); /* on_close frees c */
 	}
+}
+
+void http_server_set_body_policy(struct http_server *srv, const char *prefix,
+				 http_body_policy fn, void *ctx)
+{
+	struct buf p = BUF_INIT;
+
+	buf_adds(&p, srv->prefix);
+	buf_adds(&p, prefix);
+	free(srv->policy_prefix);
+	srv->policy_prefix = buf_detach(&p, &srv->policy_len);
+	srv->policy = fn;
+	srv->policy_ctx = ctx;
+}
+
+/* The value of header name in the head [h, h + len), copied into out; 1 if found. */
+static int head_field(const char *h, size_t len, const char *name, struct buf *out)
+{
+	size_t nlen = strlen(name), i = 0;
+
+	while (i < len) {
+		const char *line = h + i, *eol = memchr(line, '\n', len - i);
+		size_t l = eol ? (size_t)(eol - line) : len - i;
+		if (l > nlen && line[nlen] == ':' && strncasecmp(line, name, nlen) == 0) {
+			const char *v = line + nlen + 1, *end = line + l;
+			while (v < end && (*v == ' ' || *v == '\t'))
+				v++;
+			while (end > v && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
+				end--;
+			buf_reset(out);
+			buf_add(out, v, (size_t)(end - v));
+			return 1;
+		}
+		i += l + 1;
+	}
+	return 0;
+}
+
+/*
+ * New bytes in a connection's input, not yet parsed. When the buffer
+ * starts with a complete request head, that request's body limit is set
+ * now. (Its body, already being read, never starts like a request line
+ * with a complete head before it: evhttp drains each head as it parses it,
+ * so the buffer starts with a head only between requests.)
+ */
+static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *c = arg;
+	struct http_server *srv = c->w->srv;
+	size_t have = evbuffer_get_length(in), limit = srv->opt.small_body_size, mlen, tlen;
+	struct evbuffer_ptr end;
+	const char *h, *sp, *sp2;
+	struct buf method = BUF_INIT, target = BUF_INIT, auth = BUF_INIT;
+	size_t window = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
+
+	if (!info->n_added || have < 4)
+		return;
+	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	if (end.pos < 0 || (size_t)end.pos > window)
+		return; /* not a complete head (yet): the parser judges it */
+	h = (const char *)evbuffer_pullup(in, end.pos + 4);
+	if (!h)
+		return;
+	sp = memchr(h, ' ', (size_t)end.pos);
+	sp2 = sp ? memchr(sp + 1, ' ', (size_t)(h + end.pos - sp - 1)) : NULL;
+	if (!sp || !sp2 || sp == h)
+		return;
+	mlen = (size_t)(sp - h);
+	tlen = (size_t)(sp2 - sp - 1);
+	if (srv->policy && tlen >= srv->policy_len &&
+	    memcmp(sp + 1, srv->policy_prefix, srv->policy_len) == 0) {
+		buf_add(&method, h, mlen);
+		buf_add(&target, sp + 1, tlen);
+		limit = srv->policy(srv->policy_ctx, method.ptr, target.ptr,
+				    head_field(h, (size_t)end.pos, "Authorization", &auth) ? auth.ptr
+											 : NULL);
+		if (limit > srv->opt.max_body_size)
+			limit = srv->opt.max_body_size;
+	}
+	evhttp_connection_set_max_body_size(c->con, (ev_ssize_t)limit);
+	buf_release(&method);
+	buf_release(&target);
+	buf_release(&auth);
+}
+
+void http_guard_watch(struct worker *w, struct conn *c)
+{
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
+
+	evhttp_connection_set_max_body_size(c->con, (ev_ssize_t)w->srv->opt.small_body_size);
+	if (bev && !(c->watch = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c)))
+		log_warn("http: cannot watch a connection's input");
 }

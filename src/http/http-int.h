@@ -75,6 +75,7 @@ struct conn {
 	char addr[48];            /* the client's address, as counted (guard.c), or "" */
 	double since;             /* when its current request began (guard.c), seconds */
 	uint64_t rx, tx;          /* the socket's bytes received and acknowledged then */
+	struct evbuffer_cb_entry *watch; /* on its input (guard.c), removed as it closes */
 };
 
 /*
@@ -154,6 +155,10 @@ struct http_server {
 	size_t nraw;              /* handlers with raw set */
 	atomic_int nconns;
 	int guard_init;
+	char *policy_prefix;      /* the body policy's (guard.c), with the URL prefix */
+	size_t policy_len;
+	http_body_policy policy;
+	void *policy_ctx;
 	int per_address;          /* the cap per client address, 0: none (guard.c) */
 	double min_rate;
 	int slow_after_s;
@@ -200,6 +205,8 @@ void http_guard_release(struct http_server *srv);
  * when the address holds its share already: the caller closes it.
  */
 int http_guard_admit(struct worker *w, struct conn *c);
+/* Watches c's input for request heads, to size each body before it is read. */
+void http_guard_watch(struct worker *w, struct conn *c);
 /* The connection c closes: its address's count goes down. */
 void http_guard_forget(struct worker *w, struct conn *c);
 /* Once a second on each loop: closes the connections receiving a request too slowly. */

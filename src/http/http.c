@@ -83,6 +83,7 @@
 #define DEFAULT_MAX_HEADER (8 * 1024)
 #define DEFAULT_MAX_URI (4 * 1024)
 #define DEFAULT_MAX_BODY (1024 * 1024)
+#define DEFAULT_SMALL_BODY (64 * 1024)
 #define DEFAULT_READ_TIMEOUT 15
 #define DEFAULT_WRITE_TIMEOUT 30
 #define DEFAULT_GRACE 10
@@ -193,6 +194,7 @@ static void adopt(evutil_socket_t fd, short what, void *arg)
 				(void)bufferevent_decref(bev);
 				continue;
 			}
+			http_guard_watch(w, c);
 			if (bufferevent_set_timeouts(bev, &w->srv->read_tv, &w->srv->write_tv) < 0)
 				log_warn("http: cannot set timeouts");
 			sfd = bufferevent_getfd(bev);
@@ -602,6 +604,10 @@ struct http_server *http_server_new(const struct http_options *opt)
 		srv->opt.max_uri_length = DEFAULT_MAX_URI;
 	if (!srv->opt.max_body_size)
 		srv->opt.max_body_size = DEFAULT_MAX_BODY;
+	if (!srv->opt.small_body_size)
+		srv->opt.small_body_size = DEFAULT_SMALL_BODY;
+	if (srv->opt.small_body_size > srv->opt.max_body_size)
+		srv->opt.small_body_size = srv->opt.max_body_size;
 	srv->max_uri = srv->opt.max_uri_length;
 	srv->read_tv.tv_sec = opt->read_timeout_s > 0 ? opt->read_timeout_s : DEFAULT_READ_TIMEOUT;
 	srv->write_tv.tv_sec = opt->write_timeout_s > 0 ? opt->write_timeout_s : DEFAULT_WRITE_TIMEOUT;
@@ -748,6 +754,7 @@ void http_server_free(struct http_server *srv)
 		worker_free(srv->workers[i]);
 	if (srv->guard_init)
 		http_guard_release(srv);
+	free(srv->policy_prefix);
 	free(srv->workers);
 	for (j = 0; j < srv->nhandlers; j++)
 		free(srv->handlers[j].prefix);

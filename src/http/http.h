@@ -46,7 +46,10 @@ struct http_options {
 	int slow_after_s;              /* 0 = 10 s */
 	size_t max_header_size;        /* 0 = 8 KiB (request line included) */
 	size_t max_uri_length;         /* 0 = 4 KiB: longer request targets get 414 */
-	size_t max_body_size;          /* 0 = 1 MiB: longer bodies get 413 */
+	size_t max_body_size;          /* 0 = 1 MiB: the largest body any request may have
+					  (413 beyond); only requests a body policy allows
+					  it get more than small_body_size */
+	size_t small_body_size;        /* 0 = 64 KiB: the most any other request may carry */
 	int read_timeout_s;            /* 0 = 15 s: idle and slow-sending clients are dropped */
 	int write_timeout_s;           /* 0 = 30 s: clients that stop reading are dropped */
 	int shutdown_grace_s;          /* 0 = 10 s: how long a stop waits for responses in flight */
@@ -112,6 +115,20 @@ int http_server_add_handler(struct http_server *srv, const char *prefix,
  */
 int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
 				void (*fn)(struct http_request *req, void *ctx), void *ctx);
+
+/*
+ * Decides from a request's method, target and Authorization header alone,
+ * before any of its body is read, how large a body it may carry (at most
+ * max_body_size). Requests under prefix (the raw target, after the URL
+ * prefix) get what fn says; every other request at most small_body_size.
+ * A body over the limit is refused with 413 and the connection closed,
+ * unread. fn runs on the serving threads and must be thread-safe;
+ * authorization is NULL when the request has none. One policy per server.
+ */
+typedef size_t (*http_body_policy)(void *ctx, const char *method, const char *target,
+				   const char *authorization);
+void http_server_set_body_policy(struct http_server *srv, const char *prefix,
+				 http_body_policy fn, void *ctx);
 
 enum http_method {
 	HTTP_GET,

@@ -24,6 +24,7 @@
 #include "util/ratelimit.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -71,7 +72,7 @@ static void block(struct syncapi *api, const char *addr, double now, double secs
 	pthread_mutex_unlock(&api->block_lock);
 }
 
-static int token_ok(struct syncapi *api, const char *auth)
+int syncapi_token_ok(struct syncapi *api, const char *auth)
 {
 	char sha[SHA256_HEX_SIZE];
 	unsigned diff = 0;
@@ -101,7 +102,7 @@ int syncapi_authenticate(struct syncapi *api, struct http_request *req)
 	double now, retry;
 	char num[32];
 
-	if (token_ok(api, http_request_header(req, "Authorization")))
+	if (syncapi_token_ok(api, http_request_header(req, "Authorization")))
 		return 1;
 	count(&api->auth_failures);
 	now = clock_ms() / 1e3;
@@ -125,4 +126,22 @@ int syncapi_authenticate(struct syncapi *api, struct http_request *req)
 	http_reply_header(req, "Retry-After", num);
 	syncapi_reply_error(req, 429, "too many failed authentications from this address", NULL);
 	return 0;
+}
+
+/*
+ * How large a body a request to the API may carry, decided from its head
+ * before any of the body is read (http.h, http_body_policy): with the
+ * right token, as large as the server takes (the API answers 413 itself
+ * over its upload limit); without it, UNAUTHENTICATED_BODY, enough for
+ * the handler to answer 401 to a small request, and a larger body is
+ * refused unread: nobody without the token makes the server hold 64 MB.
+ */
+#define UNAUTHENTICATED_BODY 4096
+
+size_t syncapi_body_policy(void *ctx, const char *method, const char *target,
+			   const char *authorization)
+{
+	(void)method;
+	(void)target;
+	return syncapi_token_ok(ctx, authorization) ? SIZE_MAX : UNAUTHENTICATED_BODY;
 }

@@ -181,4 +181,10 @@ void syncapi_handle_wait(struct syncapi *api, struct http_request *req, const ch
 /* The waiters' thread: answers them as versions go live or they time out, until api->wstop. */
 void *syncapi_waiter_main(void *arg);
 
+/* syncapi-auth.c: whether an Authorization header carries the API's token */
+int syncapi_token_ok(struct syncapi *api, const char *authorization);
+/* syncapi-auth.c: the body limit of a request to the API, from its head */
+size_t syncapi_body_policy(void *ctx, const char *method, const char *target,
+			   const char *authorization);
+
 #endif

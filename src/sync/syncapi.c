@@ -420,6 +420,7 @@ fail:
 
 int syncapi_register(struct syncapi *api, struct http_server *srv)
 {
+	http_server_set_body_policy(srv, API_PREFIX, syncapi_body_policy, api);
 	return http_server_add_raw_handler(srv, API_PREFIX, handle, api);
 }
 
