@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #define TOKEN "s3cret-token-0123456"
@@ -368,6 +370,77 @@ static void test_unauthenticated_bodies(void)
 	}
 	buf_release(&head);
 	free(body);
+}
+
+/*
+ * A full disk: a write that does not fit is answered 507, the file keeps
+ * its old bytes, no temporary file is left, and once there is room again
+ * the same write succeeds. The vault is on a 2 MB tmpfs (root only: the
+ * test says so and does nothing elsewhere).
+ */
+static void test_disk_full(void)
+{
+	struct site_server full;
+	struct syncapi_options so;
+	struct site_server_options o = { .threads = 1, .max_body_size = MAX_UPLOAD + 4096,
+					 .sync = &so };
+	char *dir = tv_new(), *filler;
+	struct buf path = BUF_INIT, body = BUF_INIT, disk = BUF_INIT;
+	struct resp r;
+	struct statvfs fs;
+	int fd;
+
+	if (geteuid() != 0 || mount("tmpfs", dir, "tmpfs", 0, "size=2m") < 0) {
+		fprintf(stderr, "  disk full: skipped (needs root to mount a small tmpfs)\n");
+		tv_remove(dir);
+		return;
+	}
+	tv_write(dir, "notes/a.md", "# A\n\nold bytes\n");
+	memset(&so, 0, sizeof(so));
+	so.vault = dir;
+	so.token = TOKEN;
+	so.max_upload = MAX_UPLOAD;
+	so.threads = 1;
+	so.auth_failures = AUTH_FAILURES;
+	site_server_start(&full, dir, &o);
+	/* leave about 64 KB free */
+	buf_addf(&path, "%s/filler.bin", dir);
+	filler = xstrdup(path.ptr);
+	fd = open(filler, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && statvfs(dir, &fs) == 0);
+	if (fd >= 0) {
+		char block[4096];
+		memset(block, 0, sizeof(block));
+		while (statvfs(dir, &fs) == 0 && fs.f_bavail * fs.f_frsize > 64 * 1024 &&
+		       write(fd, block, sizeof(block)) == (ssize_t)sizeof(block))
+			;
+		close(fd);
+	}
+	while (body.len < 200 * 1024)
+		buf_adds(&body, "new bytes that do not fit on the disk\n");
+	CHECK(fetch_request(full.port, "PUT", "/api/v1/files/notes/a.md", AUTH, body.ptr, body.len,
+			    &r) == 0);
+	CHECK_INT(r.status, 507);
+	CHECK(r.body.ptr && strstr(r.body.ptr, "no space"));
+	resp_free(&r);
+	buf_reset(&path);
+	buf_addf(&path, "%s/notes/a.md", dir);
+	CHECK(read_file(path.ptr, &disk) == 0 && strcmp(disk.ptr, "# A\n\nold bytes\n") == 0);
+	CHECK_INT(tv_count_tmp(dir, ""), 0);
+	/* room again: the same write goes through */
+	CHECK(unlink(filler) == 0);
+	CHECK(fetch_request(full.port, "PUT", "/api/v1/files/notes/a.md", AUTH, body.ptr, body.len,
+			    &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	CHECK(read_file(path.ptr, &disk) == 0 && disk.len == body.len);
+	site_server_stop(&full);
+	CHECK(umount(dir) == 0);
+	tv_remove(dir);
+	free(filler);
+	buf_release(&path);
+	buf_release(&body);
+	buf_release(&disk);
 }
 
 /* Tokens no client could send, or that could be guessed, are refused at start. */
@@ -990,6 +1063,7 @@ int main(void)
 	RUN(test_rate_limit);
 	RUN(test_bad_tokens);
 	RUN(test_unauthenticated_bodies);
+	RUN(test_disk_full);
 	RUN(test_bad_paths);
 	RUN(test_size_limit);
 	RUN(test_put);
