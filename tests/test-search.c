@@ -87,25 +87,6 @@ static int hex4(const char *s, unsigned *out)
 	return 0;
 }
 
-static void put_utf8(struct buf *b, unsigned cp)
-{
-	if (cp < 0x80) {
-		buf_addc(b, (int)cp);
-	} else if (cp < 0x800) {
-		buf_addc(b, (int)(0xC0 | cp >> 6));
-		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
-	} else if (cp < 0x10000) {
-		buf_addc(b, (int)(0xE0 | cp >> 12));
-		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
-		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
-	} else {
-		buf_addc(b, (int)(0xF0 | cp >> 18));
-		buf_addc(b, (int)(0x80 | (cp >> 12 & 0x3F)));
-		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
-		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
-	}
-}
-
 static char *jstring(struct jp *p)
 {
 	struct buf b = BUF_INIT;
@@ -150,7 +131,7 @@ static char *jstring(struct jp *p)
 			} else if (cp >= 0xDC00 && cp < 0xE000) {
 				goto fail;
 			}
-			put_utf8(&b, cp);
+			buf_add_utf8(&b, cp);
 			break;
 		}
 		default:

@@ -232,3 +232,22 @@ void buf_add_json(struct buf *b, const char *s, size_t len)
 		}
 	}
 }
+
+void buf_add_utf8(struct buf *b, unsigned cp)
+{
+	if (cp < 0x80) {
+		buf_addc(b, (int)cp);
+	} else if (cp < 0x800) {
+		buf_addc(b, (int)(0xC0 | cp >> 6));
+		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
+	} else if (cp < 0x10000) {
+		buf_addc(b, (int)(0xE0 | cp >> 12));
+		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
+		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
+	} else {
+		buf_addc(b, (int)(0xF0 | cp >> 18));
+		buf_addc(b, (int)(0x80 | (cp >> 12 & 0x3F)));
+		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
+		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
+	}
+}

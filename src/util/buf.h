@@ -70,6 +70,9 @@ void buf_add_urlpath(struct buf *b, const char *s, size_t len);
  * before it is appended). A %00 decodes to a NUL byte: callers that cannot
  * take one check for it.
  */
+/* Appends the code point cp as UTF-8 (1 to 4 bytes; cp below 0x110000). */
+void buf_add_utf8(struct buf *b, unsigned cp);
+
 /* The value of a hexadecimal digit (either case), or -1 for any other character. */
 int hex_value(int c);
 

@@ -87,25 +87,6 @@ static int hex4(const char *p, unsigned *out)
 	return 0;
 }
 
-static void add_utf8(struct buf *b, unsigned cp)
-{
-	if (cp < 0x80) {
-		buf_addc(b, (int)cp);
-	} else if (cp < 0x800) {
-		buf_addc(b, (int)(0xC0 | cp >> 6));
-		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
-	} else if (cp < 0x10000) {
-		buf_addc(b, (int)(0xE0 | cp >> 12));
-		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
-		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
-	} else {
-		buf_addc(b, (int)(0xF0 | cp >> 18));
-		buf_addc(b, (int)(0x80 | (cp >> 12 & 0x3F)));
-		buf_addc(b, (int)(0x80 | (cp >> 6 & 0x3F)));
-		buf_addc(b, (int)(0x80 | (cp & 0x3F)));
-	}
-}
-
 int json_string(struct json_reader *r, struct buf *out)
 {
 	const char *run;
@@ -152,7 +133,7 @@ int json_string(struct json_reader *r, struct buf *out)
 				r->p += 6;
 				cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 			}
-			add_utf8(out, cp);
+			buf_add_utf8(out, cp);
 			break;
 		}
 		default:
