@@ -232,6 +232,14 @@ int http_parse_http_date(const char *s, time_t *out);
  * then a handler or the snapshot answers it.
  */
 void http_on_request(struct evhttp_request *ev, void *arg);
+/*
+ * The target's path decoded into out (room for strlen(uri) + 1 bytes),
+ * *query pointed at the raw query or NULL. Returns the decoded length, or
+ * -1 for a target a vault path can never be (see request.c).
+ */
+long http_decode_target(const char *uri, char *out, const char **query);
+/* Why the request's framing is not what RFC 9112 allows, or NULL. */
+const char *http_framing_error(struct evhttp_request *ev);
 
 /* http_respond.c */
 
@@ -267,6 +275,17 @@ void http_free_bytes(const void *data, size_t len, void *arg);
 
 /* Cache-Control for a snapshot answer: a year for immutable assets, else revalidate. */
 void http_cache_control(struct http_request *r, int immutable);
+/* True when an Accept-Encoding value lets us send gzip and does not prefer identity. */
+int http_accepts_gzip(const char *ae);
+/* True when a conditional GET/HEAD (If-None-Match, If-Modified-Since) gets 304. */
+int http_not_modified(struct evhttp_request *ev, const char *etag, time_t mtime);
+/* If-Range value v: true when it names this representation (strong ETag or exact date). */
+int http_if_range_ok(const char *v, const char *etag, time_t mtime);
+/*
+ * A Range value for a representation of size bytes: 1 with *off and *len,
+ * 0 when it is to be ignored, -1 when it cannot be satisfied (416).
+ */
+int http_parse_range(const char *s, uint64_t size, uint64_t *off, uint64_t *len);
 /*
  * Sends a page that lives in memory: gzip or identity after the client's
  * Accept-Encoding, 304 for conditional requests when status is 200.

@@ -59,7 +59,7 @@ int http_query_param(const char *query, const char *name, struct buf *out)
  * or NUL escapes, control bytes, backslashes, invalid UTF-8, "//", and "."
  * or ".." segments, raw or encoded alike. Returns the decoded length.
  */
-static long decode_target(const char *uri, char *out, const char **query)
+long http_decode_target(const char *uri, char *out, const char **query)
 {
 	const unsigned char *p = (const unsigned char *)uri;
 	size_t n = 0, i, seg;
@@ -266,7 +266,7 @@ static void call_handler(struct http_request *r, const struct handler *h)
 }
 
 /*
- * A target that decode_target() refused: a raw handler whose prefix starts
+ * A target that http_decode_target() refused: a raw handler whose prefix starts
  * the raw target gets it, to explain the refusal. Returns 1 when one did.
  */
 static int dispatch_raw(struct http_request *r)
@@ -442,7 +442,7 @@ static int all_digits(const char *s)
  * (smuggling). Such a request is answered 400 and its connection closed,
  * so that whatever evhttp left unread is never parsed.
  */
-static const char *framing_error(struct evhttp_request *ev)
+const char *http_framing_error(struct evhttp_request *ev)
 {
 	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
 	const struct evkeyval *kv;
@@ -511,7 +511,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 		http_respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
-	if ((why = framing_error(ev))) {
+	if ((why = http_framing_error(ev))) {
 		char text[160];
 		snprintf(text, sizeof(text), "Bad Request: %s\n", why);
 		r.close = 1;
@@ -534,9 +534,9 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 		const char *a = strchr(r.uri, ':') + 3;
 		a += strcspn(a, "/?");
 		r.absolute = 1;
-		n = *a == '/' ? decode_target(a, w->scratch, &r.query) : -1;
+		n = *a == '/' ? http_decode_target(a, w->scratch, &r.query) : -1;
 	} else {
-		n = decode_target(r.uri, w->scratch, &r.query);
+		n = http_decode_target(r.uri, w->scratch, &r.query);
 	}
 	if (n < 0) {
 		if (!srv->nraw || !dispatch_raw(&r))

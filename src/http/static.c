@@ -68,7 +68,7 @@ static int is_ows(int c)
  * "*;q=0" (with gzip unlisted) refuse it. Identity is never refused in
  * practice: with gzip refused too, identity is what a client gets.
  */
-static int accepts_gzip(const char *ae)
+int http_accepts_gzip(const char *ae)
 {
 	int q_gzip = -1, q_star = -1, q_id = -1;
 	const char *p = ae;
@@ -151,7 +151,7 @@ static int etag_list_match(const char *list, const char *etag)
 }
 
 /* True when a conditional GET/HEAD should be answered with 304. */
-static int not_modified(struct evhttp_request *ev, const char *etag, time_t mtime)
+int http_not_modified(struct evhttp_request *ev, const char *etag, time_t mtime)
 {
 	const char *inm = in_header(ev, "If-None-Match"), *ims;
 	time_t t;
@@ -163,7 +163,7 @@ static int not_modified(struct evhttp_request *ev, const char *etag, time_t mtim
 }
 
 /* If-Range: a strong ETag that matches exactly, or the exact Last-Modified date. */
-static int if_range_ok(const char *v, const char *etag, time_t mtime)
+int http_if_range_ok(const char *v, const char *etag, time_t mtime)
 {
 	size_t elen = strlen(etag), n;
 	time_t t;
@@ -204,7 +204,7 @@ static int parse_pos(const char **p, uint64_t *out)
  * not serve, multiple ranges: RFC 9110 lets a server answer those with the
  * whole representation), -1 when it cannot be satisfied (416).
  */
-static int parse_range(const char *s, uint64_t size, uint64_t *off, uint64_t *len)
+int http_parse_range(const char *s, uint64_t size, uint64_t *off, uint64_t *len)
 {
 	uint64_t a, b = 0;
 	int has_b = 0;
@@ -282,13 +282,13 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 	size_t len = p->body_len;
 	int gz = 0;
 
-	if (p->gz && (ae = in_header(ev, "Accept-Encoding")) && accepts_gzip(ae)) {
+	if (p->gz && (ae = in_header(ev, "Accept-Encoding")) && http_accepts_gzip(ae)) {
 		gz = 1;
 		etag = p->gz_etag;
 		body = p->gz;
 		len = p->gz_len;
 	}
-	if (status == 200 && not_modified(ev, etag, p->mtime)) {
+	if (status == 200 && http_not_modified(ev, etag, p->mtime)) {
 		http_hdr(r, "ETag", etag);
 		http_cache_control(r, p->immutable);
 		if (p->gz)
@@ -394,7 +394,7 @@ static void serve_file(struct http_request *r, struct page *p)
 	}
 	size = (uint64_t)st.st_size;
 	len = size;
-	if (not_modified(ev, p->etag, p->mtime)) {
+	if (http_not_modified(ev, p->etag, p->mtime)) {
 		close(fd);
 		http_hdr(r, "ETag", p->etag);
 		http_cache_control(r, p->immutable);
@@ -409,8 +409,8 @@ static void serve_file(struct http_request *r, struct page *p)
 	http_cache_control(r, p->immutable);
 	range = in_header(ev, "Range");
 	ir = in_header(ev, "If-Range");
-	if (range && (!ir || if_range_ok(ir, p->etag, p->mtime))) {
-		rc = parse_range(range, size, &off, &len);
+	if (range && (!ir || http_if_range_ok(ir, p->etag, p->mtime))) {
+		rc = http_parse_range(range, size, &off, &len);
 		if (rc < 0) {
 			close(fd);
 			snprintf(cr, sizeof(cr), "bytes */%s", http_fmt_u64(num, size));

@@ -135,6 +135,12 @@ void syncapi_reply_error(struct http_request *req, int status, const char *msg, 
 /* The same for a deferred request. */
 void syncapi_dreply_error(struct http_deferred *d, int status, const char *msg, const char *path);
 
+/*
+ * An entity tag of If-Match / If-None-Match: "*" (*kind C_MATCH_ANY) or one
+ * quoted SHA-256 (C_MATCH, the lowercase hex in out). 0, or -1 for anything else.
+ */
+int syncapi_parse_tag(const char *v, enum cond *kind, char out[SHA256_HEX_SIZE]);
+
 /* ---- syncapi-auth.c ---- */
 
 /* 1 when the request may go on; otherwise it has been answered (401 or 429). */
@@ -177,6 +183,9 @@ void syncapi_remove_leftovers(struct syncapi *api);
 
 /* GET /api/v1/wait: answers at once, or parks req among the waiters. */
 void syncapi_handle_wait(struct syncapi *api, struct http_request *req, const char *query);
+
+/* The value of name=... in a query string as a number: -1 when absent, -2 when not a number. */
+long long syncapi_query_num(const char *q, const char *name);
 
 /* The waiters' thread: answers them as versions go live or they time out, until api->wstop. */
 void *syncapi_waiter_main(void *arg);

@@ -79,7 +79,7 @@ void *syncapi_waiter_main(void *arg)
 }
 
 /* The value of name=... in a query string, as a number; -1 when absent or not a number. */
-static long long query_num(const char *q, const char *name)
+long long syncapi_query_num(const char *q, const char *name)
 {
 	size_t n = strlen(name);
 
@@ -104,7 +104,7 @@ static long long query_num(const char *q, const char *name)
 
 void syncapi_handle_wait(struct syncapi *api, struct http_request *req, const char *query)
 {
-	long long want = query_num(query, "version"), timeout = query_num(query, "timeout");
+	long long want = syncapi_query_num(query, "version"), timeout = syncapi_query_num(query, "timeout");
 	uint64_t live = loader_version(api->loader);
 	struct waiter *w;
 	struct buf b = BUF_INIT;

@@ -137,7 +137,7 @@ void syncapi_dreply_error(struct http_deferred *d, int status, const char *msg, 
 /* ---- handlers ---- */
 
 /* An entity tag of If-Match / If-None-Match: "*" or one quoted SHA-256. */
-static int parse_tag(const char *v, enum cond *kind, char out[SHA256_HEX_SIZE])
+int syncapi_parse_tag(const char *v, enum cond *kind, char out[SHA256_HEX_SIZE])
 {
 	size_t i;
 
@@ -191,7 +191,7 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	j->path = buf_detach(&path, NULL);
 	im = http_request_header(req, "If-Match");
 	inm = http_request_header(req, "If-None-Match");
-	if (im && parse_tag(im, &j->if_match, j->match) < 0) {
+	if (im && syncapi_parse_tag(im, &j->if_match, j->match) < 0) {
 		syncapi_reply_error(req, 400, "If-Match takes * or one quoted SHA-256", j->path);
 		syncapi_job_free(j);
 		return;
@@ -199,7 +199,7 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	if (inm) {
 		enum cond k = C_NONE;
 		char tag[SHA256_HEX_SIZE];
-		if (parse_tag(inm, &k, tag) < 0 || k != C_MATCH_ANY) {
+		if (syncapi_parse_tag(inm, &k, tag) < 0 || k != C_MATCH_ANY) {
 			syncapi_reply_error(req, 400, "If-None-Match takes only *", j->path);
 			syncapi_job_free(j);
 			return;

@@ -20,6 +20,7 @@
 struct event;
 struct event_base;
 struct evhttp_connection;
+struct map;
 
 enum op_kind { OP_PUT, OP_DELETE };
 
@@ -79,5 +80,15 @@ void synccli_run(struct client *c);
 
 /* Frees the connections and the event loop. */
 void synccli_disconnect(struct client *c);
+
+/*
+ * synccli.c: parses the server's manifest,
+ * {"version":N,"files":{"path":{"sha256":"..","size":N},...}}, into m (path
+ * to its entry, owned by m) and *version. 0 or -1; either way m is freed
+ * with synccli_free_manifest().
+ */
+int synccli_parse_manifest(const char *body, size_t len, struct map *m, uint64_t *version);
+/* Frees the entries of a manifest map and the map itself (left as MAP_INIT). */
+void synccli_free_manifest(struct map *m);
 
 #endif

@@ -81,7 +81,7 @@ struct hash_work {
 
 /* ---- the manifest ---- */
 
-static void free_remote(struct map *m)
+void synccli_free_manifest(struct map *m)
 {
 	size_t i = 0, klen;
 	const char *key;
@@ -96,7 +96,7 @@ static void free_remote(struct map *m)
 }
 
 /* Parses {"version":N,"files":{"path":{"sha256":"..","size":N},...}} into m. 0 or -1. */
-static int parse_manifest(const char *body, size_t len, struct map *m, uint64_t *version)
+int synccli_parse_manifest(const char *body, size_t len, struct map *m, uint64_t *version)
 {
 	struct json_reader jr;
 	struct buf key = BUF_INIT, path = BUF_INIT, field = BUF_INIT, sha = BUF_INIT;
@@ -387,7 +387,7 @@ static int fetch_manifest(struct run *r)
 			c->sync_status ? c->sync_body.ptr : "connection failed");
 		goto out;
 	}
-	if (parse_manifest(c->sync_body.ptr, c->sync_body.len, &r->remote, &version) < 0) {
+	if (synccli_parse_manifest(c->sync_body.ptr, c->sync_body.len, &r->remote, &version) < 0) {
 		fprintf(stderr, "quire sync: the server's manifest is not valid\n");
 		goto out;
 	}
@@ -572,7 +572,7 @@ static void run_release(struct run *r)
 	synccli_disconnect(c);
 	if (r->hw.dirfd >= 0 && close(r->hw.dirfd) < 0)
 		fprintf(stderr, "quire sync: %s: %s\n", r->vault, strerror(errno));
-	free_remote(&r->remote);
+	synccli_free_manifest(&r->remote);
 	hash_cache_free(r->hw.cache);
 	free(r->hw.sha);
 	free(r->hw.ok);

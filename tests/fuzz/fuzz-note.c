@@ -1,18 +1,16 @@
 /*
  * fuzz-note.c: a libFuzzer target for everything a note's bytes go
  * through: UTF-8 sanitizing, frontmatter (libyaml), the pre-pass, cmark-gfm
- * and our tree passes and renderer.
+ * and our tree passes and renderer, raw HTML through the sanitizer.
  *
- *	meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined \
- *	      -Db_lundef=false --buildtype=debug   (with CC=clang)
- *	ninja -C build-fuzz && build-fuzz/tests/fuzz-note -max_total_time=60 tests/spec
+ * How to build and run the targets of tests/fuzz/: docs/security.md,
+ * "Fuzzing" (tests/fuzz/run is what `make test` runs).
  */
+#include "fuzz.h"
+
 #include "util/diag.h"
 #include "markdown/markdown.h"
 #include "vault/note.h"
-
-#include <stdint.h>
-#include <string.h>
 
 static void resolve(void *ctx, size_t index, const struct md_ref *ref, struct md_target *out)
 {
@@ -25,8 +23,6 @@ static void resolve(void *ctx, size_t index, const struct md_ref *ref, struct md
 	default: out->kind = MD_TARGET_ATTACHMENT; out->url = "/a.png"; break;
 	}
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
