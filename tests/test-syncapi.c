@@ -448,7 +448,7 @@ static void test_bad_tokens(void)
 {
 	static const char *const bad[] = {
 		"", "   ", "\t", " s3cret-token-0123456", "s3cret-token-0123456 ", "s3cret token 0123456",
-		"s3cret-token-\x7f" "0123", "short-token", "fifteen-bytes-1",
+		"s3cret-token-\1770123", "short-token", "fifteen-bytes-1",
 	};
 	struct syncapi_options so;
 	size_t i;
