@@ -121,6 +121,20 @@ static void run_case(const struct pcase *c)
 	in = c->build(10 * n);
 	b = best_of_3(c, in, 10 * n, c->known ? 1e9 : MAX_RATIO * a);
 	c->drop(in);
+	if (b > MAX_RATIO * a && !c->known) {
+		/*
+		 * Once more from the start before failing: a machine shared
+		 * with other work can slow one measurement by a third, while
+		 * quadratic work is ten times over the bound every time.
+		 */
+		fprintf(stderr, "  %s: ratio %.1f, measuring again\n", c->name, b / a);
+		in = c->build(n);
+		a = best_of_3(c, in, n, 0);
+		c->drop(in);
+		in = c->build(10 * n);
+		b = best_of_3(c, in, 10 * n, MAX_RATIO * a);
+		c->drop(in);
+	}
 	fprintf(stderr, "  %-32s n=%-9zu %8.3f s  10n %8.3f s  ratio %5.1f\n", c->name, n, a, b,
 		b / (a > 1e-6 ? a : 1e-6));
 	if (b > MAX_RATIO * a && a >= 0.002) {
