@@ -430,6 +430,7 @@ static size_t scan_inline(struct pre *p, size_t i)
 {
 	const char *s = p->s;
 	size_t len = p->len, run = i, j = i, ls = i, k;
+	size_t wl_done = i; /* the "[[" before here would close where the last one failed */
 
 	while (j < len) {
 		char ch = s[j];
@@ -509,7 +510,7 @@ static size_t scan_inline(struct pre *p, size_t i)
 			j = k == NONE ? j + 1 : k;
 			continue;
 		}
-		if (ch == '[' && j + 1 < len && s[j + 1] == '[') {
+		if (ch == '[' && j + 1 < len && s[j + 1] == '[' && j >= wl_done) {
 			/*
 			 * A wikilink's '|' inside a table row would end the cell:
 			 * Obsidian wants "\|" there, but vaults converted from
@@ -530,6 +531,13 @@ static size_t scan_inline(struct pre *p, size_t i)
 				run = j = k + 2;
 				continue;
 			}
+			/*
+			 * Every "[[" between here and k meets the same "]]" (or the
+			 * same end of line) with no pipe before it: scanning again
+			 * from each made a line of n unclosed "[[a |b" cost n^2
+			 * (tests/test-pathological.c, "unclosed wikilinks").
+			 */
+			wl_done = k;
 		}
 		j++;
 	}

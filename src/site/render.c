@@ -239,6 +239,7 @@ struct budget {
 	int embeds;       /* embeds left */
 	size_t bytes;     /* embedded bytes left */
 	int refused;      /* embeds left out so far */
+	int too_deep;     /* embeds cut at RENDER_MAX_EMBED_DEPTH so far */
 };
 
 static int over_budget(struct site *s, struct budget *b, const struct site_note *top,
@@ -309,6 +310,17 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 		}
 		if (depth + 1 >= RENDER_MAX_EMBED_DEPTH) {
 			buf_adds(out, "<p class=\"embed-cycle\">Embeds nested too deeply.</p>");
+			/*
+			 * Said once per page, naming the note whose page it is: a
+			 * chain of notes embedding each other deeper than the
+			 * limit was cut with no word of it in `quire check`.
+			 */
+			if (!budget->too_deep++)
+				diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, chain[0]->note.path,
+					  depth ? line : ref->line,
+					  "embeds nested deeper than %d levels (through %s); the rest is "
+					  "not shown",
+					  RENDER_MAX_EMBED_DEPTH, t->note.path);
 			continue;
 		}
 		if (embed_range(t, ref->fragment, &ts, &te) < 0) {
@@ -343,7 +355,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	size_t k, ntoc = 0, ntags = 0, len, at;
 	struct page *p;
 	char *bytes, *folder = NULL;
-	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0 };
+	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0, 0 };
 
 	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
 	compose(s, n, 0, n->frag.len, &body, chain, 0, 0, &pieces, &budget);

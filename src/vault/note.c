@@ -14,7 +14,16 @@
 
 void note_strlist_add(struct strlist *l, const char *s)
 {
-	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	size_t n = l->n;
+
+	/*
+	 * Capacity is implicit: 4, then doubling whenever n reaches a power of
+	 * two (as in yml.c). Growing by one made 400,000 tags quadratic
+	 * wherever realloc copies (ASan's allocator always does;
+	 * tests/test-pathological.c, "YAML long lists").
+	 */
+	if (n == 0 || (n >= 4 && (n & (n - 1)) == 0))
+		l->v = xrealloc(l->v, (n ? n * 2 : 4) * sizeof(*l->v));
 	l->v[l->n++] = xstrdup(s);
 }
 
