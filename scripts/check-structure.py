@@ -7,9 +7,10 @@ Checks, and prints each breach on a line of its own:
   - layers: src/meson.build lists the stage folders in order; a file may
     include headers of its own folder and of folders listed before it,
     never after (util cannot include site, site cannot include http);
-  - cycles: no include circle between modules (a module is a .c/.h pair,
-    with its private header X-int.h if it has one; module A depends on B
-    when a file of A includes B's header);
+  - cycles: no include circle between modules (a module is a .c/.h pair;
+    a private header X-int.h is a module of its own, so it must not include
+    X.h: the files of X include X.h first; module A depends on B when a
+    file of A includes B's header);
   - lengths: no file over --max-file lines, no function over --max-func
     lines (a function runs from its name at column 0 to the '}' at
     column 0 that closes it: the style the tree is written in).
@@ -42,11 +43,6 @@ def sources(src):
 def includes(path):
     text = open(path, errors="replace").read()
     return re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M)
-
-
-def module(name):
-    """A private header X-int.h belongs to module X (it is X's, shared by X's files)."""
-    return name[:-4] if name.endswith("-int") else name
 
 
 def cycles(deps):
@@ -122,9 +118,9 @@ def main():
         if folder not in rank:
             problems.append("layers: %s is in no stage folder listed in %s/meson.build" % (rel, src))
             continue
-        me = module(os.path.splitext(rel)[0])
+        me = os.path.splitext(rel)[0]
         for inc in includes(f):
-            target = module(os.path.splitext(inc)[0])
+            target = os.path.splitext(inc)[0]
             tfolder = inc.split("/")[0] if "/" in inc else ""
             if not os.path.exists(os.path.join(src, inc)):
                 if "/" not in inc:

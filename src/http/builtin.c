@@ -12,8 +12,8 @@
  * stores, no read-modify-write, see bump() in http-int.h) and /metrics
  * sums them.
  */
-#include "http/http-int.h"
 #include "http/http.h"
+#include "http/http-int.h"
 #include "site/hosts.h"
 #include "util/buf.h"
 

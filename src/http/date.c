@@ -10,8 +10,8 @@
  * Both by hand: strftime() and strptime() follow the locale for day and
  * month names, and timegm() is not POSIX; days_from_civil() does its job.
  */
-#include "http/http-int.h"
 #include "http/http.h"
+#include "http/http-int.h"
 
 #include <stdint.h>
 #include <stdio.h>

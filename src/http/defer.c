@@ -17,8 +17,8 @@
  * the loop with event_active(): it puts a lock around every event
  * operation of every loop (see http.c); a pipe per loop does the job.
  */
-#include "http/http-int.h"
 #include "http/http.h"
+#include "http/http-int.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xalloc.h"

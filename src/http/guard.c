@@ -37,6 +37,7 @@
  */
 #include <linux/tcp.h> /* struct tcp_info with its byte counts; not with <netinet/tcp.h> */
 
+#include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
 #include "util/log.h"

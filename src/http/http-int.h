@@ -9,12 +9,16 @@
  * the buffers a response is built in), and the request being answered,
  * which lives on the loop's stack for the length of one callback.
  *
- * It includes http/http.h, whose types it uses.
+ * It does not include http/http.h, whose types it uses: the files include
+ * it first, so that the two headers make no include circle.
  */
 #ifndef QUIRE_HTTP_INT_H
 #define QUIRE_HTTP_INT_H
 
-#include "http/http.h"
+#ifndef QUIRE_HTTP_H
+#error "include http/http.h before http/http-int.h: a module's private header does not include its public one (no include circle)"
+#endif
+
 #include "site/snapshot.h"
 #include "util/buf.h"
 #include "util/map.h"

@@ -12,8 +12,8 @@
  * Also here: the handler table (http_server_add_handler()) and the
  * accessors through which handlers read a request without libevent.
  */
-#include "http/http-int.h"
 #include "http/http.h"
+#include "http/http-int.h"
 #include "site/hosts.h"
 #include "util/buf.h"
 #include "util/log.h"

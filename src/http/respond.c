@@ -15,8 +15,8 @@
  * response for /metrics and writes its access log line (buffered per loop,
  * flushed at 32 KiB and once a second).
  */
-#include "http/http-int.h"
 #include "http/http.h"
+#include "http/http-int.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -21,8 +21,8 @@
  * - Multiple ranges (multipart/byteranges): RFC 9110 lets a server answer
  *   them with the whole representation, which is what they get.
  */
-#include "http/http-int.h"
 #include "http/http.h"
+#include "http/http-int.h"
 #include "util/buf.h"
 #include "util/log.h"
 

@@ -15,6 +15,7 @@
  * links.c resolves them when it writes them, so references come out in
  * document order.
  */
+#include "markdown/markdown.h"
 #include "markdown/markdown-int.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"

@@ -15,8 +15,8 @@
  * public API has no getter for a definition's label or a reference's ordinal,
  * and cmark-gfm's own footnote markup needs both.
  */
-#include "markdown/markdown-int.h"
 #include "markdown/markdown.h"
+#include "markdown/markdown-int.h"
 #include "markdown/sanitize.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"

@@ -13,8 +13,8 @@
  * resolves the same way; any other URL is written only if sanitize_url()
  * allows it.
  */
-#include "markdown/markdown-int.h"
 #include "markdown/markdown.h"
+#include "markdown/markdown-int.h"
 #include "markdown/sanitize.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"

@@ -14,6 +14,7 @@
  * Knows nothing of cmark: it works on bytes, and its closers are found with
  * failure caches so that no input makes it quadratic.
  */
+#include "markdown/markdown.h"
 #include "markdown/markdown-int.h"
 #include "util/xalloc.h"
 

@@ -9,8 +9,8 @@
  * version; and the helpers the SQLite calls of every file share
  * (search_db_exec(), search_db_prepare(), search_db_step_done(), ...), which log as "search:".
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/log.h"
 
 #include <errno.h>

@@ -9,8 +9,8 @@
  * lists row by row, and search_list_hits() then reads the matches of the rows
  * shown. substring.c keeps its terms' rows here too.
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -7,8 +7,8 @@
  * expression in which each is a double-quoted FTS5 string, so that nothing
  * typed is FTS5 syntax and the expression cannot fail to parse.
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/unicode.h"
 
 #include <stdint.h>

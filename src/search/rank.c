@@ -11,8 +11,8 @@
  * frequency is read from FTS5's position lists directly (poslist_freq(),
  * checked against the API on each reader's first rows).
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/xalloc.h"

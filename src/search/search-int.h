@@ -1,6 +1,7 @@
 /*
  * search-int.h: what the files of src/search share. Internal: the module's
- * interface is search.h, which this header includes.
+ * interface is search.h, which the files include before this header (this
+ * one does not include it: the two would make an include circle).
  *
  * The writer's and the readers' structures, the shapes of a parsed query,
  * a row list and a match, and the functions the files call in each other,
@@ -10,12 +11,15 @@
 #ifndef QUIRE_SEARCH_INT_H
 #define QUIRE_SEARCH_INT_H
 
+#ifndef QUIRE_SEARCH_H
+#error "include search/search.h before search/search-int.h: a module's private header does not include its public one (no include circle)"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 
 #include <sqlite3.h>
 
-#include "search/search.h"
 #include "util/buf.h"
 
 /* Columns of fts, in order. */

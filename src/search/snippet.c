@@ -12,8 +12,8 @@
  *
  * Rejected: FTS5's snippet() and highlight() (search.c's opening comment).
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 
 #include <stdint.h>
 

@@ -14,8 +14,8 @@
  * Why this way, what it costs and what it loses against a trigram index of
  * the text: search.c's opening comment.
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

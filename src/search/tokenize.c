@@ -14,8 +14,8 @@
  * bytes, so that a caller that stops early (a snippet) does not pay for
  * the rest of the text.
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/xalloc.h"
 
 #include <stdint.h>

@@ -9,8 +9,8 @@
  * vocab_todo, and search_fill_substrings() lists their words later: row by
  * row when few wait, else in one pass over fts's own terms in order.
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -7,8 +7,8 @@
  * file (search_check(), search_optimize(), search_settle()). The words of
  * the rows written go to the vocabulary (vocab.c).
  */
-#include "search/search-int.h"
 #include "search/search.h"
+#include "search/search-int.h"
 #include "util/log.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"

@@ -15,6 +15,7 @@
 #include "site/hosts.h"
 #include "site/listing.h"
 #include "site/render.h"
+#include "site/site.h"
 #include "site/site-int.h"
 #include "util/buf.h"
 #include "util/clock.h"

@@ -5,7 +5,7 @@
 #ifndef QUIRE_DERIVED_INT_H
 #define QUIRE_DERIVED_INT_H
 
-#include "site/derived.h"
+#include "site/feeds.h"
 #include "site/listing.h"
 #include "site/model.h"
 #include "util/map.h"

@@ -4,6 +4,7 @@
  * sitemap shards and their index. derived.c decides what is dirty; these
  * write it.
  */
+#include "site/derived.h"
 #include "site/derived-int.h"
 #include "site/feeds.h"
 #include "site/layout.h"

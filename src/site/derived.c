@@ -21,7 +21,6 @@
  * a pass over its members: a change costs O((tags + depth) log n).
  * Feeds and sitemaps need absolute URLs, so they exist only with base_url.
  */
-#include "site/derived.h"
 #include "site/feeds.h"
 #include "site/layout.h"
 #include "site/listing.h"
@@ -39,6 +38,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "site/derived.h"
 #include "site/derived-int.h"
 
 /*

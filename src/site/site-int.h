@@ -9,7 +9,7 @@
 #ifndef QUIRE_SITE_INT_H
 #define QUIRE_SITE_INT_H
 
-#include "site/site.h"
+#include "site/model.h"
 #include "util/map.h"
 #include "util/xalloc.h"
 

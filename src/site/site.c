@@ -5,6 +5,7 @@
  * published uncompressed, statistics and teardown. The changes themselves
  * are apply.c's; URLs and moves are urls.c's; search rows sitesearch.c's.
  */
+#include "site/site.h"
 #include "site/site-int.h"
 #include "search/search.h"
 #include "site/derived.h"

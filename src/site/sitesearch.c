@@ -10,6 +10,7 @@
 #include "site/derived.h"
 #include "site/hosts.h"
 #include "site/render.h"
+#include "site/site.h"
 #include "site/site-int.h"
 #include "util/buf.h"
 #include "util/clock.h"

@@ -17,6 +17,7 @@
  * from the address's hash; when the probed slots are all taken, the one
  * expiring first is reused.
  */
+#include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
 #include "http/http.h"
 #include "util/clock.h"

@@ -13,7 +13,10 @@
 #ifndef QUIRE_SYNCAPI_INT_H
 #define QUIRE_SYNCAPI_INT_H
 
-#include "sync/syncapi.h"
+#ifndef QUIRE_SYNCAPI_H
+#error "include sync/syncapi.h before sync/syncapi-int.h: a module's private header does not include its public one (no include circle)"
+#endif
+
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/ratelimit.h"

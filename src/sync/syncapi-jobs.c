@@ -14,6 +14,7 @@
  * files whose stat changed; the cache is saved in the data folder.
  */
 #define _GNU_SOURCE /* SCHED_BATCH */
+#include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
 #include "http/http.h"
 #include "site/loader.h"

@@ -7,6 +7,7 @@
  * every WAIT_TICK_MS to time out the others. A waiter already satisfied is
  * answered by the handler at once.
  */
+#include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
 #include "http/http.h"
 #include "site/loader.h"

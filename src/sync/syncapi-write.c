@@ -34,6 +34,7 @@
  * so the scanner, the watcher and the manifest never see them, and
  * syncapi_new() deletes them (syncapi_remove_leftovers(), at the end).
  */
+#include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
 #include "site/loader.h"
 #include "sync/hashcache.h"

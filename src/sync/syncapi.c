@@ -15,9 +15,9 @@
  * the manifest), syncapi-write.c (durable writes, spares, leftovers of a
  * crash) and syncapi-wait.c (long polls).
  */
-#include "sync/syncapi.h"
 #include "http/http.h"
 #include "sync/hashcache.h"
+#include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
 #include "util/hash.h"
 #include "util/json.h"

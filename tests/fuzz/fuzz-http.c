@@ -17,6 +17,7 @@
  */
 #include "fuzz.h"
 
+#include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
 #include "util/unicode.h"

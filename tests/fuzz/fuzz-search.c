@@ -17,6 +17,7 @@
  */
 #include "fuzz.h"
 
+#include "search/search.h"
 #include "search/search-int.h"
 #include "util/buf.h"
 #include "util/json.h"

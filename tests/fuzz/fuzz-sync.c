@@ -18,6 +18,7 @@
 #include "fuzz.h"
 
 #include "sync/synccli-int.h"
+#include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
 #include "util/buf.h"
 #include "util/json.h"
