@@ -40,6 +40,7 @@
 #include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -49,7 +50,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -63,14 +63,6 @@ struct addr_count {
 	char addr[48];            /* the map's key */
 	int n;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The socket's bytes received and acknowledged by the client. 0, or -1. */
 static int tcp_bytes(int fd, uint64_t *rx, uint64_t *tx)
@@ -185,7 +177,7 @@ void http_guard_sweep(evutil_socket_t fd, short what, void *arg)
 	struct worker *w = arg;
 	struct http_server *srv = w->srv;
 	struct conn *c, *next;
-	double now = now_s(), last = w->last_sweep ? w->last_sweep : now;
+	double now = (clock_ms() / 1e3), last = w->last_sweep ? w->last_sweep : now;
 
 	w->last_sweep = now;
 	for (c = w->conns; c; c = next) {
