@@ -199,4 +199,12 @@ int syncapi_token_ok(struct syncapi *api, const char *authorization);
 size_t syncapi_body_policy(void *ctx, const char *method, const char *target,
 			   const char *authorization);
 
+/*
+ * syncapi.c: reads a move's body, {"from":"path","to":"path"}, into from
+ * and to (checked as every path is). 0; -1 when the body is malformed or
+ * a path is refused, -2 when both are the same path; err says why.
+ */
+int syncapi_parse_move(const char *body, size_t len, struct buf *from, struct buf *to,
+		       struct buf *err);
+
 #endif

@@ -217,21 +217,15 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	syncapi_enqueue(api, j);
 }
 
-static void handle_move(struct syncapi *api, struct http_request *req)
+int syncapi_parse_move(const char *body, size_t len, struct buf *from, struct buf *to,
+		       struct buf *err)
 {
-	struct buf key = BUF_INIT, val = BUF_INIT, from = BUF_INIT, to = BUF_INIT;
+	struct buf key = BUF_INIT, val = BUF_INIT;
 	struct json_reader r;
-	const char *body, *why = NULL, *what = NULL;
-	struct job *j;
-	size_t len;
-	int rc, have_from = 0, have_to = 0;
+	const char *why = NULL, *what = NULL;
+	int rc, have_from = 0, have_to = 0, ret = -1;
 
-	if (http_request_method(req) != HTTP_POST) {
-		http_reply_header(req, "Allow", "POST");
-		syncapi_reply_error(req, 405, "move takes POST", NULL);
-		return;
-	}
-	body = http_request_body(req, &len);
+	buf_reset(err);
 	json_init(&r, body, len);
 	rc = json_object(&r);
 	while (rc == 0 && (rc = json_key(&r, &key)) > 0) {
@@ -239,7 +233,7 @@ static void handle_move(struct syncapi *api, struct http_request *req)
 			int is_from = key.ptr[0] == 'f';
 			if (json_string(&r, &val) < 0)
 				break;
-			if (syncapi_check_path(val.ptr, val.len, is_from ? &from : &to, &why) < 0) {
+			if (syncapi_check_path(val.ptr, val.len, is_from ? from : to, &why) < 0) {
 				what = is_from ? "from" : "to";
 				break;
 			}
@@ -253,15 +247,37 @@ static void handle_move(struct syncapi *api, struct http_request *req)
 		rc = 0;
 	}
 	if (what) {
-		struct buf msg = BUF_INIT;
-		buf_addf(&msg, "%s: %s", what, why);
-		syncapi_reply_error(req, 400, msg.ptr, NULL);
-		buf_release(&msg);
+		buf_addf(err, "%s: %s", what, why);
 	} else if (rc != 0 || json_end(&r) < 0 || !have_from || !have_to) {
-		syncapi_reply_error(req, 400, "move takes {\"from\":\"path\",\"to\":\"path\"}",
-				    NULL);
-	} else if (strcmp(from.ptr, to.ptr) == 0) {
-		syncapi_reply_error(req, 400, "from and to are the same path", from.ptr);
+		buf_adds(err, "move takes {\"from\":\"path\",\"to\":\"path\"}");
+	} else if (strcmp(from->ptr, to->ptr) == 0) {
+		buf_adds(err, "from and to are the same path");
+		ret = -2;
+	} else {
+		ret = 0;
+	}
+	buf_release(&key);
+	buf_release(&val);
+	return ret;
+}
+
+static void handle_move(struct syncapi *api, struct http_request *req)
+{
+	struct buf from = BUF_INIT, to = BUF_INIT, err = BUF_INIT;
+	const char *body;
+	struct job *j;
+	size_t len;
+	int rc;
+
+	if (http_request_method(req) != HTTP_POST) {
+		http_reply_header(req, "Allow", "POST");
+		syncapi_reply_error(req, 405, "move takes POST", NULL);
+		return;
+	}
+	body = http_request_body(req, &len);
+	rc = syncapi_parse_move(body, len, &from, &to, &err);
+	if (rc < 0) {
+		syncapi_reply_error(req, 400, err.ptr, rc == -2 ? from.ptr : NULL);
 	} else {
 		j = xcalloc(1, sizeof(*j));
 		j->kind = J_MOVE;
@@ -271,10 +287,9 @@ static void handle_move(struct syncapi *api, struct http_request *req)
 		j->d = http_request_defer(req);
 		syncapi_enqueue(api, j);
 	}
-	buf_release(&key);
-	buf_release(&val);
 	buf_release(&from);
 	buf_release(&to);
+	buf_release(&err);
 }
 
 static void handle(struct http_request *req, void *ctx)
