@@ -259,15 +259,21 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 	struct conn *c = arg;
 	struct http_server *srv = c->w->srv;
 	size_t have = evbuffer_get_length(in), limit = srv->opt.small_body_size, mlen, tlen;
-	struct evbuffer_ptr end;
+	struct evbuffer_ptr end, stop;
 	const char *h, *sp, *sp2;
+	char first;
 	struct buf method = BUF_INIT, target = BUF_INIT, auth = BUF_INIT;
 	size_t window = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
 
-	if (!info->n_added || have < 4)
+	/* a request line starts with a method: body bytes seldom do, and cost no search */
+	if (!info->n_added || have < 4 || evbuffer_copyout(in, &first, 1) != 1 ||
+	    first < 'A' || first > 'Z')
 		return;
-	end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
-	if (end.pos < 0 || (size_t)end.pos > window)
+	if (evbuffer_ptr_set(in, &stop, have < window + 4 ? have : window + 4,
+			     EVBUFFER_PTR_SET) < 0)
+		return;
+	end = evbuffer_search_range(in, "\r\n\r\n", 4, NULL, &stop);
+	if (end.pos < 0)
 		return; /* not a complete head (yet): the parser judges it */
 	h = (const char *)evbuffer_pullup(in, end.pos + 4);
 	if (!h)
