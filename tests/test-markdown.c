@@ -729,6 +729,170 @@ static void *race_worker(void *arg)
 	return NULL;
 }
 
+/* ---- the table guard (markdown-int.h) ---- */
+
+static size_t count_of(const struct buf *b, const char *needle)
+{
+	size_t n = 0, len = strlen(needle);
+	const char *q = b->ptr, *end = b->ptr + b->len;
+
+	while ((q = memmem(q, (size_t)(end - q), needle, len))) {
+		n++;
+		q += len;
+	}
+	return n;
+}
+
+/* A row of n cells of text c, or a delimiter row when c is "-". */
+static void table_row(struct buf *b, const char *lead, size_t n, const char *c)
+{
+	size_t i;
+
+	buf_adds(b, lead);
+	for (i = 0; i < n; i++) {
+		buf_addc(b, '|');
+		buf_adds(b, c);
+	}
+	buf_adds(b, "|\n");
+}
+
+static void render_guarded(const struct buf *b, struct md_result *r, int first_line)
+{
+	*r = (struct md_result)MD_RESULT_INIT;
+	CHECK_INT(render_opts(b->ptr, b->len, r, "", first_line, NULL), 0);
+}
+
+static void test_table_guard(void)
+{
+	struct buf b = BUF_INIT, plain = BUF_INIT;
+	struct md_result r, r2;
+	size_t i;
+
+	/* 256 columns: a table, as GFM has it, and nothing to say */
+	table_row(&b, "", 256, "h");
+	table_row(&b, "", 256, "-");
+	table_row(&b, "", 256, "c");
+	render_guarded(&b, &r, 1);
+	CHECK_INT(count_of(&r.html, "<th>"), 256);
+	CHECK_INT(count_of(&r.html, "<td>"), 256);
+	CHECK_INT(r.nwarnings, 0);
+	md_result_release(&r);
+
+	/* 257 columns: text, showing the delimiter row as written, and a warning on its line */
+	buf_reset(&b);
+	buf_adds(&b, "intro\n\n");
+	table_row(&b, "", 257, "h");
+	table_row(&b, "", 257, "-");
+	table_row(&b, "", 257, "c");
+	render_guarded(&b, &r, 10);
+	CHECK(!strstr(r.html.ptr, "<table"));
+	CHECK(strstr(r.html.ptr, "|-|-|-|") != NULL);
+	CHECK(!strstr(r.html.ptr, "\\"));
+	CHECK_INT(r.nwarnings, 1);
+	if (r.nwarnings) {
+		CHECK_INT(r.warnings[0].line, 13);
+		CHECK(strstr(r.warnings[0].msg, "257 columns") != NULL);
+	}
+	md_result_release(&r);
+
+	/* the same in a quote */
+	buf_reset(&b);
+	table_row(&b, "> ", 300, "h");
+	table_row(&b, "> ", 300, "-");
+	render_guarded(&b, &r, 1);
+	CHECK(strstr(r.html.ptr, "<blockquote>") && !strstr(r.html.ptr, "<table"));
+	CHECK_INT(r.nwarnings, 1);
+	md_result_release(&r);
+
+	/* a row of 300 pipes in a 2-column table: the table stays, with its two cells */
+	buf_reset(&b);
+	buf_adds(&b, "| a | b |\n|---|---|\n");
+	table_row(&b, "", 300, "x");
+	table_row(&b, "", 300, "y");
+	buf_adds(&b, "| c | d |\n");
+	render_guarded(&b, &r, 1);
+	CHECK_INT(count_of(&r.html, "<tr>"), 4);
+	CHECK_INT(count_of(&r.html, "<td>"), 6);
+	CHECK_INT(count_of(&r.html, "<td>x</td>"), 2);
+	CHECK_INT(r.nwarnings, 1); /* once a table */
+	if (r.nwarnings) {
+		CHECK_INT(r.warnings[0].line, 3);
+		CHECK(strstr(r.warnings[0].msg, "301 pipes") != NULL);
+	}
+	md_result_release(&r);
+
+	/* escaped pipes split no cells, and are not counted */
+	buf_reset(&b);
+	buf_adds(&b, "| a | b |\n|---|---|\n| ");
+	for (i = 0; i < 400; i++)
+		buf_adds(&b, "\\|");
+	buf_adds(&b, " | d |\n");
+	render_guarded(&b, &r, 1);
+	CHECK_INT(count_of(&r.html, "<td>"), 2);
+	CHECK_INT(r.nwarnings, 0);
+	md_result_release(&r);
+
+	/* many pipes outside a table: the paragraph as it was, with no guard */
+	buf_reset(&b);
+	buf_adds(&b, "text ");
+	table_row(&b, "", 1000, "p");
+	render_guarded(&b, &r, 1);
+	CHECK(!strstr(r.html.ptr, "\\"));
+	CHECK_INT(count_of(&r.html, "|"), 1001);
+	CHECK_INT(r.nwarnings, 0);
+	md_result_release(&r);
+
+	/* short rows under a wide header: padded, up to the note's budget of cells */
+	buf_reset(&b);
+	table_row(&b, "", 256, "h");
+	table_row(&b, "", 256, "-");
+	for (i = 0; i < 100; i++)
+		buf_adds(&b, "x\n");
+	render_guarded(&b, &r, 1);
+	CHECK_INT(count_of(&r.html, "<td>"), 256 * 100);
+	CHECK_INT(r.nwarnings, 0);
+	md_result_release(&r);
+	for (i = 100; i < 3000; i++)
+		buf_adds(&b, "x\n");
+	render_guarded(&b, &r, 1);
+	CHECK(!strstr(r.html.ptr, "<table"));
+	CHECK_INT(r.nwarnings, 1);
+	if (r.nwarnings)
+		CHECK(strstr(r.warnings[0].msg, "cells") != NULL);
+	md_result_release(&r);
+
+	/* in fenced and indented code, nothing changes */
+	buf_reset(&b);
+	buf_adds(&b, "```\n");
+	table_row(&b, "", 300, "h");
+	table_row(&b, "", 300, "-");
+	table_row(&b, "", 300, "c");
+	buf_adds(&b, "```\n\n    a|b\n");
+	table_row(&b, "    ", 300, "-");
+	render_guarded(&b, &r, 1);
+	CHECK(!strstr(r.html.ptr, "\\"));
+	CHECK_INT(count_of(&r.html, "|-|"), 150 + 150);
+	CHECK_INT(r.nwarnings, 0);
+	md_result_release(&r);
+
+	/*
+	 * Guarded or not, the same HTML where the guard has nothing to do:
+	 * a table that passes next to one that does not.
+	 */
+	buf_reset(&b);
+	buf_adds(&b, "| a | b |\n|:--|--:|\n| 1 | 2 |\n\n");
+	buf_add(&plain, b.ptr, b.len);
+	table_row(&b, "", 400, "h");
+	table_row(&b, "", 400, "-");
+	render_guarded(&b, &r, 1);
+	render_guarded(&plain, &r2, 1);
+	CHECK(r.html.len > r2.html.len && !memcmp(r.html.ptr, r2.html.ptr, r2.html.len));
+	md_result_release(&r);
+	md_result_release(&r2);
+	buf_release(&plain);
+	buf_release(&b);
+}
+
 static void test_threads(void)
 {
 	static const char src[] = "See https://example.com/a and www.example.org, mail x@example.com.\n\n"
@@ -801,6 +965,7 @@ int main(int argc, char **argv)
 	RUN(test_brackets);
 	RUN(test_unterminated);
 	RUN(test_deep_emphasis);
+	RUN(test_table_guard);
 	RUN(test_threads);
 	return test_done();
 }

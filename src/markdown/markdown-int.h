@@ -89,6 +89,36 @@ struct math {
 	int display;
 };
 
+/*
+ * The table guard (prepass.c): cmark-gfm 0.29.0.gfm.6 parses a table row in
+ * time quadratic in its cells and pads every row to the header's width
+ * with no limit, so a wide table, a row of many pipes, or many short rows
+ * under a wide header would cost far more than their bytes. The guard
+ * keeps a note's tables within these, as text where they are not:
+ *	- MD_TABLE_MAX_COLUMNS columns: a wider delimiter row gets a backslash
+ *	  before its first '-', so the table is text (where "\-" shows "-");
+ *	- as many pipes a row, plus one: in a table, the pipes past those are
+ *	  escaped, so the cells past the limit stay text in the last cell (GFM
+ *	  would drop the cells past the header's width);
+ *	- MD_TABLE_CELLS cells, plus one a byte of the note, for all of its
+ *	  tables (every row padded to its table's width): a table that would
+ *	  go over is text.
+ * Each comes with a warning on the line. A table's rows are counted up
+ * to the next blank line (where GFM ends it at the latest), once for all
+ * the delimiter rows in those lines, so the guard stays linear.
+ */
+#define MD_TABLE_MAX_COLUMNS 256
+#define MD_TABLE_CELLS 0x80000 /* later cmark-gfm releases' MAX_AUTOCOMPLETED_CELLS */
+
+struct tguard {
+	size_t cells_left;   /* of the note's budget */
+	size_t region_end;   /* where the lines up to the next blank one end */
+	int region_line;     /* the line of the delimiter row that counted them */
+	size_t region_rows;  /* the lines after it, up to the blank one */
+	int in_table;        /* in a table's rows (until a blank line or code) */
+	int warned_rows;     /* this table's wide rows were reported */
+};
+
 struct pre {
 	const char *s;
 	size_t len;
@@ -104,6 +134,10 @@ struct pre {
 	char fchar;
 	size_t flen, findent;
 	int list_ctx, prev_blank, in_indented;
+	int prev_text;       /* the line before was text: a table's header could be it */
+	struct tguard tables;
+	struct md_warning *warnings; /* lines of the body, 1-based */
+	size_t nwarnings, awarnings;
 	/*
 	 * Failure caches: a search for a closer that ran into a paragraph end
 	 * at x also fails from anywhere before x. Without them a line of
@@ -115,8 +149,9 @@ struct pre {
 
 /*
  * Does src (len bytes) hold anything the pre-pass changes: '$', "%%", an
- * escape it keeps, or a wikilink with a '|'? Most notes have none: then
- * cmark reads the source itself and the pre-pass does not run.
+ * escape it keeps, a wikilink with a '|', or a table past the guard's
+ * limits? Most notes have none: then cmark reads the source itself and
+ * the pre-pass does not run.
  */
 int md_prepass_needed(const char *src, size_t len);
 

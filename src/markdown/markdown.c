@@ -192,6 +192,13 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 		md_prepass(&c.pre);
 		md = c.pre.out.ptr;
 		mdlen = c.pre.out.len;
+		/* the guard's warnings, on the file's lines */
+		for (i = 0; i < c.pre.nwarnings; i++)
+			c.pre.warnings[i].line += c.opt->first_line > 0 ? c.opt->first_line - 1 : 0;
+		res->warnings = c.pre.warnings;
+		res->nwarnings = c.pre.nwarnings;
+		c.pre.warnings = NULL;
+		c.pre.nwarnings = 0;
 	}
 
 	parser = cmark_parser_new(options);
@@ -258,6 +265,9 @@ void md_result_release(struct md_result *res)
 	free(res->blocks);
 	free(res->summary);
 	buf_release(&res->text);
+	for (i = 0; i < res->nwarnings; i++)
+		free(res->warnings[i].msg);
+	free(res->warnings);
 	memset(res, 0, sizeof(*res));
 	res->html.ptr = buf_empty;
 	res->text.ptr = buf_empty;

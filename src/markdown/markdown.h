@@ -107,6 +107,12 @@ struct md_block {
 	size_t end;       /* offset just after its closing tag */
 };
 
+/* What in the note renders otherwise than written, and why: for `quire check`. */
+struct md_warning {
+	int line;   /* in the file, as md_ref.line */
+	char *msg;
+};
+
 struct md_result {
 	struct buf html;              /* the fragment, without a layout around it */
 	struct md_ref *refs;          /* every wikilink and embed, in document order */
@@ -123,8 +129,10 @@ struct md_result {
 	char *summary;
 	/* Plain text of the whole rendered body (no markup, no code punctuation): for search. */
 	struct buf text;
+	struct md_warning *warnings;
+	size_t nwarnings;
 };
-#define MD_RESULT_INIT { BUF_INIT, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, BUF_INIT }
+#define MD_RESULT_INIT { BUF_INIT, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, BUF_INIT, NULL, 0 }
 
 /*
  * Call once per process before any md_render(), from one thread: registers

@@ -18,6 +18,7 @@
 #include "markdown/markdown-int.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,19 +57,29 @@ static void pre_copy(struct pre *p, size_t from, size_t to)
 	}
 }
 
-static size_t line_end(const struct pre *p, size_t i)
+static size_t line_end_s(const char *s, size_t len, size_t i)
 {
-	const char *nl = memchr(p->s + i, '\n', p->len - i);
+	const char *nl = memchr(s + i, '\n', len - i);
 
-	return nl ? (size_t)(nl - p->s) : p->len;
+	return nl ? (size_t)(nl - s) : len;
 }
 
 /* A line with nothing but blanks and '>' ends a paragraph, in a quote or not. */
+static int blank_line_at_s(const char *s, size_t len, size_t i)
+{
+	while (i < len && (is_blank(s[i]) || s[i] == '>'))
+		i++;
+	return i >= len || s[i] == '\n' || s[i] == '\r';
+}
+
+static size_t line_end(const struct pre *p, size_t i)
+{
+	return line_end_s(p->s, p->len, i);
+}
+
 static int blank_line_at(const struct pre *p, size_t i)
 {
-	while (i < p->len && (is_blank(p->s[i]) || p->s[i] == '>'))
-		i++;
-	return i >= p->len || p->s[i] == '\n' || p->s[i] == '\r';
+	return blank_line_at_s(p->s, p->len, i);
 }
 
 /*
@@ -107,6 +118,175 @@ static size_t strip_containers(const char *s, size_t i, size_t eol, int *depth, 
 		}
 		return i;
 	}
+}
+
+/* ---- the table guard (see markdown-int.h) ---- */
+
+/*
+ * The cells of a GFM delimiter row ("| :-- | --: |") in s[i, eol), or 0
+ * when it is not one. Only rows with a pipe: "---" alone is a rule.
+ */
+static size_t delim_cells(const char *s, size_t i, size_t eol)
+{
+	size_t cells = 0, pipes = 0, k = i;
+
+	while (k < eol && is_blank(s[k]))
+		k++;
+	if (k < eol && s[k] == '|') {
+		pipes++;
+		k++;
+	}
+	for (;;) {
+		while (k < eol && is_blank(s[k]))
+			k++;
+		if (k >= eol || s[k] == '\r')
+			break;
+		if (s[k] == ':')
+			k++;
+		if (k >= eol || s[k] != '-')
+			return 0;
+		while (k < eol && s[k] == '-')
+			k++;
+		if (k < eol && s[k] == ':')
+			k++;
+		while (k < eol && is_blank(s[k]))
+			k++;
+		cells++;
+		if (k < eol && s[k] == '|') {
+			pipes++;
+			k++;
+		} else if (k < eol && s[k] != '\r') {
+			return 0;
+		}
+	}
+	return pipes ? cells : 0;
+}
+
+/* The pipes of s[i, eol) that split cells: not behind an odd run of backslashes. */
+static size_t cell_pipes(const char *s, size_t i, size_t eol)
+{
+	size_t n = 0, k;
+
+	for (k = i; k < eol; k++) {
+		if (s[k] == '\\' && k + 1 < eol)
+			k++;
+		else if (s[k] == '|')
+			n++;
+	}
+	return n;
+}
+
+static void tguard_init(struct tguard *g, size_t len)
+{
+	memset(g, 0, sizeof(*g));
+	g->cells_left = MD_TABLE_CELLS + len;
+}
+
+enum tact { T_NONE, T_BREAK, T_ESCAPE };
+
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+#define MAX_COLUMNS_TEXT STRINGIFY(MD_TABLE_MAX_COLUMNS)
+
+/*
+ * The guard's verdict on the text line s[i, eol), line number line, whose
+ * content starts at content (past quote and list markers); prev_text says
+ * the line before was text. T_BREAK: *at is where a '\\' makes the
+ * delimiter row text; T_ESCAPE: the row's pipes past the limit are to be
+ * escaped. *why gets what to report (a static format's arguments in
+ * *n1, *n2), or NULL.
+ */
+static enum tact tguard_line(struct tguard *g, const char *s, size_t len, size_t i, size_t eol,
+			     size_t content, int prev_text, int line, size_t *at, const char **why,
+			     size_t *n1)
+{
+	size_t cols = prev_text ? delim_cells(s, content, eol) : 0;
+
+	*why = NULL;
+	if (cols) {
+		size_t rows, cells, k;
+
+		if (i >= g->region_end) {
+			/* the rows this table can have: up to the next blank line */
+			g->region_line = line;
+			g->region_rows = 0;
+			for (k = eol < len ? eol + 1 : len; k < len && !blank_line_at_s(s, len, k);
+			     g->region_rows++)
+				k = line_end_s(s, len, k) + 1;
+			g->region_end = k < len ? k : len;
+		}
+		rows = g->region_rows - (size_t)(line - g->region_line);
+		for (*at = content; s[*at] != '-'; (*at)++)
+			;
+		if (cols > MD_TABLE_MAX_COLUMNS) {
+			*why = "a table of %zu columns: more than " MAX_COLUMNS_TEXT
+			       ", so it is left as text";
+			*n1 = cols;
+			return T_BREAK;
+		}
+		cells = cols * (rows + 2);
+		if (cells > g->cells_left) {
+			*why = "a table of up to %zu cells (with the rows padded to its width): over "
+			       "the note's limit for tables, so it is left as text";
+			*n1 = cells;
+			return T_BREAK;
+		}
+		g->cells_left -= cells;
+		g->in_table = 1;
+		g->warned_rows = 0;
+		return T_NONE;
+	}
+	if (!g->in_table || cell_pipes(s, i, eol) <= MD_TABLE_MAX_COLUMNS + 1)
+		return T_NONE;
+	if (!g->warned_rows) {
+		g->warned_rows = 1;
+		*why = "a table row of %zu pipes: the cells past " MAX_COLUMNS_TEXT
+		       " are left as text in its last cell";
+		*n1 = cell_pipes(s, i, eol);
+	}
+	return T_ESCAPE;
+}
+
+static void pre_warn(struct pre *p, const char *fmt, size_t n1)
+{
+	struct md_warning *w;
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), fmt, n1);
+	ALLOC_GROW(p->warnings, p->nwarnings + 1, p->awarnings);
+	w = &p->warnings[p->nwarnings++];
+	w->line = p->line;
+	w->msg = xstrdup(msg);
+}
+
+/* Escapes the cell-splitting pipes of p->out past the limit, from offset from on. */
+static void escape_pipes(struct pre *p, size_t from)
+{
+	size_t n = 0, k, extra = 0;
+	struct buf tail = BUF_INIT;
+
+	for (k = from; k < p->out.len; k++) {
+		if (p->out.ptr[k] == '\\' && k + 1 < p->out.len)
+			k++;
+		else if (p->out.ptr[k] == '|' && ++n > MD_TABLE_MAX_COLUMNS + 1)
+			extra++;
+	}
+	if (!extra)
+		return;
+	buf_add(&tail, p->out.ptr + from, p->out.len - from);
+	p->out.len = from;
+	buf_grow(&p->out, tail.len + extra);
+	for (n = 0, k = 0; k < tail.len; k++) {
+		if (tail.ptr[k] == '\\' && k + 1 < tail.len) {
+			buf_add(&p->out, tail.ptr + k, 2);
+			k++;
+			continue;
+		}
+		if (tail.ptr[k] == '|' && ++n > MD_TABLE_MAX_COLUMNS + 1)
+			buf_addc(&p->out, '\\');
+		buf_addc(&p->out, tail.ptr[k]);
+	}
+	buf_release(&tail);
 }
 
 /*
@@ -546,12 +726,46 @@ static size_t scan_inline(struct pre *p, size_t i)
 	return len;
 }
 
+/* A line of text from i: the table guard's verdict on it, then its inlines. */
+static size_t text_line(struct pre *p, size_t i, size_t eol)
+{
+	size_t at = 0, n1 = 0, from = p->out.len;
+	enum tact act = T_NONE;
+
+	if (blank_line_at(p, i)) {
+		p->prev_text = 0;
+		p->tables.in_table = 0;
+		return scan_inline(p, i);
+	}
+	if (memchr(p->s + i, '|', eol - i)) {
+		int depth = 0, marker = 0;
+		size_t qend, content = strip_containers(p->s, i, eol, &depth, &marker, &qend);
+		const char *why;
+
+		act = tguard_line(&p->tables, p->s, p->len, i, eol, content, p->prev_text, p->line,
+				  &at, &why, &n1);
+		if (why)
+			pre_warn(p, why, n1);
+	}
+	p->prev_text = 1;
+	if (act == T_BREAK) {
+		pre_copy(p, i, at);
+		buf_addc(&p->out, '\\');
+		return scan_inline(p, at);
+	}
+	i = scan_inline(p, i);
+	if (act == T_ESCAPE)
+		escape_pipes(p, from);
+	return i;
+}
+
 void md_prepass(struct pre *p)
 {
 	size_t i = 0;
 
 	p->line = 1;
 	p->prev_blank = 1;
+	tguard_init(&p->tables, p->len);
 	pre_newline(p);
 	buf_grow(&p->out, p->len + p->len / 16);
 	while (i < p->len) {
@@ -559,20 +773,27 @@ void md_prepass(struct pre *p)
 		size_t next = eol < p->len ? eol + 1 : eol;
 
 		if ((p->in_fence && fence_line(p, i, eol)) || block_line(p, i, eol)) {
+			p->prev_text = 0;
+			p->tables.in_table = 0;
 			pre_copy(p, i, next);
 			i = next;
 			continue;
 		}
-		i = scan_inline(p, i);
+		i = text_line(p, i, eol);
 	}
 }
 
 void md_pre_release(struct pre *p)
 {
+	size_t i;
+
 	buf_release(&p->out);
 	buf_release(&p->tex);
 	free(p->lines);
 	free(p->math);
+	for (i = 0; i < p->nwarnings; i++)
+		free(p->warnings[i].msg);
+	free(p->warnings);
 }
 
 /* ---- whether it is needed ---- */
@@ -608,10 +829,46 @@ static int has_piped_wikilink(const char *s, size_t len)
 	return 0;
 }
 
+/*
+ * Would the table guard change anything? The same walk as the pre-pass's,
+ * blind to code: it may say yes where code hides a table (the pre-pass
+ * then runs and changes nothing), never no where the pre-pass would act.
+ */
+static int tables_need_guard(const char *s, size_t len)
+{
+	struct tguard g;
+	size_t i = 0, at, n1;
+	int prev_text = 0, line = 1;
+	const char *why;
+
+	if (!memchr(s, '|', len))
+		return 0;
+	tguard_init(&g, len);
+	for (; i < len; i = line_end_s(s, len, i) + 1, line++) {
+		size_t eol = line_end_s(s, len, i), qend, content;
+		int depth = 0, marker = 0;
+
+		if (blank_line_at_s(s, len, i)) {
+			prev_text = 0;
+			g.in_table = 0;
+			continue;
+		}
+		if (memchr(s + i, '|', eol - i)) {
+			content = strip_containers(s, i, eol, &depth, &marker, &qend);
+			if (tguard_line(&g, s, len, i, eol, content, prev_text, line, &at, &why, &n1) !=
+			    T_NONE)
+				return 1;
+		}
+		prev_text = 1;
+	}
+	return 0;
+}
+
 int md_prepass_needed(const char *src, size_t len)
 {
 	return memchr(src, '$', len) || find_pair(src, 0, len, '%') != NONE ||
-	       has_escape(src, len) || has_piped_wikilink(src, len);
+	       has_escape(src, len) || has_piped_wikilink(src, len) ||
+	       tables_need_guard(src, len);
 }
 
 /* ---- placeholders turned back ---- */

@@ -152,6 +152,9 @@ void render_note_body(struct site *s, struct site_note *n)
 		md_result_release(&n->md);
 	}
 	n->frag.len = n->md.html.len;
+	for (k = 0; k < n->md.nwarnings; k++)
+		diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, n->md.warnings[k].line,
+			  "%s", n->md.warnings[k].msg);
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct md_ref *ref = &n->md.refs[k];
 		if (n->refs[k].kind != MD_TARGET_BROKEN)
