@@ -11,11 +11,14 @@
 #include "util/gzip.h"
 #include "markdown/markdown.h"
 #include "site/site.h"
+#include "site/snapshot.h"
 #include "lib/test.h"
 #include "util/xalloc.h"
 
 #include <dirent.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <sys/inotify.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -687,6 +690,115 @@ static void test_gzip_only_pages(void)
 	page_unref(tiny);
 }
 
+/*
+ * Files removed while the vault loads (an editor's save, a sync, a
+ * checkout between the scan and the read): left out, the load completes,
+ * nothing is published empty. A thread watches the vault with inotify;
+ * when the loader opens its first note (the scan only stats), it removes
+ * every other note, from the last: parsing meets some of them gone.
+ */
+#define VANISH_NOTES 3000
+
+struct vanisher {
+	const char *dir;
+	int fd;
+	size_t removed;
+};
+
+static void *vanish(void *arg)
+{
+	struct vanisher *v = arg;
+	char ev[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+	char name[32];
+	size_t i;
+	int go = 0;
+
+	while (!go) {
+		ssize_t n = read(v->fd, ev, sizeof(ev));
+		char *p;
+
+		if (n <= 0)
+			return NULL;
+		for (p = ev; p < ev + n && !go;) {
+			const struct inotify_event *e = (const struct inotify_event *)p;
+			go = (e->mask & IN_OPEN) && e->len && strstr(e->name, ".md");
+			p += sizeof(*e) + e->len;
+		}
+	}
+	for (i = VANISH_NOTES; i-- > 1;) {
+		if (i % 2)
+			continue;
+		snprintf(name, sizeof(name), "n%05zu.md", i);
+		tv_unlink(v->dir, name);
+		v->removed++;
+	}
+	return NULL;
+}
+
+static void test_files_vanish_during_load(void)
+{
+	char *dir = tv_new();
+	struct vanisher v = { dir, -1, 0 };
+	struct buf text = BUF_INIT;
+	struct snapshot *snap;
+	struct site *s;
+	pthread_t th;
+	size_t i, kept = 0;
+
+	for (i = 0; i < VANISH_NOTES; i++) {
+		char name[32];
+
+		buf_reset(&text);
+		buf_addf(&text, "# Note %zu\n\nbody of note %zu, linking [[n%05zu]]\n", i, i,
+			 (i + 1) % VANISH_NOTES);
+		snprintf(name, sizeof(name), "n%05zu.md", i);
+		tv_write(dir, name, text.ptr);
+	}
+	v.fd = inotify_init1(IN_CLOEXEC);
+	CHECK(v.fd >= 0 && inotify_add_watch(v.fd, dir, IN_OPEN) >= 0);
+	CHECK(pthread_create(&th, NULL, vanish, &v) == 0);
+	s = load(dir, 2);
+	close(v.fd); /* ends the thread's read if the loader never opened a note */
+	pthread_join(th, NULL);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	fprintf(stderr, "  %zu of %d notes removed while loading, %zu of those while read\n",
+		v.removed, VANISH_NOTES, s->nvanished);
+	/* the race is the test: removing 1,500 files outruns reading them on any machine */
+	CHECK(s->nvanished > 0);
+	snap = site_snapshot(s, NULL);
+	for (i = 0; i < VANISH_NOTES; i++) {
+		char name[32], url[32];
+		const struct site_note *n;
+		const struct page *p;
+
+		snprintf(name, sizeof(name), "n%05zu.md", i);
+		snprintf(url, sizeof(url), "/n%05zu", i);
+		n = find_note(s, name);
+		p = snapshot_get(snap, url, strlen(url));
+		if (n) {
+			/* loaded before it went, or still there: the page has its text */
+			char want[64];
+
+			snprintf(want, sizeof(want), "body of note %zu,", i);
+			kept++;
+			CHECK(p != NULL && page_bytes(p) && memmem(page_bytes(p), p->body_len, want, strlen(want)));
+			CHECK(!has_diag(s, name, "cannot read"));
+		} else {
+			CHECK(!tv_exists(dir, name));
+			CHECK(p == NULL);
+		}
+	}
+	CHECK_INT(s->diags.nerrors, 0);
+	CHECK(kept >= VANISH_NOTES - v.removed && kept < VANISH_NOTES);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	buf_release(&text);
+	tv_remove(dir);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -702,5 +814,6 @@ int main(void)
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);
 	RUN(test_reserved_urls);
+	RUN(test_files_vanish_during_load);
 	return test_done();
 }

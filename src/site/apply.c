@@ -535,10 +535,18 @@ static void parse_one(void *arg, size_t i)
 
 	buf_addf(&full, "%s/%s", s->vault, n->disk);
 	diag_forget(&s->diags, path, DIAG_PARSE);
-	if (read_file(full.ptr, &src) < 0)
-		diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, path, 0, "cannot read: %s",
-			  strerror(errno));
-	else if (stat(full.ptr, &st) == 0)
+	if (read_file(full.ptr, &src) < 0) {
+		/*
+		 * Gone since it was found (an editor's save, a sync, a
+		 * checkout): parsed empty for now, removed by site_apply()
+		 * before it returns. Anything else is the note's error.
+		 */
+		if (errno == ENOENT || errno == ENOTDIR)
+			n->vanished = 1;
+		else
+			diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, path, 0, "cannot read: %s",
+				  strerror(errno));
+	} else if (stat(full.ptr, &st) == 0)
 		mtime = st.st_mtime;
 	n->hash = hash64(src.ptr, src.len);
 	n->note.path = NULL; /* keep the path string: the index maps use it as their key */
@@ -951,11 +959,38 @@ static void finish(struct site *s, struct work *w)
 	site_keys_release(&w->url_groups);
 }
 
+/*
+ * The notes whose files were gone when parsing read them, as paths to
+ * look at again (a folder's files removed together: one look each).
+ */
+static size_t vanished_paths(struct site *s, const struct work *w, char ***out)
+{
+	size_t i, n = 0;
+
+	*out = NULL;
+	for (i = 0; i < w->parsed.n; i++) {
+		struct site_note *x = w->parsed.v[i];
+		if (!x->vanished)
+			continue;
+		x->vanished = 0;
+		*out = xrealloc(*out, (n + 1) * sizeof(**out));
+		(*out)[n++] = xstrdup(x->note.path);
+	}
+	if (n == 1)
+		log_info("%s was removed while being read: left out", (*out)[0]);
+	else if (n > 1)
+		log_info("%zu notes were removed while being read (%s first): left out", n,
+			 (*out)[0]);
+	s->nvanished += n;
+	return n;
+}
+
 int site_apply(struct site *s, const char *const *paths, size_t npaths)
 {
 	struct work w;
 	double t0 = clock_ms(), t;
-	size_t i;
+	char **gone;
+	size_t i, ngone;
 
 	memset(&w, 0, sizeof(w));
 	s->applies++;
@@ -981,7 +1016,16 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 
 	settle_urls(s, &w);
 	update_derived(s, &w);
+	ngone = vanished_paths(s, &w, &gone);
 	finish(s, &w);
 	s->load_ms = clock_ms() - t0;
+	if (ngone) {
+		/* looked at again, they are gone: removed like any deleted note */
+		site_apply(s, (const char *const *)gone, ngone);
+		for (i = 0; i < ngone; i++)
+			free(gone[i]);
+		free(gone);
+		s->load_ms = clock_ms() - t0;
+	}
 	return 0;
 }

@@ -95,6 +95,7 @@ struct site_note {
 	unsigned reparse : 1, rerender : 1, recompose : 1, removed : 1, added : 1, seen : 1;
 	unsigned indexed : 1, parsed : 1;
 	unsigned embedded : 1;  /* a page being composed reads its fragment */
+	unsigned vanished : 1;  /* its file was gone when parsing read it */
 	char *surl;           /* the URL its search row is under (sitesearch.c), or NULL */
 	char *old_title;      /* before this apply's reparse, to spot a retitle */
 	uint64_t hash;        /* of the file's bytes: a note deleted and one added with the
@@ -153,6 +154,7 @@ struct site {
 	double phase_ms[3];       /* of that: parse and resolve, render, compose (last apply) */
 	size_t napplied;          /* notes parsed by the last site_apply() */
 	size_t nrendered;         /* notes rendered by the last site_apply() */
+	size_t nvanished;         /* files gone between being found and read, since the start */
 	size_t ncomposed;         /* pages composed by the last site_apply() */
 	int gzip_later;           /* pages site_apply() makes wait for site_gzip_pending() */
 	struct gz_pending *gz_pending; /* those pages, in the order they were put */
