@@ -6,15 +6,19 @@
  * registered (search_db_open()), for the writer and the readers; the writer's
  * open (search_open_writer()), which probes the file and, the index being a
  * cache, deletes and recreates it when it is damaged or of another
- * version; and the helpers the SQLite calls of every file share
- * (search_db_exec(), search_db_prepare(), search_db_step_done(), ...), which log as "search:".
+ * version; the helpers the SQLite calls of every file share
+ * (search_db_exec(), search_db_prepare(), search_db_step_done(), ...), which log as "search:";
+ * and the record of damage that any of them met (search_take_damage()).
  */
 #include "search/search.h"
 #include "search/search-int.h"
 #include "util/log.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -76,10 +80,75 @@ static const char upgrade_sql[] =
 	" PRAGMA user_version = 3;"
 	"COMMIT;";
 
+/* ---- Damage --------------------------------------------------------------- */
+
+/*
+ * The files that a connection found damaged, by identity (a reader opens
+ * the path, which may be a new file by then). A few at most: one index a
+ * site, and a file leaves the list when its owner takes it.
+ */
+#define DAMAGE_MAX 8
+static pthread_mutex_t damage_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	dev_t dev;
+	ino_t ino;
+} damaged[DAMAGE_MAX];
+static size_t ndamaged;
+static atomic_int any_damage;
+
+static int is_corruption(int rc)
+{
+	rc &= 0xff;
+	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+
+static void note_damage(sqlite3 *db)
+{
+	const char *file = sqlite3_db_filename(db, "main");
+	struct stat st;
+	size_t i;
+
+	if (!file || !*file || stat(file, &st) < 0)
+		return;
+	pthread_mutex_lock(&damage_lock);
+	for (i = 0; i < ndamaged; i++)
+		if (damaged[i].dev == st.st_dev && damaged[i].ino == st.st_ino)
+			break;
+	if (i == ndamaged && ndamaged < DAMAGE_MAX) {
+		damaged[ndamaged].dev = st.st_dev;
+		damaged[ndamaged].ino = st.st_ino;
+		ndamaged++;
+	}
+	atomic_store(&any_damage, 1);
+	pthread_mutex_unlock(&damage_lock);
+}
+
+int search_take_damage(dev_t dev, ino_t ino)
+{
+	size_t i;
+	int found = 0;
+
+	if (!atomic_load(&any_damage))
+		return 0;
+	pthread_mutex_lock(&damage_lock);
+	for (i = 0; i < ndamaged; i++) {
+		if (damaged[i].dev == dev && damaged[i].ino == ino) {
+			damaged[i] = damaged[--ndamaged];
+			found = 1;
+			break;
+		}
+	}
+	atomic_store(&any_damage, ndamaged > 0);
+	pthread_mutex_unlock(&damage_lock);
+	return found;
+}
+
 /* ---- Connections -------------------------------------------------------- */
 
 int search_db_error(sqlite3 *db, const char *what)
 {
+	if (db && is_corruption(sqlite3_extended_errcode(db)))
+		note_damage(db);
 	return log_error("search: %s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
 }
 
@@ -90,18 +159,14 @@ void search_db_close(sqlite3 *db)
 		search_db_error(db, "closing");
 }
 
-static int is_corruption(int rc)
-{
-	rc &= 0xff;
-	return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
-}
-
 int search_db_exec(sqlite3 *db, const char *sql, const char *what)
 {
 	char *msg = NULL;
 	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
 
 	if (rc != SQLITE_OK) {
+		if (is_corruption(rc))
+			note_damage(db);
 		log_error("search: %s: %s", what, msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
 	}

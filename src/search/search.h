@@ -33,6 +33,7 @@
 #define QUIRE_SEARCH_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "util/buf.h"
 
@@ -135,6 +136,15 @@ int search_settle(struct search *s);
  * (logged) when they disagree.
  */
 int search_check(struct search *s);
+
+/*
+ * Whether any connection of this process, writer or reader, met damage
+ * inside the index file with this device and inode (SQLITE_CORRUPT,
+ * SQLITE_NOTADB: pages overwritten behind a header that still looks
+ * right) since the last call; the answer is taken (the next call says 0
+ * until it is met again). The loader, which owns the file, rebuilds it.
+ */
+int search_take_damage(dev_t dev, ino_t ino);
 
 /*
  * Opens a read-only connection for one serving thread. Returns NULL when

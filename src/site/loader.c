@@ -148,7 +148,8 @@ static void note_search_file(struct loader *l)
  * Whether the index file is still the one the writer has open and still a
  * SQLite database. Deleted (a cleanup, a mistaken rm) or overwritten in
  * place, the index would otherwise be written and read on a dead inode or
- * fail on every query until a restart.
+ * fail on every query until a restart. Damage behind a whole header is
+ * what a connection met instead (search_take_damage()).
  */
 static int search_intact(struct loader *l)
 {
@@ -423,7 +424,8 @@ static void *run(void *arg)
 			if (l->search && clock_ms() - checked >= SEARCH_CHECK_MS) {
 				int intact;
 				pthread_mutex_unlock(&l->lock);
-				intact = search_intact(l);
+				intact = search_intact(l) &&
+					 !search_take_damage(l->search_dev, l->search_ino);
 				if (!intact)
 					rebuild_search(l);
 				pthread_mutex_lock(&l->lock);
