@@ -537,15 +537,24 @@ static void parse_one(void *arg, size_t i)
 	diag_forget(&s->diags, path, DIAG_PARSE);
 	if (read_file(full.ptr, &src) < 0) {
 		/*
-		 * Gone since it was found (an editor's save, a sync, a
-		 * checkout): parsed empty for now, removed by site_apply()
-		 * before it returns. Anything else is the note's error.
+		 * Gone since it was found, or since it was last read (an
+		 * editor's save, a sync client's move, a checkout): removed by
+		 * site_apply() before it returns. A note known before keeps
+		 * what it was (its bytes' hash is how its move is recognized
+		 * when the new path arrives) and is neither rendered nor
+		 * composed meanwhile; a new one is parsed empty. Anything else
+		 * is the note's error.
 		 */
-		if (errno == ENOENT || errno == ENOTDIR)
+		if (errno == ENOENT || errno == ENOTDIR) {
 			n->vanished = 1;
-		else
+			if (n->note.title) {
+				buf_release(&full);
+				return;
+			}
+		} else {
 			diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, path, 0, "cannot read: %s",
 				  strerror(errno));
+		}
 	} else if (stat(full.ptr, &st) == 0)
 		mtime = st.st_mtime;
 	n->hash = hash64(src.ptr, src.len);
@@ -794,7 +803,8 @@ static void render_marked(struct site *s, struct work *w)
 		if (w->rerender.v[i]->md.nrefs || w->rerender.v[i]->nmentions)
 			withdraw(s, w, w->rerender.v[i]);
 	for (i = 0; i < w->rerender.n; i++)
-		if (w->rerender.v[i]->published && !w->rerender.v[i]->removed)
+		if (w->rerender.v[i]->published && !w->rerender.v[i]->removed &&
+		    !w->rerender.v[i]->vanished)
 			notevec_push(&live, w->rerender.v[i]);
 	run_parallel(s, &live, render_one);
 	for (i = 0; i < live.n; i++) {
@@ -855,7 +865,8 @@ static void compose_marked(struct site *s, struct work *w)
 	size_t i;
 
 	for (i = 0; i < w->recompose.n; i++)
-		if (w->recompose.v[i]->published && !w->recompose.v[i]->removed)
+		if (w->recompose.v[i]->published && !w->recompose.v[i]->removed &&
+		    !w->recompose.v[i]->vanished)
 			notevec_push(&live, w->recompose.v[i]);
 	mark_embedded(&live, &embedded);
 	run_parallel(s, &live, compose_one);
@@ -875,7 +886,7 @@ static void settle_urls(struct site *s, struct work *w)
 {
 	size_t i;
 
-	if (w->removed.n && w->parsed.n)
+	if (w->removed.n || (s->ndeparted && w->parsed.n))
 		urls_find_moves(s, w);
 	for (i = 0; i < w->parsed.n; i++)
 		urls_update_claims(s, w, w->parsed.v[i]);

@@ -33,6 +33,7 @@ struct derived;
 struct derived_folder;
 struct hosts;
 struct site_note;
+struct departed;
 struct site_file;
 struct listed;
 
@@ -131,6 +132,13 @@ struct site {
 	struct map claims;        /* alias URL -> notes claiming it, in path order */
 	struct map url_groups;    /* base URL -> the published notes asking for it (site.c) */
 	struct map moved;         /* note path -> the URLs it had before it moved there */
+	/*
+	 * Published notes removed lately with no note of the same bytes added
+	 * in that change (urls.c): a move whose two halves reach the loader
+	 * in two changes is still a move. A ring, at most DEPARTED_MAX.
+	 */
+	struct departed *departed; /* urls.c */
+	size_t ndeparted, departed_next;
 	char *moves_file;         /* where moves are recorded, to outlive a restart */
 	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */
 	struct hosts *hosts;      /* custom domains and routes */

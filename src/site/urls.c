@@ -295,18 +295,97 @@ static const char *base_name(const char *path)
 }
 
 /*
+ * The departed: a published note removed with no note of the same bytes
+ * added in the same change. Its move may arrive in the next change: a
+ * watcher reports a delete and a create in two batches, and a sync
+ * client's move can land while the loader re-reads the old file (it then
+ * finds it gone, site_apply() removes it, and the new path comes in the
+ * following change). For DEPARTED_MS, a note added with the same bytes
+ * is taken as its move. A ring of DEPARTED_MAX: a folder of thousands
+ * split over many changes keeps its most recent ones.
+ */
+#define DEPARTED_MAX 4096
+#define DEPARTED_MS 60000.0
+
+struct departed {
+	uint64_t hash;
+	char *path;
+	char *url;
+	double at;
+};
+
+static void departed_clear(struct departed *d)
+{
+	free(d->path);
+	free(d->url);
+	memset(d, 0, sizeof(*d));
+}
+
+static void departed_add(struct site *s, const struct site_note *n)
+{
+	struct departed *d;
+
+	if (!s->departed)
+		s->departed = xcalloc(DEPARTED_MAX, sizeof(*s->departed));
+	d = &s->departed[s->departed_next];
+	if (d->path)
+		departed_clear(d);
+	else
+		s->ndeparted++;
+	d->hash = n->hash;
+	d->path = xstrdup(n->note.path);
+	d->url = xstrdup(n->url);
+	d->at = clock_ms();
+	s->departed_next = (s->departed_next + 1) % DEPARTED_MAX;
+}
+
+/* The departed note n's bytes came from, moved to n; NULL when none. */
+static struct departed *departed_find(struct site *s, const struct site_note *n, double now)
+{
+	struct departed *pick = NULL;
+	size_t i;
+
+	for (i = 0; s->ndeparted && i < DEPARTED_MAX; i++) {
+		struct departed *d = &s->departed[i];
+		if (!d->path || d->hash != n->hash)
+			continue;
+		if (now - d->at > DEPARTED_MS || site_find_note(s, d->path)) {
+			departed_clear(d); /* too old, or back at its place */
+			s->ndeparted--;
+			continue;
+		}
+		if (!pick || strcmp(base_name(d->path), base_name(n->note.path)) == 0)
+			pick = d;
+	}
+	return pick;
+}
+
+static void urls_departed_release(struct site *s)
+{
+	size_t i;
+
+	for (i = 0; s->departed && i < DEPARTED_MAX; i++)
+		departed_clear(&s->departed[i]);
+	free(s->departed);
+	s->departed = NULL;
+	s->ndeparted = s->departed_next = 0;
+}
+
+/*
  * A published note deleted and one added with the same bytes in one
  * change: a move. The added notes are sorted by hash, so pairing costs
  * O((removed + added) log added), not their product (a folder of
  * thousands renamed at once). Among notes with the same bytes, one with
  * the same file name is the better guess: a folder renamed moves every
- * file under its own name. The moves go to the moves file in one write.
+ * file under its own name. A removed note with no such partner departs
+ * (see above). The moves go to the moves file in one write.
  */
 void urls_find_moves(struct site *s, struct work *w)
 {
 	struct site_note **added = xcalloc(w->parsed.n + 1, sizeof(*added));
 	struct buf lines = BUF_INIT;
 	size_t i, j, na = 0;
+	double now = clock_ms();
 
 	for (j = 0; j < w->parsed.n; j++)
 		if (w->parsed.v[j]->added && w->parsed.v[j]->published)
@@ -338,7 +417,19 @@ void urls_find_moves(struct site *s, struct work *w)
 		if (pick) {
 			pick->seen = 1; /* one old note per new one */
 			record_move(s, r->url, r->note.path, pick->note.path, &lines);
+		} else {
+			departed_add(s, r);
 		}
+	}
+	/* the other half of a move that began in an earlier change */
+	for (j = 0; j < na && s->ndeparted; j++) {
+		struct departed *d;
+		if (added[j]->seen || !(d = departed_find(s, added[j], now)))
+			continue;
+		record_move(s, d->url, d->path, added[j]->note.path, &lines);
+		site_key_add(&w->stale_keys, d->url);
+		departed_clear(d);
+		s->ndeparted--;
 	}
 	for (j = 0; j < na; j++)
 		added[j]->seen = 0;
@@ -488,4 +579,5 @@ void urls_free(struct site *s)
 		free(g);
 	}
 	map_release(&s->url_groups);
+	urls_departed_release(s);
 }
