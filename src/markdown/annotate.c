@@ -749,6 +749,52 @@ static void find_block_id(struct ctx *c, cmark_node *para)
 	t->idlen = idend - b;
 }
 
+/* The bytes of the UTF-8 character that starts at s (1 for a stray byte). */
+static size_t char_bytes(const char *s, size_t len)
+{
+	unsigned char b = (unsigned char)s[0];
+	size_t n = b < 0xc0 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
+
+	return n <= len ? n : 1;
+}
+
+/*
+ * A task: a list item whose first paragraph starts with "[c]" and a blank
+ * (or nothing more on its line), c any one character. Obsidian keeps c:
+ * a space is open, anything else done, and themes give meaning to "x",
+ * "-", "?", "!", ">", "/"... (data-task). Found here in every list, in
+ * quotes and callouts too, where cmark-gfm's tasklist extension (no
+ * longer used) saw none and knew only " " and "x".
+ */
+static void find_task(struct ctx *c, cmark_node *para)
+{
+	cmark_node *item = cmark_node_parent(para), *first = cmark_node_first_child(para);
+	struct ann *t, *a;
+	const char *s;
+	size_t len, k, skip;
+
+	if (!is_type(item, CMARK_NODE_ITEM) || cmark_node_first_child(item) != para ||
+	    !is_type(first, CMARK_NODE_TEXT))
+		return;
+	s = literal(first, &len);
+	if (len < 3 || s[0] != '[' || s[1] == ']' || s[1] == '\n')
+		return;
+	k = 1 + char_bytes(s + 1, len - 1);
+	if (k >= len || s[k] != ']')
+		return;
+	if (k + 1 < len ? s[k + 1] != ' ' && s[k + 1] != '\t'
+			: cmark_node_next(first) && !is_break(cmark_node_next(first)))
+		return;
+	t = md_ann_get(c, item);
+	t->flags |= A_TASK;
+	t->task = s + 1;
+	t->tasklen = k - 1;
+	for (skip = k + 1; skip < len && (s[skip] == ' ' || s[skip] == '\t'); skip++)
+		;
+	a = md_ann_get(c, first);
+	a->trim_start = skip;
+}
+
 static int has_inline_children(cmark_node *n)
 {
 	cmark_node *f = cmark_node_first_child(n);
@@ -809,6 +855,7 @@ void md_annotate(struct ctx *c, cmark_node *doc)
 		if (!c->link_depth && has_inline_children(n))
 			merge_texts(n);
 		if (t == CMARK_NODE_PARAGRAPH) {
+			find_task(c, n);
 			find_callout(c, n);
 			find_block_id(c, n);
 			if (has_flag(n, A_SKIP)) {

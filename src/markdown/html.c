@@ -765,11 +765,19 @@ static void list_item(struct ctx *c, cmark_node *n, struct ann *a, int entering)
 	if (entering) {
 		cr(o);
 		tag_open(c, a, "<li");
-		buf_addc(o, '>');
-		if (!strcmp(cmark_node_get_type_string(n), "tasklist"))
-			buf_adds(o, cmark_gfm_extensions_get_tasklist_item_checked(n) ?
-			       "<input type=\"checkbox\" checked=\"\" disabled=\"\" /> " :
-			       "<input type=\"checkbox\" disabled=\"\" /> ");
+		if (a && (a->flags & A_TASK)) {
+			/* Obsidian's markup: data-task is "" for an open task */
+			int done = !(a->tasklen == 1 && a->task[0] == ' ');
+
+			buf_adds(o, done ? " class=\"task-list-item is-checked\" data-task=\"" :
+					   " class=\"task-list-item\" data-task=\"");
+			if (done)
+				buf_add_html(o, a->task, a->tasklen);
+			buf_adds(o, "\"><input type=\"checkbox\" class=\"task-list-item-checkbox\"");
+			buf_adds(o, done ? " checked=\"\" disabled=\"\" /> " : " disabled=\"\" /> ");
+		} else {
+			buf_addc(o, '>');
+		}
 	} else {
 		tag_close(c, a, "</li>");
 		buf_addc(o, '\n');

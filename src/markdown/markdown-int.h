@@ -201,6 +201,7 @@ enum {
 	A_EMBEDS = 1 << 5,    /* a paragraph of nothing but embeds: rendered without <p> */
 	A_ID = 1 << 6,        /* a block carrying a ^block id */
 	A_PLAIN = 1 << 7,     /* a Markdown link that resolved to an unpublished note: no <a> */
+	A_TASK = 1 << 8,      /* a list item that is a task: "[c] " cut from its first text */
 };
 
 struct ann {
@@ -214,6 +215,8 @@ struct ann {
 	char fold;                   /* A_CALLOUT: '+', '-' or 0 */
 	char has_title, has_content;
 	cmark_node *last_para;       /* list items: cache for "is the last paragraph" */
+	const char *task;            /* A_TASK: its status character, in a literal */
+	size_t tasklen;
 };
 
 enum seg_kind {

@@ -167,7 +167,8 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 {
 	static const struct md_options defaults = { NULL, NULL, "", 1 };
 	/* no "tagfilter": raw HTML goes through sanitize_html() instead */
-	static const char *const extensions[] = { "table", "strikethrough", "autolink", "tasklist" };
+	/* no "tasklist": tasks are found by md_annotate (any status character, in any container) */
+	static const char *const extensions[] = { "table", "strikethrough", "autolink" };
 	const int options = CMARK_OPT_FOOTNOTES | CMARK_OPT_UNSAFE | CMARK_OPT_SOURCEPOS;
 	struct ctx c;
 	cmark_parser *parser;
