@@ -556,6 +556,11 @@ static void test_redirects(void)
 	check_redirect("/folder?x=1", "/folder/?x=1");
 	check_redirect("/caf%c3%a9/", "/caf%C3%A9");
 	check_redirect("/with%20space/", "/with%20space");
+	/* URLs are lowercase: any other case finds the page, slash or not, query kept */
+	check_redirect("/Notes/Hello", "/notes/hello");
+	check_redirect("/NOTES/HELLO/?a=b", "/notes/hello?a=b");
+	check_redirect("/Folder", "/folder/");
+	check_redirect("/CAF%C3%89", "/caf%C3%A9");
 }
 
 static void test_not_found(void)

@@ -25,11 +25,14 @@
 #include "http/http-int.h"
 #include "util/buf.h"
 #include "util/log.h"
+#include "util/unicode.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -482,22 +485,43 @@ void serve_page(struct http_request *r, struct page *p)
 	}
 }
 
-/* A miss: "/x/" that exists as "/x" (or the other way round) is a 301. */
-void serve_miss(struct http_request *r)
+/* The page at path (len bytes, room for one more) or at its other slash form, or NULL. */
+static struct page *slash_variant(struct http_request *r, char *path, size_t len)
 {
-	char *path = r->path;
-	size_t len = r->path_len;
 	struct page *alt;
 
 	if (len > 1 && path[len - 1] == '/') {
 		alt = snapshot_get(r->snap, path, len - 1);
 	} else {
-		path[len] = '/'; /* the scratch buffer has room for it */
+		path[len] = '/';
 		alt = snapshot_get(r->snap, path, len + 1);
 		path[len] = '\0';
 	}
-	if (alt && alt->kind != PAGE_NOT_FOUND)
-		http_redirect_to(r, alt->path, alt->path_len);
+	return alt && alt->kind != PAGE_NOT_FOUND ? alt : NULL;
+}
+
+/*
+ * A miss. "/x/" that exists as "/x" (or the other way round) is a 301;
+ * so is a path that exists in lowercase, with or without its slash (note
+ * URLs are lowercase; "/En/Home" finds "/en/home", as Obsidian Publish
+ * answers). Only misses pay for the lowercasing.
+ */
+void serve_miss(struct http_request *r)
+{
+	struct page *alt = slash_variant(r, r->path, r->path_len); /* the scratch has room */
+	char *low = NULL;
+	size_t len;
+
+	if (!alt && (low = utf8_lower(r->path, r->path_len)) &&
+	    ((len = strlen(low)) != r->path_len || memcmp(low, r->path, len) != 0)) {
+		low = xrealloc(low, len + 2);
+		alt = snapshot_get(r->snap, low, len);
+		if (!alt || alt->kind == PAGE_NOT_FOUND)
+			alt = slash_variant(r, low, len);
+	}
+	if (alt)
+		http_redirect_to(r, alt->path, alt->path_len); /* the snapshot's bytes */
 	else
 		serve_not_found(r);
+	free(low);
 }
