@@ -30,7 +30,9 @@
  */
 #include "site/layout.h"
 #include "util/hash.h"
+#include "util/unicode.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Before the first paint: no flash of the other colour scheme. Hashed for the CSP. */
@@ -274,14 +276,17 @@ static void note_header(struct buf *out, const struct layout_site *site,
 		buf_adds(out, "<ul class=\"note-tags\" aria-label=\"Tags\">");
 		for (i = 0; i < note->ntags; i++) {
 			const char *tag = or_empty(note->tags[i]);
+			/* tag pages are at the lowercase tag (derived.c), as inline tags link */
+			char *low = utf8_lower(tag, strlen(tag));
 			buf_adds(out, "<li><a class=\"tag\" href=\"");
 			add_html(out, site->url_prefix);
 			buf_adds(out, "/tags/");
 			/* Percent-encoding leaves nothing for HTML to escape. */
-			buf_add_urlpath(out, tag, strlen(tag));
+			buf_add_urlpath(out, low, strlen(low));
 			buf_adds(out, "\">#");
 			buf_adds_html(out, tag);
 			buf_adds(out, "</a></li>");
+			free(low);
 		}
 		buf_adds(out, "</ul>\n");
 	}
