@@ -488,6 +488,48 @@ out:
 	tv_remove(v);
 }
 
+/*
+ * permalink: (Obsidian Publish) gives the note's whole path, with or
+ * without its leading '/', over slug:; with either, the URL the note's
+ * path would give redirects to it, unless a note is there.
+ */
+static void test_permalinks(void)
+{
+	char *v = tv_new();
+	struct snapshot *snap;
+	struct site *s;
+	const struct site_note *n;
+
+	tv_write(v, "Docs/Getting Started.md", "---\npermalink: guides/start\n---\n# Start\n");
+	tv_write(v, "Docs/Both.md", "---\nslug: ignored\npermalink: /both-here\n---\nB\n");
+	tv_write(v, "Docs/Old Name.md", "---\nslug: new-name\n---\nO\n");
+	tv_write(v, "Docs/Taken.md", "---\npermalink: /docs/plain\n---\nT\n");
+	tv_write(v, "Docs/Plain.md", "---\nslug: elsewhere\n---\nP\n");
+	tv_write(v, "index.md", "[[Getting Started]] [[Both]] [[Old Name]]\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	n = find_note(s, "Docs/Getting Started.md");
+	CHECK(n && n->url && strcmp(n->url, "/guides/start") == 0);
+	n = find_note(s, "Docs/Both.md");
+	CHECK(n && n->url && strcmp(n->url, "/both-here") == 0);
+	n = find_note(s, "Docs/Old Name.md");
+	CHECK(n && n->url && strcmp(n->url, "/docs/new-name") == 0);
+	snap = site_snapshot(s, NULL);
+	expect_redirect(snap, "/docs/getting-started", "/guides/start");
+	expect_redirect(snap, "/docs/both", "/both-here");
+	expect_redirect(snap, "/docs/old-name", "/docs/new-name");
+	/* a note's own URL wins over another's former path URL */
+	CHECK(snapshot_get(snap, "/docs/plain", 11) &&
+	      snapshot_get(snap, "/docs/plain", 11)->kind == PAGE_NOTE);
+	snapshot_unref(snap);
+	CHECK_INT(s->diags.nerrors, 0);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 static void test_deterministic_across_threads(void)
 {
 	struct buf dir = BUF_INIT;
@@ -981,6 +1023,7 @@ int main(void)
 	RUN(test_urls_and_aliases);
 	RUN(test_moves);
 	RUN(test_moves_across_changes);
+	RUN(test_permalinks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);

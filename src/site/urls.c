@@ -455,6 +455,16 @@ static void alias_urls(struct site *s, const struct site_note *n, int report, ch
 		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
 		(*out)[(*nout)++] = xstrdup(m->urls[k]);
 	}
+	if (n->note.slug) {
+		/* the URL its path would give redirects to the one its slug gives */
+		char *url = vault_note_url(n->note.path, NULL);
+		if (strcmp(url, n->url) != 0 && !vault_url_reserved(url)) {
+			*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
+			(*out)[(*nout)++] = url;
+		} else {
+			free(url);
+		}
+	}
 	for (k = 0; k < n->note.aliases.n; k++) {
 		struct buf from = BUF_INIT;
 		char *url;

@@ -228,6 +228,23 @@ static void read_frontmatter(struct note *n, const struct yml_node *root, struct
 		set_date(&n->updated, v, "updated", path, diags);
 	if ((v = yml_get(root, "slug")))
 		set_string(&n->slug, v, "slug", path, diags);
+	/*
+	 * Obsidian Publish's permalink: the note's whole path from the
+	 * site's root, with or without its leading '/'; it wins over slug.
+	 */
+	if ((v = yml_get(root, "permalink"))) {
+		char *permalink = NULL;
+
+		set_string(&permalink, v, "permalink", path, diags);
+		if (permalink && *permalink) {
+			size_t len = strlen(permalink);
+			free(n->slug);
+			n->slug = xmalloc(len + 2);
+			n->slug[0] = '/';
+			memcpy(n->slug + 1, permalink + (permalink[0] == '/'), len + 1 - (permalink[0] == '/'));
+		}
+		free(permalink);
+	}
 	if ((v = yml_get(root, "cssclasses")))
 		set_list(&n->cssclasses, v, "cssclasses", 1, 0, path, diags);
 	if ((v = yml_get(root, "cssclass")))
