@@ -530,6 +530,80 @@ out:
 	tv_remove(v);
 }
 
+static size_t count_in(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (; (hay = strstr(hay, needle)); hay += strlen(needle))
+		n++;
+	return n;
+}
+
+/* The body of the page at url, between its note-body div and the end of the article. */
+static char *page_body(const struct snapshot *snap, const char *url)
+{
+	const struct page *p = snapshot_get(snap, url, strlen(url));
+	const char *b = p ? page_bytes(p) : NULL, *from, *to;
+
+	if (!b)
+		return xstrdup("");
+	from = memmem(b, p->body_len, "<div class=\"note-body\">", 23);
+	to = from ? memmem(from, p->body_len - (size_t)(from - b), "</article>", 10) : NULL;
+	return from && to ? xstrndup(from, (size_t)(to - from)) : xstrdup("");
+}
+
+/*
+ * Embeds of sections, as Obsidian shows them: a note may embed a section
+ * of itself (only an embed that would show itself is a cycle), and
+ * "Note#Part#Sub" is the heading Sub under Part.
+ */
+static void test_embed_sections(void)
+{
+	char *v = tv_new(), *body;
+	struct snapshot *snap;
+	struct site *s;
+
+	tv_write(v, "Self.md", "Before ![[#Later]] and ![[Self#Later]].\n\n# Later\n\nlater text\n");
+	tv_write(v, "Loop.md", "Top ![[#A]]\n\n# A\n\nin A ![[#B]]\n\n# B\n\nin B ![[#A]]\n");
+	tv_write(v, "Whole.md", "All of me: ![[Whole]]\n");
+	tv_write(v, "Chain.md", "# Chain\n\n## Part\n\n### Sub\n\nunder part\n\n## Other\n\n"
+				"### Sub\n\nunder other\n");
+	tv_write(v, "Uses.md", "![[Chain#Other#Sub]]\n\n![[Chain#Part#Sub]]\n\n![[Chain#Nope#Sub]]\n\n"
+			       "![[Chain#Other]]\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, NULL);
+	body = page_body(snap, "/self");
+	CHECK(strstr(body, "embed-cycle") == NULL);
+	CHECK(count_in(body, "later text") == 3);
+	CHECK(!has_diag(s, "Self.md", "cycle"));
+	free(body);
+	/* A shows B, which would show A again: cut there, and said */
+	body = page_body(snap, "/loop");
+	CHECK(count_in(body, "embed-cycle") == 3);
+	CHECK(has_diag(s, "Loop.md", "cycle"));
+	free(body);
+	body = page_body(snap, "/whole");
+	CHECK(strstr(body, "embed-cycle") != NULL);
+	CHECK(has_diag(s, "Whole.md", "embeds itself"));
+	free(body);
+	body = page_body(snap, "/uses");
+	{
+		const char *o = strstr(body, "under other"), *p = strstr(body, "under part");
+		CHECK(o && p && o < p);
+	}
+	CHECK(count_in(body, "under other") == 2); /* Other#Sub, and all of Other */
+	CHECK(count_in(body, "under part") == 1);
+	CHECK(has_diag(s, "Uses.md", "missing section 'Nope#Sub'"));
+	free(body);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 static void test_deterministic_across_threads(void)
 {
 	struct buf dir = BUF_INIT;
@@ -1024,6 +1098,7 @@ int main(void)
 	RUN(test_moves);
 	RUN(test_moves_across_changes);
 	RUN(test_permalinks);
+	RUN(test_embed_sections);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);

@@ -176,11 +176,35 @@ void render_note_body(struct site *s, struct site_note *n)
 		buf_fit(&n->md.text);
 }
 
+/*
+ * The index of the first heading named text (by id or, ignoring case, by
+ * its text) that starts in [from, to) and is deeper than level, or -1.
+ */
+static long heading_in(const struct md_result *md, const char *text, size_t from, size_t to,
+		       int level)
+{
+	char *id = md_heading_id(text);
+	long found = -1;
+	size_t k;
+
+	for (k = 0; k < md->nheadings && found < 0; k++) {
+		const struct md_heading *h = &md->headings[k];
+		if (h->start >= from && h->start < to && h->level > level &&
+		    (strcmp(h->id, id) == 0 || strcasecmp(h->text, text) == 0))
+			found = (long)k;
+	}
+	free(id);
+	return found;
+}
+
 /* The part of note t that an embed with this fragment shows: [*start, *end). */
 static int embed_range(const struct site_note *t, const char *frag, size_t *start, size_t *end)
 {
 	const struct md_result *md = &t->md;
-	size_t k;
+	const char *part = frag, *hash;
+	size_t k, from = 0, to = t->frag.len;
+	int level = 0;
+	long h;
 
 	*start = 0;
 	*end = t->frag.len;
@@ -195,21 +219,33 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 			}
 		}
 		return -1;
-	} else {
-		char *id = md_heading_id(frag);
-		int ret = -1;
-		for (k = 0; k < md->nheadings; k++) {
-			const struct md_heading *h = &md->headings[k];
-			if (strcmp(h->id, id) == 0 || strcasecmp(h->text, frag) == 0) {
-				*start = h->start;
-				*end = h->end;
-				ret = 0;
-				break;
-			}
-		}
-		free(id);
-		return ret;
 	}
+	/*
+	 * A heading, or "Part#Sub": the heading Sub in the section of Part
+	 * (Obsidian's heading chains). The whole fragment is tried first: a
+	 * heading may hold a '#' ("C# basics").
+	 */
+	if ((h = heading_in(md, frag, from, to, level)) >= 0) {
+		*start = md->headings[h].start;
+		*end = md->headings[h].end;
+		return 0;
+	}
+	for (; part; part = hash ? hash + 1 : NULL) {
+		char *text;
+
+		hash = strchr(part, '#');
+		text = hash ? xstrndup(part, (size_t)(hash - part)) : xstrdup(part);
+		h = heading_in(md, text, from, to, level);
+		free(text);
+		if (h < 0)
+			return -1;
+		from = md->headings[h].start;
+		to = md->headings[h].end < to ? md->headings[h].end : to;
+		level = md->headings[h].level;
+	}
+	*start = from;
+	*end = to;
+	return 0;
 }
 
 /* Where the pieces of the note being composed went in its body. */
@@ -276,10 +312,36 @@ static int over_budget(struct site *s, struct budget *b, const struct site_note 
  * reported when the chain returns to its first note. At depth 0, pieces
  * gets where each run of n's own fragment went in out.
  */
+/*
+ * The embeds being expanded, outermost first: at each depth the note and
+ * the offset in its fragment of the embed being expanded there.
+ */
+struct embed_path {
+	const struct site_note *note[RENDER_MAX_EMBED_DEPTH + 1];
+	size_t at[RENDER_MAX_EMBED_DEPTH + 1];
+};
+
+/*
+ * Whether showing [ts, te) of t at this depth would show an embed being
+ * expanded: a cycle. A note may show another section of itself (or of a
+ * note embedding it): only a range holding the embed itself repeats.
+ */
+static int is_cycle(const struct embed_path *path, int depth, const struct site_note *t,
+		    size_t ts, size_t te)
+{
+	int d;
+
+	for (d = 0; d <= depth; d++)
+		if (path->note[d] == t && path->at[d] >= ts && path->at[d] < te)
+			return 1;
+	return 0;
+}
+
 static void compose(struct site *s, const struct site_note *n, size_t start, size_t end,
-		    struct buf *out, const struct site_note **chain, int depth, int line,
+		    struct buf *out, struct embed_path *path, int depth, int line,
 		    struct pieces *pieces, struct budget *budget)
 {
+	const struct site_note **chain = path->note;
 	const struct md_result *md = &n->md;
 	size_t pos = start, k;
 
@@ -290,15 +352,15 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 		const struct site_ref *r = &n->refs[sp->ref];
 		const struct site_note *t = r->target;
 		size_t ts, te;
-		int d, cycle = 0;
+		int missing;
 
 		if (sp->offset < start || sp->offset >= end || r->kind != MD_TARGET_NOTE)
 			continue;
 		add_piece(out, n, pos, sp->offset, pieces);
 		pos = sp->offset;
-		for (d = 0; d <= depth; d++)
-			cycle |= chain[d] == t;
-		if (cycle) {
+		path->at[depth] = sp->offset;
+		missing = embed_range(t, ref->fragment, &ts, &te) < 0;
+		if (!missing && is_cycle(path, depth, t, ts, te)) {
 			buf_adds(out, "<p class=\"embed-cycle\">Embed cycle: ");
 			buf_adds_html(out, t->note.title);
 			buf_adds(out, " is already shown above.</p>");
@@ -326,7 +388,7 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 					  RENDER_MAX_EMBED_DEPTH, t->note.path);
 			continue;
 		}
-		if (embed_range(t, ref->fragment, &ts, &te) < 0) {
+		if (missing) {
 			buf_adds(out, "<p class=\"embed broken\">No section &ldquo;");
 			buf_adds_html(out, ref->fragment);
 			buf_adds(out, "&rdquo; in ");
@@ -341,7 +403,7 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 		if (over_budget(s, budget, chain[0], t, te - ts, depth, depth ? line : ref->line,
 				out))
 			continue;
-		compose(s, t, ts, te, out, chain, depth + 1, depth ? line : ref->line, NULL, budget);
+		compose(s, t, ts, te, out, path, depth + 1, depth ? line : ref->line, NULL, budget);
 	}
 	add_piece(out, n, pos, end, pieces);
 }
@@ -353,7 +415,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	struct layout_toc_entry *toc = NULL;
 	struct layout_link *back = NULL;
 	const char **tags = NULL;
-	const struct site_note *chain[RENDER_MAX_EMBED_DEPTH + 1];
+	struct embed_path path;
 	struct pieces pieces = { 0 };
 	size_t k, ntoc = 0, ntags = 0, len, at;
 	struct page *p;
@@ -361,7 +423,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0, 0 };
 
 	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
-	compose(s, n, 0, n->frag.len, &body, chain, 0, 0, &pieces, &budget);
+	compose(s, n, 0, n->frag.len, &body, &path, 0, 0, &pieces, &budget);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
 	for (k = 0; k < n->md.nheadings; k++) {
