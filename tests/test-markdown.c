@@ -59,12 +59,12 @@ static void resolve_fake(void *ctx, size_t index, const struct md_ref *ref, stru
 			seen->bad_index = 1;
 		seen->n++;
 	}
-	/* paths as Markdown links write them: "./Note.md" is "Note" */
+	/* paths as Markdown links write them: "./Note.md" and "/Note" are "Note" */
 	const char *t = ref->target;
 	size_t tl;
 
-	while (!strncmp(t, "./", 2))
-		t += 2;
+	while (!strncmp(t, "./", 2) || t[0] == '/')
+		t += t[0] == '/' ? 1 : 2;
 	tl = strlen(t);
 	if (tl > 3 && !strcasecmp(t + tl - 3, ".md"))
 		tl -= 3;

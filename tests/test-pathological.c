@@ -711,7 +711,7 @@ static void *b_references(size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		buf_addf(b, "[r%zu]: /u%zu\n", i, i);
+		buf_addf(b, "[r%zu]: https://e.com/u%zu\n", i, i);
 	buf_adds(b, "\n");
 	for (i = 0; i < n; i++)
 		buf_addf(b, "[r%zu] ", i);
@@ -722,7 +722,7 @@ static void *b_references(size_t n)
 static void c_references(const struct rendered *r, size_t n)
 {
 	(void)n;
-	CHECK(contains(&r->md.html, "<a href=\"/u0\">r0</a>"));
+	CHECK(contains(&r->md.html, "<a href=\"https://e.com/u0\">r0</a>"));
 }
 BYTES_CASE(r_references, c_references)
 

@@ -604,6 +604,56 @@ out:
 	tv_remove(v);
 }
 
+/*
+ * Markdown links to notes as Obsidian writes them resolve, count as
+ * backlinks, and only what looks like a missing file is reported; a
+ * relative path of another layout finds its file by name.
+ */
+static void test_markdown_links(void)
+{
+	char *v = tv_new(), *body;
+	struct snapshot *snap;
+	struct site *s;
+	const struct site_note *n;
+	static const char *const want[] = {
+		"href=\"/three-laws\">a<", "href=\"/three-laws\">b<", "href=\"/folder/note#heading\">c<",
+		"href=\"/other#^block\">d<", "href=\"/folder/note\">e<", "href=\"/help/guide\">f<",
+		"<a href=\"/powershell/page\">g<", "<a href=\"missing.md\">h<",
+	};
+	size_t i;
+
+	tv_write(v, "Three laws.md", "# Three laws\n");
+	tv_write(v, "Folder/Note.md", "# Note\n\n## Heading\n");
+	tv_write(v, "Other.md", "para ^block\n");
+	tv_write(v, "Help/Guide.md", "# Guide\n");
+	tv_write(v, "Sub/Start.md",
+		 "[a](Three%20laws) [b](<Three laws.md>) [c](../Folder/Note.md#Heading) "
+		 "[d](../Other.md#^block) [e](/Folder/Note.md) [f](../module/Guide.md) "
+		 "[g](/powershell/page) [h](missing.md)\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, NULL);
+	body = page_body(snap, "/sub/start");
+	for (i = 0; i < sizeof(want) / sizeof(*want); i++) {
+		if (!strstr(body, want[i])) {
+			fprintf(stderr, "  want %s in %s\n", want[i], body);
+			test_current_failed = 1;
+		}
+	}
+	free(body);
+	n = find_note(s, "Folder/Note.md");
+	CHECK(n && n->nbacklinks == 1);
+	CHECK(has_diag(s, "Sub/Start.md", "missing.md"));
+	CHECK(!has_diag(s, "Sub/Start.md", "powershell"));
+	CHECK_INT(s->diags.nwarnings, 1);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 static void test_deterministic_across_threads(void)
 {
 	struct buf dir = BUF_INIT;
@@ -1099,6 +1149,7 @@ int main(void)
 	RUN(test_moves_across_changes);
 	RUN(test_permalinks);
 	RUN(test_embed_sections);
+	RUN(test_markdown_links);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);

@@ -142,6 +142,26 @@ static int local_url(const char *u)
 	return memchr(last, '.', (size_t)(u + n - last)) != NULL && last[0] != '.';
 }
 
+/*
+ * Could a Markdown link's URL name a file of the vault, as Obsidian reads
+ * it: no scheme, not a fragment of this page, not "//host"? Obsidian
+ * resolves "Three%20laws", "../Other.md#^id" and "/Folder/Note.md" (from
+ * the vault's root) like wikilinks. Those that match nothing and do not
+ * look like a file (local_url()) may be meant for the web: left as
+ * written, without a warning.
+ */
+static int vault_url(const char *u)
+{
+	size_t n = strcspn(u, "?#"), i;
+
+	if (!n || u[0] == '#' || (u[0] == '/' && u[1] == '/') || u[0] == '?')
+		return 0;
+	for (i = 0; i < n && u[i] != '/'; i++)
+		if (u[i] == ':')
+			return 0;
+	return memchr(u, '\\', n) == NULL;
+}
+
 /* %XX decoded; NULs dropped; an invalid escape leaves the text as written. */
 static char *percent_decode(const char *s, size_t len)
 {
@@ -160,7 +180,7 @@ static char *percent_decode(const char *s, size_t len)
 }
 
 /* Registers a local link or image as a reference and resolves it; returns its link. */
-static struct link *local_link(struct ctx *c, const char *u, int embed)
+static struct link *local_link(struct ctx *c, const char *u, int embed, int quiet)
 {
 	size_t ix, n = strcspn(u, "?#");
 	struct link *l = md_new_link(c, &ix);
@@ -181,7 +201,7 @@ static struct link *local_link(struct ctx *c, const char *u, int embed)
 	l->embed = embed;
 	l->target = target;
 	l->fragment = frag;
-	l->markdown = 1;
+	l->markdown = quiet ? 2 : 1;
 	return resolve(c, ix);
 }
 
@@ -389,28 +409,32 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 		return;
 	}
 	s = cmark_node_get_url(n);
-	if (s && local_url(s)) {
-		struct link *l = local_link(c, s, 0);
+	if (s && vault_url(s)) {
+		int file = local_url(s);
+		struct link *l = local_link(c, s, 0, !file);
 		struct ann *la = md_ann_get(c, n);
 		if (l->kind == MD_TARGET_PLAIN) {
 			la->flags |= A_PLAIN;
 			buf_adds(o, "<span class=\"internal\">");
 			return;
 		}
-		if (l->kind == MD_TARGET_BROKEN) {
+		if (l->kind == MD_TARGET_BROKEN && file) {
 			/* not in the vault: perhaps meant for the web, keep it as written */
 			buf_adds(o, "<a href=\"");
 			add_href_raw(c, s, strlen(s));
 			buf_adds(o, "\">");
 			return;
 		}
-		buf_adds(o, l->kind == MD_TARGET_NOTE ? "<a class=\"internal\" href=\""
-						     : "<a class=\"internal attachment\" href=\"");
-		buf_adds_html(o, l->url);
-		if (l->kind == MD_TARGET_NOTE)
-			add_fragment(o, l->fragment);
-		buf_adds(o, "\">");
-		return;
+		if (l->kind != MD_TARGET_BROKEN) {
+			buf_adds(o, l->kind == MD_TARGET_NOTE ? "<a class=\"internal\" href=\""
+							     : "<a class=\"internal attachment\" href=\"");
+			buf_adds_html(o, l->url);
+			if (l->kind == MD_TARGET_NOTE)
+				add_fragment(o, l->fragment);
+			buf_adds(o, "\">");
+			return;
+		}
+		/* a path that names nothing here and no file: a web link, below */
 	}
 	/* an unsafe URL (javascript:...) leaves the text in an <a> without href */
 	if (!s || url_ok(c, s, SANITIZE_URL_LINK)) {
@@ -437,15 +461,15 @@ void render_image(struct ctx *c, cmark_node *n, int entering)
 
 	if (entering) {
 		s = cmark_node_get_url(n);
-		if (s && !local_url(s) && !url_ok(c, s, SANITIZE_URL_IMAGE)) {
+		if (s && !vault_url(s) && !url_ok(c, s, SANITIZE_URL_IMAGE)) {
 			/* an unsafe URL: the image keeps its alt text, not its src */
 			buf_adds(o, "<img alt=\"");
 			c->plain = n;
 			return;
 		}
 		buf_adds(o, "<img src=\"");
-		if (s && local_url(s)) {
-			struct link *l = local_link(c, s, 1);
+		if (s && vault_url(s)) {
+			struct link *l = local_link(c, s, 1, !local_url(s));
 			if (l->kind == MD_TARGET_ATTACHMENT || l->kind == MD_TARGET_NOTE)
 				buf_adds_html(o, l->url);
 			else /* broken or private: the src as written, so nothing leaks */

@@ -44,7 +44,12 @@ struct md_ref {
 	char *fragment; /* after the first '#', without it ("Heading", "^id"), or NULL */
 	char *label;    /* after the first '|', trimmed, or NULL */
 	int line;       /* 1-based line in the note's file (see md_options.first_line) */
-	int markdown;   /* written as a Markdown link or image to a relative path, not [[...]] */
+	/*
+	 * Written as a Markdown link or image, not [[...]]: 1 to what looks
+	 * like a file, 2 to a path that may be a web page's (no extension,
+	 * or from the root): when it matches nothing, no warning.
+	 */
+	int markdown;
 };
 
 /* What the caller says a reference points at. */

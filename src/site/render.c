@@ -39,6 +39,18 @@ void render_resolve(const struct site *s, const struct site_note *n, const struc
 		item = (void *)n;
 	} else {
 		kind = resolver_find(s->resolver, n->note.path, ref->target, &item);
+		/*
+		 * A Markdown link to a file by a path that misses
+		 * ("../module/x.md" where x.md is in help/): vaults converted
+		 * from elsewhere keep the paths of their old layout, and
+		 * Obsidian finds the file by its name. The name is what the
+		 * link mentions (resolve_name_key), so a note of that name
+		 * appearing later is looked up again.
+		 */
+		if (kind == RESOLVE_NONE && ref->markdown == 1 && strchr(ref->target, '/') &&
+		    strrchr(ref->target, '/')[1])
+			kind = resolver_find(s->resolver, n->note.path,
+					     strrchr(ref->target, '/') + 1, &item);
 	}
 	out->kind = MD_TARGET_BROKEN;
 	out->target = NULL;
@@ -159,6 +171,8 @@ void render_note_body(struct site *s, struct site_note *n)
 		const struct md_ref *ref = &n->md.refs[k];
 		if (n->refs[k].kind != MD_TARGET_BROKEN)
 			continue;
+		if (ref->markdown == 2)
+			continue; /* perhaps a web path (markdown.h) */
 		if (ref->markdown)
 			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
 				  "%s to %s, which is not in the vault: left as written",

@@ -282,6 +282,9 @@ void site_stats(const struct site *s, struct site_stats *st)
 			continue;
 		st->published++;
 		for (k = 0; k < n->md.nrefs; k++) {
+			/* a path that matched nothing and names no file: a web link (markdown.h) */
+			if (n->md.refs[k].markdown == 2 && n->refs[k].kind == MD_TARGET_BROKEN)
+				continue;
 			st->wikilinks += !n->md.refs[k].markdown;
 			if (n->md.refs[k].kind == MD_REF_EMBED)
 				st->embeds++;
