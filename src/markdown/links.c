@@ -453,6 +453,56 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 	buf_addc(o, '>');
 }
 
+/* A size in an image's alt text: "250" or "250x100", alone or after a '|'. */
+static int size_at(const char *s, size_t len, size_t *w, size_t *h)
+{
+	size_t i = 0, n;
+
+	*w = *h = 0;
+	for (n = 0; i < len && is_digit(s[i]) && n < 5; i++, n++)
+		*w = *w * 10 + (size_t)(s[i] - '0');
+	if (!n || !*w)
+		return 0;
+	if (i < len && s[i] == 'x') {
+		for (i++, n = 0; i < len && is_digit(s[i]) && n < 5; i++, n++)
+			*h = *h * 10 + (size_t)(s[i] - '0');
+		if (!n || !*h)
+			return 0;
+	}
+	return i == len;
+}
+
+/*
+ * Obsidian's image sizes in a Markdown image's alt text (as written, HTML
+ * escaped: digits, 'x' and '|' are kept): "![250](u)", "![alt|250x100](u)".
+ * Sets where the alt text ends without it.
+ */
+static int image_size(const char *alt, size_t len, size_t *cut, size_t *w, size_t *h)
+{
+	const char *bar = NULL;
+	size_t i;
+
+	for (i = len; i > 0 && !bar; i--)
+		if (alt[i - 1] == '|')
+			bar = alt + i - 1;
+
+	const char *num = bar ? bar + 1 : NULL;
+
+	while (num && num < alt + len && *num == ' ')
+		num++;
+	if (bar && size_at(num, len - (size_t)(num - alt), w, h)) {
+		*cut = (size_t)(bar - alt);
+		while (*cut && alt[*cut - 1] == ' ')
+			(*cut)--;
+		return 1;
+	}
+	if (size_at(alt, len, w, h)) {
+		*cut = 0;
+		return 1;
+	}
+	return 0;
+}
+
 /* Entering writes up to the alt text, which html.c writes (c->plain); leaving closes. */
 void render_image(struct ctx *c, cmark_node *n, int entering)
 {
@@ -479,7 +529,18 @@ void render_image(struct ctx *c, cmark_node *n, int entering)
 		}
 		buf_adds(o, "\" alt=\"");
 		c->plain = n;
+		c->alt_from = o->len;
 		return;
+	}
+	{
+		size_t cut, w, h;
+
+		if (image_size(o->ptr + c->alt_from, o->len - c->alt_from, &cut, &w, &h)) {
+			buf_setlen(o, c->alt_from + cut);
+			buf_addf(o, "\" width=\"%zu", w);
+			if (h)
+				buf_addf(o, "\" height=\"%zu", h);
+		}
 	}
 	s = cmark_node_get_title(n);
 	if (s && *s) {

@@ -285,6 +285,7 @@ struct ctx {
 
 	/* rendering */
 	cmark_node *plain; /* an image whose alt text is being written */
+	size_t alt_from;   /* where in out that alt text starts */
 	uint8_t *aligns;
 	uint16_t ncols, col;
 	int in_thead, need_tbody;

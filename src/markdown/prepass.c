@@ -603,6 +603,21 @@ static size_t find_pair(const char *s, size_t from, size_t len, char c)
 }
 
 /*
+ * "\\[\\[" or "\\]\\]" at j, either half: an escaped wikilink's brackets
+ * stay text wherever they stand, after a letter or a '!' too (Obsidian),
+ * not only at the start of a word.
+ */
+static int escaped_pair(const char *s, size_t len, size_t j)
+{
+	char b = s[j + 1];
+
+	if (b != '[' && b != ']')
+		return 0;
+	return (j + 3 < len && s[j + 2] == '\\' && s[j + 3] == b) ||
+	       (j >= 2 && s[j - 1] == b && s[j - 2] == '\\');
+}
+
+/*
  * Reads text from i (the start of a line) to the end of that line, or
  * further when a code span, comment or display math runs across lines.
  * Returns where the next line starts.
@@ -621,7 +636,7 @@ static size_t scan_inline(struct pre *p, size_t i)
 			return j + 1;
 		}
 		if (ch == '\\' && j + 1 < len && strchr(ESCAPED, s[j + 1]) &&
-		    (j == 0 || is_space(s[j - 1])) &&
+		    (j == 0 || is_space(s[j - 1]) || escaped_pair(s, len, j)) &&
 		    !(j + 2 < len && strchr("*_~", s[j + 2]))) {
 			pre_copy(p, run, j);
 			buf_addf(&p->out, "%cE%d%c", PH_OPEN, s[j + 1], PH_CLOSE);
