@@ -83,6 +83,7 @@ static int render_opts(const char *md, size_t len, struct md_result *res, const 
 {
 	struct md_options opt;
 
+	memset(&opt, 0, sizeof(opt));
 	opt.resolve = resolve_fake;
 	opt.resolve_ctx = seen;
 	opt.url_prefix = prefix;
@@ -281,7 +282,7 @@ static void test_ref_lines(void)
 static void test_no_resolver(void)
 {
 	struct md_result r = MD_RESULT_INIT;
-	struct md_options opt = { NULL, NULL, NULL, 0 };
+	struct md_options opt = { NULL, NULL, NULL, 0, 0 };
 
 	CHECK_INT(md_render("[[Note]] #tag ![[Note]]\n", 24, &opt, &r), 0);
 	CHECK_INT(r.nrefs, 2);
@@ -893,6 +894,25 @@ static void test_table_guard(void)
 	buf_release(&b);
 }
 
+/*
+ * Obsidian's default ("Strict line breaks" off): a single newline in a
+ * paragraph is a line break, as cmark's HARDBREAKS writes it; in a
+ * paragraph of embeds alone, nothing, as without it.
+ */
+static void test_hard_breaks(void)
+{
+	static const char src[] = "one\ntwo\\\nthree\n\n> quoted\n> lines\n\n![[image.png]]\n![[image.png]]\n";
+	struct md_options opt = { resolve_fake, NULL, "", 1, 1 };
+	struct md_result r = MD_RESULT_INIT;
+
+	CHECK_INT(md_render(src, strlen(src), &opt, &r), 0);
+	CHECK_STR(r.html.ptr, "<p>one<br />\ntwo<br />\nthree</p>\n<blockquote>\n<p>quoted<br />\nlines</p>\n"
+			      "</blockquote>\n<img src=\"/image.png\" alt=\"image.png\" />\n"
+			      "<img src=\"/image.png\" alt=\"image.png\" />\n");
+	CHECK_STR(r.summary, "one two three");
+	md_result_release(&r);
+}
+
 static void test_threads(void)
 {
 	static const char src[] = "See https://example.com/a and www.example.org, mail x@example.com.\n\n"
@@ -966,6 +986,7 @@ int main(int argc, char **argv)
 	RUN(test_unterminated);
 	RUN(test_deep_emphasis);
 	RUN(test_table_guard);
+	RUN(test_hard_breaks);
 	RUN(test_threads);
 	return test_done();
 }

@@ -654,6 +654,34 @@ out:
 	tv_remove(v);
 }
 
+/* A single newline is a line break (Obsidian's default), or a space with strict_line_breaks. */
+static void test_line_breaks(void)
+{
+	char *v = tv_new(), *body;
+	struct snapshot *snap;
+	struct site *s;
+	int strict;
+
+	tv_write(v, "Poem.md", "Roses are red,\nviolets are blue.\n");
+	for (strict = 0; strict < 2; strict++) {
+		if (strict)
+			tv_write(v, "quire.yml", "strict_line_breaks: true\n");
+		s = load(v, 1);
+		CHECK(s != NULL);
+		if (!s)
+			break;
+		snap = site_snapshot(s, NULL);
+		body = page_body(snap, "/poem");
+		CHECK(strstr(body, strict ? "<p>Roses are red,\nviolets are blue.</p>"
+					  : "<p>Roses are red,<br />\nviolets are blue.</p>") != NULL);
+		free(body);
+		snapshot_unref(snap);
+		CHECK_INT(s->diags.n, 0);
+		site_free(s);
+	}
+	tv_remove(v);
+}
+
 static void test_deterministic_across_threads(void)
 {
 	struct buf dir = BUF_INIT;
@@ -1150,6 +1178,7 @@ int main(void)
 	RUN(test_permalinks);
 	RUN(test_embed_sections);
 	RUN(test_markdown_links);
+	RUN(test_line_breaks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);

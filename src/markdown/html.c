@@ -833,9 +833,11 @@ static void line_break(struct ctx *c, cmark_node *n, struct ann *a, int soft)
 		title_end(c, n);
 		return;
 	}
-	if (!soft)
+	if (c->embed_block && soft)
+		; /* between embeds rendered without <p>: nothing */
+	else if (!soft || c->opt->hard_breaks)
 		buf_adds(c->out, "<br />\n");
-	else if (!c->embed_block)
+	else
 		buf_addc(c->out, '\n');
 	text_break(c, ' ');
 }

@@ -88,6 +88,11 @@ struct md_options {
 	const char *url_prefix;
 	/* Line number in the file of the body's first line (after frontmatter). */
 	int first_line;
+	/*
+	 * 1: a single newline inside a paragraph is a line break (<br />),
+	 * Obsidian's default ("Strict line breaks" off); 0: CommonMark's.
+	 */
+	int hard_breaks;
 };
 
 /* A place in md_result.html where the composer inserts an embedded note. */

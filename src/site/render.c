@@ -158,6 +158,7 @@ void render_note_body(struct site *s, struct site_note *n)
 	opt.resolve_ctx = &ctx;
 	opt.url_prefix = s->cfg.url_prefix;
 	opt.first_line = n->note.body_line;
+	opt.hard_breaks = !s->cfg.strict_line_breaks;
 	if (md_render(n->note.body ? n->note.body : "", n->note.body_len, &opt, &n->md) < 0) {
 		diag_addk(&s->diags, DIAG_LINK, DIAG_ERROR, n->note.path, 0,
 			  "could not parse the Markdown");

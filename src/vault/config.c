@@ -232,6 +232,13 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 					cfg->frame_src = s;
 				}
 			}
+		} else if (strcmp(key, "strict_line_breaks") == 0) {
+			int b = yml_bool(v);
+			if (b < 0)
+				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+					 "strict_line_breaks must be true or false");
+			else
+				cfg->strict_line_breaks = b;
 		} else if (strcmp(key, "robots") == 0) {
 			if ((s = scalar(v, key, diags))) {
 				free(cfg->robots);
@@ -243,7 +250,7 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
 				 "unknown setting '%s' (known: title, base_url, language, publish, "
 				 "ignore, feed_items, max_embeds, max_embed_size, csp, frame_src, "
-				 "robots, hosts)",
+				 "strict_line_breaks, robots, hosts)",
 				 key);
 		}
 	}

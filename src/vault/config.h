@@ -46,6 +46,7 @@ struct config {
 	size_t max_embed_bytes; /* of HTML embedded into one page (default 4 MiB) */
 	char *csp;         /* Content-Security-Policy to send instead of quire's, "" for none, or NULL */
 	char *frame_src;   /* CSP frame-src in quire's policy (default "https:") */
+	int strict_line_breaks; /* 0 (Obsidian's default): a single newline breaks the line */
 	struct config_host *hosts;
 	size_t nhosts;
 };

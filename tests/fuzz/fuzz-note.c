@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	struct diag_list diags;
 	struct note n;
-	struct md_options opt = { resolve, NULL, "/p", 1 };
+	struct md_options opt = { resolve, NULL, "/p", 1, 0 };
 	struct md_result res = MD_RESULT_INIT;
 
 	if (!ready) {
