@@ -704,6 +704,26 @@ static void c_footnotes(const struct rendered *r, size_t n)
 }
 BYTES_CASE(r_footnotes, c_footnotes)
 
+/* inline footnotes: n in a row, then n nested, then n unclosed openers */
+static void *b_inline_notes(size_t n)
+{
+	struct buf *b = repeat("", "a^[b] ", n, "", "", 0, "\n\n");
+	struct buf *c = repeat("", "^[x ", n, "y", "]", n, "\n\n");
+	struct buf *d = repeat("", "^[z ", n, "", "", 0, "\n");
+
+	buf_add(b, c->ptr, c->len);
+	buf_add(b, d->ptr, d->len);
+	drop_buf(c);
+	drop_buf(d);
+	return b;
+}
+
+static void c_inline_notes(const struct rendered *r, size_t n)
+{
+	CHECK_INT(count(&r->md.html, "data-footnote-ref"), n + 1);
+}
+BYTES_CASE(r_inline_notes, c_inline_notes)
+
 /* n reference definitions and n uses (cmark's "many references") */
 static void *b_references(size_t n)
 {
@@ -1096,6 +1116,7 @@ static const struct pcase cases[] = {
 	{ "duplicate headings", 20000, 100000, b_headings, r_headings, drop_buf, NULL },
 	{ "tags and block ids", 10000, 100000, b_tags, r_tags, drop_buf, NULL },
 	{ "footnotes", 10000, 100000, b_footnotes, r_footnotes, drop_buf, NULL },
+	{ "inline footnotes", 10000, 100000, b_inline_notes, r_inline_notes, drop_buf, NULL },
 	{ "reference definitions", 10000, 100000, b_references, r_references, drop_buf, NULL },
 	{ "nested raw HTML", 8000, 100000, b_html_nesting, r_html_nesting, drop_buf, NULL },
 	{ "YAML alias bomb", 16000, 100000, b_alias_bomb, r_alias_bomb, drop_buf, NULL },

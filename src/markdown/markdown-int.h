@@ -137,6 +137,15 @@ struct pre {
 	int prev_text;       /* the line before was text: a table's header could be it */
 	struct tguard tables;
 	struct md_warning *warnings; /* lines of the body, 1-based */
+	/*
+	 * Inline footnotes ^[text]: each becomes a reference [^quire-inline-N]
+	 * and its definition goes to notes, appended after the body. match:
+	 * for the line starting at match_line, the ']' closing each '[' (or
+	 * NONE), found with one stack pass when a line first holds "^[".
+	 */
+	struct buf notes;
+	size_t nnotes;
+	size_t *match, amatch, match_line;
 	size_t nwarnings, awarnings;
 	/*
 	 * Failure caches: a search for a closer that ran into a paragraph end

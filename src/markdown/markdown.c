@@ -186,6 +186,7 @@ int md_render(const char *src, size_t len, const struct md_options *opt, struct 
 	c.out = &res->html;
 	buf_init(&c.pre.out, 0);
 	buf_init(&c.pre.tex, 0);
+	buf_init(&c.pre.notes, 0);
 	buf_init(&c.tmp, 0);
 	c.pre.s = src;
 	c.pre.len = len;

@@ -617,6 +617,54 @@ static int escaped_pair(const char *s, size_t len, size_t j)
 	       (j >= 2 && s[j - 1] == b && s[j - 2] == '\\');
 }
 
+/* For the line [ls, eol): the ']' that closes each '[' (escaped brackets skipped). */
+static void match_brackets(struct pre *p, size_t ls, size_t eol)
+{
+	const char *s = p->s;
+	size_t n = eol - ls, k, top = 0, *stack;
+
+	ALLOC_GROW(p->match, n + 1, p->amatch);
+	stack = xcalloc(n + 1, sizeof(*stack));
+	for (k = 0; k < n; k++)
+		p->match[k] = NONE;
+	for (k = ls; k < eol; k++) {
+		if (s[k] == '\\') {
+			k++;
+			continue;
+		}
+		if (s[k] == '[')
+			stack[top++] = k;
+		else if (s[k] == ']' && top)
+			p->match[stack[--top] - ls] = k;
+	}
+	free(stack);
+	p->match_line = ls;
+}
+
+/*
+ * An inline footnote "^[text]" at j (line start ls): the reference is
+ * written in its place and the definition kept for the end. Returns where
+ * the text goes on, or NONE when the '[' does not close on its line.
+ */
+static size_t inline_footnote(struct pre *p, size_t ls, size_t j, size_t *run)
+{
+	size_t close;
+
+	if (p->match_line != ls)
+		match_brackets(p, ls, line_end(p, ls));
+	close = p->match[j + 1 - ls];
+	if (close == NONE || close == j + 2)
+		return NONE;
+	pre_copy(p, *run, j);
+	p->nnotes++;
+	buf_addf(&p->out, "[^quire-inline-%zu]", p->nnotes);
+	buf_addf(&p->notes, "\n[^quire-inline-%zu]: ", p->nnotes);
+	buf_add(&p->notes, p->s + j + 2, close - j - 2);
+	buf_addc(&p->notes, '\n');
+	*run = close + 1;
+	return close + 1;
+}
+
 /*
  * Reads text from i (the start of a line) to the end of that line, or
  * further when a code span, comment or display math runs across lines.
@@ -701,6 +749,11 @@ static size_t scan_inline(struct pre *p, size_t i)
 			run = j = k + 1;
 			continue;
 		}
+		if (ch == '^' && j + 1 < len && s[j + 1] == '[') {
+			k = inline_footnote(p, ls, j, &run);
+			j = k == NONE ? j + 1 : k;
+			continue;
+		}
 		if (ch == '<') {
 			k = autolink_end(s, j, len);
 			j = k == NONE ? j + 1 : k;
@@ -780,6 +833,7 @@ void md_prepass(struct pre *p)
 
 	p->line = 1;
 	p->prev_blank = 1;
+	p->match_line = NONE;
 	tguard_init(&p->tables, p->len);
 	pre_newline(p);
 	buf_grow(&p->out, p->len + p->len / 16);
@@ -796,6 +850,11 @@ void md_prepass(struct pre *p)
 		}
 		i = text_line(p, i, eol);
 	}
+	if (p->nnotes) {
+		/* the inline footnotes' definitions, after everything (cmark numbers by use) */
+		buf_adds(&p->out, "\n\n");
+		buf_add(&p->out, p->notes.ptr, p->notes.len);
+	}
 }
 
 void md_pre_release(struct pre *p)
@@ -809,6 +868,8 @@ void md_pre_release(struct pre *p)
 	for (i = 0; i < p->nwarnings; i++)
 		free(p->warnings[i].msg);
 	free(p->warnings);
+	buf_release(&p->notes);
+	free(p->match);
 }
 
 /* ---- whether it is needed ---- */
@@ -879,11 +940,22 @@ static int tables_need_guard(const char *s, size_t len)
 	return 0;
 }
 
+/* A "^[": perhaps an inline footnote. */
+static int has_inline_note(const char *s, size_t len)
+{
+	const char *q, *end = s + len;
+
+	for (; (q = memchr(s, '^', (size_t)(end - s))) && q + 1 < end; s = q + 1)
+		if (q[1] == '[')
+			return 1;
+	return 0;
+}
+
 int md_prepass_needed(const char *src, size_t len)
 {
 	return memchr(src, '$', len) || find_pair(src, 0, len, '%') != NONE ||
 	       has_escape(src, len) || has_piped_wikilink(src, len) ||
-	       tables_need_guard(src, len);
+	       has_inline_note(src, len) || tables_need_guard(src, len);
 }
 
 /* ---- placeholders turned back ---- */
