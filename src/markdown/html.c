@@ -540,8 +540,13 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 		}
 		if (!tight_paragraph(n)) {
 			cr(o);
+			c->para_tag = o->len;
 			tag_open(c, a, "<p");
 			buf_addc(o, '>');
+			c->in_para = 1;
+			c->para_id = a && (a->flags & A_ID);
+			c->para_split = 0;
+			c->para_at = o->len;
 		}
 		return;
 	}
@@ -562,8 +567,15 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 			buf_addc(o, ' ');
 			footnote_backref(c, parent);
 		}
-		tag_close(c, a, "</p>");
-		buf_addc(o, '\n');
+		if (c->para_split && o->len == c->para_at) {
+			/* nothing after the last embed: no empty <p> */
+			buf_setlen(o, c->para_tag);
+			tag_close(c, a, "");
+		} else {
+			tag_close(c, a, "</p>");
+			buf_addc(o, '\n');
+		}
+		c->in_para = 0;
 	}
 	text_break(c, '\n');
 	if (c->summary_node == n) {

@@ -369,6 +369,17 @@ void render_embed(struct ctx *c, size_t ix)
 		cr(o);
 	switch (l->kind) {
 	case MD_TARGET_NOTE:
+		if (c->in_para) {
+			/*
+			 * A note's embed is blocks: the paragraph it stands in is
+			 * closed before it and opened again after it (an empty
+			 * one before it is dropped, unless it carries a ^block id).
+			 */
+			if (o->len == c->para_at && !c->para_id)
+				buf_setlen(o, c->para_tag);
+			else
+				buf_adds(o, "</p>\n");
+		}
 		buf_adds(o, "<div class=\"embed\" data-src=\"");
 		buf_adds_html(o, l->target);
 		if (l->fragment && *l->fragment) {
@@ -381,6 +392,14 @@ void render_embed(struct ctx *c, size_t ix)
 		res->splices[res->nsplices].ref = l->ref;
 		res->nsplices++;
 		buf_adds(o, "</div>");
+		if (c->in_para) {
+			buf_addc(o, '\n');
+			c->para_tag = o->len;
+			buf_adds(o, "<p>");
+			c->para_at = o->len;
+			c->para_split = 1;
+			c->para_id = 0;
+		}
 		break;
 	case MD_TARGET_ATTACHMENT:
 		attachment_embed(c, l);

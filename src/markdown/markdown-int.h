@@ -302,6 +302,13 @@ struct ctx {
 	int block_line, breaks, math_lines;
 	int callouts, footnotes;
 	int embed_block;   /* inside an A_EMBEDS paragraph */
+	/*
+	 * An open <p> (not tight, not a callout head): where its tag starts
+	 * and where what it holds starts, so that a note embedded inside it
+	 * closes it first (a <div> may not sit in a <p>) and opens it again.
+	 */
+	int in_para, para_id, para_split;
+	size_t para_tag, para_at;
 	int title_closed;  /* in a callout's head paragraph: 1 past the title, 2 and no <p> */
 	cmark_node *summary_node;
 	size_t summary_from;
