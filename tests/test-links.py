@@ -19,6 +19,10 @@ and folder links, the explorer's and breadcrumbs' links, <link>s and
     listed, not failed (the browser opens the page at its top, as
     Obsidian does).
 
+Every HTML page is parsed by html5lib (the HTML5 parsing algorithm,
+Debian's python3-html5lib) and must give no parse error: no stray end
+tag, no block inside a paragraph, nothing a browser has to repair.
+
 The explorer's documents (/_quire/tree.json and one per folder, which
 the theme's script builds the tree from) are walked too: each answers
 200, and so does every URL they name.
@@ -46,6 +50,15 @@ ROOT = os.environ.get("QUIRE_SOURCE_ROOT", ".")
 CORPUS = os.environ.get("QUIRE_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
 
 passed = failed = 0
+
+try:
+    import html5lib
+except ImportError:  # Debian's python3-html5lib, when this is another Python
+    sys.path.append("/usr/lib/python3/dist-packages")
+    try:
+        import html5lib
+    except ImportError:
+        html5lib = None
 
 
 def check(cond, what):
@@ -161,6 +174,7 @@ def crawl(name, vault):
         statuses = {}   # path -> status for anything fetched
         queue = ["/"] + sitemap_urls(site)
         links = []      # (from page, url as written)
+        invalid = []    # HTML5 parse errors
         while queue:
             path = queue.pop()
             if path in statuses:
@@ -172,6 +186,11 @@ def crawl(name, vault):
             p = Page()
             p.feed(body.decode("utf-8", "replace"))
             pages[path] = p.ids
+            if html5lib:
+                parser = html5lib.HTMLParser(strict=False)
+                parser.parse(body)
+                for pos, code, data in parser.errors:
+                    invalid.append("%s:%d:%d: %s %s" % (path, pos[0], pos[1], code, data))
             for tag, url, classes, mine in p.links:
                 if "broken" in classes.split():
                     continue
@@ -236,6 +255,12 @@ def crawl(name, vault):
               file=sys.stderr)
         for e in examples:
             print("    " + e, file=sys.stderr)
+        for e in invalid[:8]:
+            print("    not valid HTML5: " + e, file=sys.stderr)
+        check(html5lib is not None, "html5lib (Debian's python3-html5lib, which scripts/setup "
+              "installs) to validate the pages")
+        check(not invalid, "%s: every page parses as HTML5 without an error (%d errors)"
+              % (name, len(invalid)))
         check(len(pages) > 10, "%s: the crawl found pages" % name)
         check(bad_status == 0, "%s: every link answers 200" % name)
         check(bad_fragment == 0, "%s: every #fragment is an id on its page" % name)

@@ -80,6 +80,62 @@ static void add_raw_html(struct ctx *c, const char *s, size_t len, int block)
 		buf_setlen(o, start);
 }
 
+static int is_void_element(const char *name)
+{
+	static const char *const v[] = { "area", "base", "br", "col", "embed", "hr", "img",
+					 "input", "link", "meta", "source", "track", "wbr" };
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(*v); i++)
+		if (strcmp(name, v[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * One tag of inline raw HTML, as the sanitizer wrote it at o[from, o->len):
+ * a start tag is remembered, an end tag closes what it matches (and what
+ * is open inside it) or is dropped when nothing open matches.
+ */
+static void balance_inline_tag(struct ctx *c, size_t from)
+{
+	struct buf *o = c->out;
+	const char *t = o->ptr + from;
+	size_t len = o->len - from, n = 0, k;
+	char name[12];
+	int end, i;
+
+	if (len < 3 || t[0] != '<' || t[len - 1] != '>' || memchr(t + 1, '<', len - 1))
+		return; /* text, a comment, or more than one tag */
+	end = t[1] == '/';
+	for (k = 1 + (size_t)end; k < len && n < sizeof(name) - 1 && is_alpha(t[k]); k++)
+		name[n++] = (char)(t[k] | 0x20);
+	name[n] = '\0';
+	if (!n || (k < len && is_alpha(t[k])))
+		return;
+	if (!end) {
+		if (t[len - 2] != '/' && !is_void_element(name) && c->nopen_tags < 16)
+			memcpy(c->open_tags[c->nopen_tags++], name, n + 1);
+		return;
+	}
+	for (i = c->nopen_tags - 1; i >= 0 && strcmp(c->open_tags[i], name) != 0; i--)
+		;
+	if (i < 0) {
+		buf_setlen(o, from); /* a stray end tag */
+		return;
+	}
+	buf_setlen(o, from);
+	while (c->nopen_tags > i)
+		buf_addf(o, "</%s>", c->open_tags[--c->nopen_tags]);
+}
+
+/* Closes what inline raw HTML left open in the block that ends here. */
+static void close_inline_tags(struct ctx *c)
+{
+	while (c->nopen_tags > 0)
+		buf_addf(c->out, "</%s>", c->open_tags[--c->nopen_tags]);
+}
+
 void md_add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode)
 {
 	if (pre_has_placeholder(&c->pre, s, len)) {
@@ -936,10 +992,14 @@ static void render_node(struct ctx *c, cmark_iter *it, cmark_node *n, int enteri
 	case CMARK_NODE_CODE:
 		code_span(c, n);
 		break;
-	case CMARK_NODE_HTML_INLINE:
+	case CMARK_NODE_HTML_INLINE: {
+		size_t from = o->len;
+
 		s = literal(n, &len);
 		add_raw_html(c, s, len, 0);
+		balance_inline_tag(c, from);
 		break;
+	}
 	case CMARK_NODE_EMPH:
 		buf_adds(o, entering ? "<em>" : "</em>");
 		break;
@@ -984,6 +1044,9 @@ void render_html(struct ctx *c, cmark_node *doc)
 			cmark_iter_reset(it, n, CMARK_EVENT_EXIT);
 			continue;
 		}
+		if (ev == CMARK_EVENT_EXIT && c->nopen_tags &&
+		    (cmark_node_get_type(n) & CMARK_NODE_TYPE_MASK) == CMARK_NODE_TYPE_BLOCK)
+			close_inline_tags(c);
 		render_node(c, it, n, ev == CMARK_EVENT_ENTER);
 	}
 	cmark_iter_free(it);

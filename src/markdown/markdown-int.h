@@ -309,6 +309,14 @@ struct ctx {
 	 */
 	int in_para, para_id, para_split;
 	size_t para_tag, para_at;
+	/*
+	 * Elements opened by raw HTML inside the current block's inlines
+	 * ("<kbd>"), innermost last: an end tag with no open element is
+	 * dropped, and what is still open is closed where the block ends, so
+	 * that a stray or missing end tag in a note leaves valid HTML.
+	 */
+	char open_tags[16][12];
+	int nopen_tags;
 	int title_closed;  /* in a callout's head paragraph: 1 past the title, 2 and no <p> */
 	cmark_node *summary_node;
 	size_t summary_from;
