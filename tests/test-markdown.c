@@ -958,7 +958,7 @@ int main(int argc, char **argv)
 {
 	static const char *const specs[] = { "commonmark-basics.txt", "wikilinks.txt", "embeds.txt",
 					     "callouts.txt", "highlight-comments.txt", "tags.txt",
-					     "math.txt", "headings-blocks.txt", "tasks.txt", "footnotes.txt" };
+					     "math.txt", "headings-blocks.txt", "tasks.txt", "footnotes.txt", "raw-html.txt" };
 	size_t i;
 
 	md_global_init();
