@@ -20,48 +20,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
-QUIRE = os.environ.get("QUIRE_BIN", "build/quire")
-ROOT = os.environ.get("QUIRE_SOURCE_ROOT", ".")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from quiretest import ROOT, check, serve, summary  # noqa: E402
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-passed = failed = 0
-
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("  FAILED: " + what, file=sys.stderr)
-
-
-def serve(vault):
-    proc = subprocess.Popen(
-        [QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = None
-    for line in proc.stdout:
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        proc.kill()
-        raise SystemExit("quire serve did not say where it listens")
-    # the search index fills after the first snapshot
-    for _ in range(100):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/search?q=quire") as r:
-                if b'"url"' in r.read():
-                    break
-        except OSError:
-            pass
-        time.sleep(0.1)
-    return proc, port
 
 
 def open_page(url):
@@ -83,9 +47,8 @@ def open_page(url):
 
 def main():
     if not CHROMIUM:
-        print("chromium is not installed (scripts/setup installs it)", file=sys.stderr)
-        print("0 passed, 1 failed")
-        return 1
+        check(False, "chromium is installed (scripts/setup installs it)")
+        return summary()
     work = tempfile.mkdtemp(prefix="quire-csp-")
     vault = os.path.join(work, "vault")
     shutil.copytree(os.path.join(ROOT, "vault-sample"), vault)
@@ -94,7 +57,7 @@ def main():
     for i in range(250):
         with open(os.path.join(vault, "big", "n%03d.md" % i), "w") as f:
             f.write("# Big note %03d\n\nA note of a big folder.\n" % i)
-    proc, port = serve(vault)
+    proc, port = serve(vault, search_ready="quire")
     try:
         base = f"http://127.0.0.1:{port}"
         with urllib.request.urlopen(base + "/") as r:
@@ -135,7 +98,7 @@ def main():
     # the same check sees a violation when the policy forbids the inline script
     with open(os.path.join(vault, "quire.yml"), "a") as f:
         f.write("\ncsp: \"script-src 'self'\"\n")
-    proc, port = serve(vault)
+    proc, port = serve(vault, search_ready="quire")
     try:
         dom, reports = open_page(f"http://127.0.0.1:{port}/")
         check(reports, "a forbidden inline script is reported on the console")
@@ -145,8 +108,7 @@ def main():
         proc.terminate()
         proc.wait(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

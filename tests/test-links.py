@@ -40,16 +40,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import urllib.parse
 
-QUIRE = os.environ.get("QUIRE_BIN", "build/quire")
-ROOT = os.environ.get("QUIRE_SOURCE_ROOT", ".")
-CORPUS = os.environ.get("QUIRE_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from quiretest import ROOT, check, serve, summary  # noqa: E402
 
-passed = failed = 0
+CORPUS = os.environ.get("QUIRE_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
 
 try:
     import html5lib
@@ -60,14 +58,6 @@ except ImportError:  # Debian's python3-html5lib, when this is another Python
     except ImportError:
         html5lib = None
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("  FAILED: " + what, file=sys.stderr)
 
 
 class Page(html.parser.HTMLParser):
@@ -133,22 +123,6 @@ class Site:
         return None
 
 
-def serve(vault):
-    proc = subprocess.Popen(
-        [QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "1",
-         "--no-watch"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = None
-    for line in proc.stdout:
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        proc.kill()
-        raise SystemExit("quire serve did not say where it listens")
-    return proc, port
-
-
 def sitemap_urls(site):
     """Every page URL the sitemaps name, as paths."""
     out, todo, seen = [], ["/sitemap.xml"], set()
@@ -167,7 +141,7 @@ def sitemap_urls(site):
 
 
 def crawl(name, vault):
-    proc, port = serve(vault)
+    proc, port = serve(vault, ("--no-watch",))
     site = Site(port)
     try:
         pages = {}      # path -> (status, ids) for HTML pages fetched
@@ -283,8 +257,7 @@ def main():
             crawl(name, dst)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

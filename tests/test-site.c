@@ -1071,9 +1071,10 @@ out:
 /*
  * A folder renamed one file at a time, as the sync API's clients do it
  * (POST /api/v1/move per file), the moves reaching the loader in batches
- * of any size: every note's old URL redirects to where it is now.
- * bench/structural.py saw 47 of 99 old URLs answer 404 after such a
- * rename at 1,000 notes, all in the folder's subfolder.
+ * of any size, each with both halves of its moves: every note's old URL
+ * redirects to where it is now. (The 404s bench/structural.py saw after
+ * such renames came from a move split over two changes while the old
+ * file was being re-read: test_moves_across_changes reproduces that.)
  */
 static void test_folder_moved_in_batches(void)
 {
@@ -1142,9 +1143,9 @@ static void test_folder_moved_in_batches(void)
 	for (i = 0; i < n; i++) {
 		const struct site_note *x = find_note(s, news[i]);
 
-		CHECK(x != NULL && x->url != NULL);
-		if (x && x->url)
-			expect_redirect(snap, urls[i], x->url);
+		CHECK(x != NULL && x->href != NULL);
+		if (x && x->href)
+			expect_redirect(snap, urls[i], x->href); /* Location is the encoded href */
 	}
 	snapshot_unref(snap);
 	site_free(s);

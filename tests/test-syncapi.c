@@ -42,6 +42,17 @@ static int port;
 
 /* ---- the server ---- */
 
+/* The sync API as these tests run it, on dir with this many threads. */
+static void sync_options(struct syncapi_options *so, const char *dir, int threads)
+{
+	memset(so, 0, sizeof(*so));
+	so->vault = dir;
+	so->token = TOKEN;
+	so->max_upload = MAX_UPLOAD;
+	so->threads = threads;
+	so->auth_failures = AUTH_FAILURES;
+}
+
 static void start_server(void)
 {
 	struct syncapi_options so;
@@ -49,12 +60,7 @@ static void start_server(void)
 	struct site_server_options o = { .threads = 2, .max_body_size = MAX_UPLOAD + 4096,
 					 .sync = &so };
 
-	memset(&so, 0, sizeof(so));
-	so.vault = vault;
-	so.token = TOKEN;
-	so.max_upload = MAX_UPLOAD;
-	so.threads = 3;
-	so.auth_failures = AUTH_FAILURES;
+	sync_options(&so, vault, 3);
 	site_server_start(&srv, vault, &o);
 	port = srv.port;
 }
@@ -396,12 +402,7 @@ static void test_disk_full(void)
 		return;
 	}
 	tv_write(dir, "notes/a.md", "# A\n\nold bytes\n");
-	memset(&so, 0, sizeof(so));
-	so.vault = dir;
-	so.token = TOKEN;
-	so.max_upload = MAX_UPLOAD;
-	so.threads = 1;
-	so.auth_failures = AUTH_FAILURES;
+	sync_options(&so, dir, 1);
 	site_server_start(&full, dir, &o);
 	/* leave about 64 KB free */
 	buf_addf(&path, "%s/filler.bin", dir);

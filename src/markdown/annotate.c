@@ -749,15 +749,6 @@ static void find_block_id(struct ctx *c, cmark_node *para)
 	t->idlen = idend - b;
 }
 
-/* The bytes of the UTF-8 character that starts at s (1 for a stray byte). */
-static size_t char_bytes(const char *s, size_t len)
-{
-	unsigned char b = (unsigned char)s[0];
-	size_t n = b < 0xc0 ? 1 : b < 0xe0 ? 2 : b < 0xf0 ? 3 : 4;
-
-	return n <= len ? n : 1;
-}
-
 /*
  * A task: a list item whose first paragraph starts with "[c]" and a blank
  * (or nothing more on its line), c any one character. Obsidian keeps c:
@@ -772,6 +763,8 @@ static void find_task(struct ctx *c, cmark_node *para)
 	struct ann *t, *a;
 	const char *s;
 	size_t len, k, skip;
+	int32_t cp;
+	int n;
 
 	if (!is_type(item, CMARK_NODE_ITEM) || cmark_node_first_child(item) != para ||
 	    !is_type(first, CMARK_NODE_TEXT))
@@ -779,7 +772,8 @@ static void find_task(struct ctx *c, cmark_node *para)
 	s = literal(first, &len);
 	if (len < 3 || s[0] != '[' || s[1] == ']' || s[1] == '\n')
 		return;
-	k = 1 + char_bytes(s + 1, len - 1);
+	n = utf8_decode(s + 1, len - 1, &cp); /* the text is valid UTF-8 (md_render) */
+	k = 1 + (size_t)(n > 0 ? n : 1);
 	if (k >= len || s[k] != ']')
 		return;
 	if (k + 1 < len ? s[k + 1] != ' ' && s[k + 1] != '\t'

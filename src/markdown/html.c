@@ -108,11 +108,12 @@ static void balance_inline_tag(struct ctx *c, size_t from)
 	if (len < 3 || t[0] != '<' || t[len - 1] != '>' || memchr(t + 1, '<', len - 1))
 		return; /* text, a comment, or more than one tag */
 	end = t[1] == '/';
-	for (k = 1 + (size_t)end; k < len && n < sizeof(name) - 1 && is_alpha(t[k]); k++)
-		name[n++] = (char)(t[k] | 0x20);
+	for (k = 1 + (size_t)end; k < len && n < sizeof(name) - 1 &&
+				  (is_alpha(t[k]) || (n && is_digit(t[k]))); k++)
+		name[n++] = (char)(t[k] | (is_alpha(t[k]) ? 0x20 : 0));
 	name[n] = '\0';
-	if (!n || (k < len && is_alpha(t[k])))
-		return;
+	if (!n || (k < len && (is_alpha(t[k]) || is_digit(t[k]))))
+		return; /* no name, or one too long to be an element we allow */
 	if (!end) {
 		if (t[len - 2] != '/' && !is_void_element(name) && c->nopen_tags < 16)
 			memcpy(c->open_tags[c->nopen_tags++], name, n + 1);

@@ -498,22 +498,19 @@ static int size_at(const char *s, size_t len, size_t *w, size_t *h)
  */
 static int image_size(const char *alt, size_t len, size_t *cut, size_t *w, size_t *h)
 {
-	const char *bar = NULL;
-	size_t i;
+	size_t bar = len, num;
 
-	for (i = len; i > 0 && !bar; i--)
-		if (alt[i - 1] == '|')
-			bar = alt + i - 1;
-
-	const char *num = bar ? bar + 1 : NULL;
-
-	while (num && num < alt + len && *num == ' ')
-		num++;
-	if (bar && size_at(num, len - (size_t)(num - alt), w, h)) {
-		*cut = (size_t)(bar - alt);
-		while (*cut && alt[*cut - 1] == ' ')
-			(*cut)--;
-		return 1;
+	while (bar > 0 && alt[bar - 1] != '|')
+		bar--;
+	if (bar > 0) { /* alt[bar - 1] is the last '|' */
+		for (num = bar; num < len && alt[num] == ' '; num++)
+			;
+		if (size_at(alt + num, len - num, w, h)) {
+			*cut = bar - 1;
+			while (*cut && alt[*cut - 1] == ' ')
+				(*cut)--;
+			return 1;
+		}
 	}
 	if (size_at(alt, len, w, h)) {
 		*cut = 0;

@@ -137,6 +137,7 @@ struct pre {
 	int prev_text;       /* the line before was text: a table's header could be it */
 	struct tguard tables;
 	struct md_warning *warnings; /* lines of the body, 1-based */
+	size_t nwarnings, awarnings;
 	/*
 	 * Inline footnotes ^[text]: each becomes a reference [^quire-inline-N]
 	 * and its definition goes to notes, appended after the body. match:
@@ -146,7 +147,6 @@ struct pre {
 	struct buf notes;
 	size_t nnotes;
 	size_t *match, amatch, match_line;
-	size_t nwarnings, awarnings;
 	/*
 	 * Failure caches: a search for a closer that ran into a paragraph end
 	 * at x also fails from anywhere before x. Without them a line of

@@ -193,8 +193,8 @@ enum tact { T_NONE, T_BREAK, T_ESCAPE };
  * content starts at content (past quote and list markers); prev_text says
  * the line before was text. T_BREAK: *at is where a '\\' makes the
  * delimiter row text; T_ESCAPE: the row's pipes past the limit are to be
- * escaped. *why gets what to report (a static format's arguments in
- * *n1, *n2), or NULL.
+ * escaped. *why gets what to report (a format whose one number is
+ * *n1), or NULL.
  */
 static enum tact tguard_line(struct tguard *g, const char *s, size_t len, size_t i, size_t eol,
 			     size_t content, int prev_text, int line, size_t *at, const char **why,
@@ -236,13 +236,12 @@ static enum tact tguard_line(struct tguard *g, const char *s, size_t len, size_t
 		g->warned_rows = 0;
 		return T_NONE;
 	}
-	if (!g->in_table || cell_pipes(s, i, eol) <= MD_TABLE_MAX_COLUMNS + 1)
+	if (!g->in_table || (*n1 = cell_pipes(s, i, eol)) <= MD_TABLE_MAX_COLUMNS + 1)
 		return T_NONE;
 	if (!g->warned_rows) {
 		g->warned_rows = 1;
 		*why = "a table row of %zu pipes: the cells past " MAX_COLUMNS_TEXT
 		       " are left as text in its last cell";
-		*n1 = cell_pipes(s, i, eol);
 	}
 	return T_ESCAPE;
 }
