@@ -49,6 +49,10 @@ whole result, over keep-alive connections (polling every 0.3 ms):
            in order, "live" is that first moment, else the end of the sweep
            that found them all ("swept" is when the sweep ended). Then each
            old URL is asked once more: redirect, gone or other.
+Two environment variables help to see where a change's time goes:
+STRUCTURAL_SERVE_ARGS adds arguments to `quire serve` (--verbose logs each
+change the loader applies, with its phases), and STRUCTURAL_LOG names a
+file to keep the server's log in.
 Each single-note kind also reports how long the API took to answer (p50:
 the bytes written and fsynced, before anything is rendered).
 Between changes the client waits --gap seconds (default 0.05), as an
@@ -420,7 +424,7 @@ def run(quire, vault, n, folder_rounds, conns, gap, keep_data, server_cores):
     logf = open(logpath, "w")
     argv = ["taskset", "-c", cores, quire, "serve", "--vault", v, "--listen", "127.0.0.1:0",
             "--threads", "1", "--token-file", os.path.join(tmp, "token"), "--no-watch",
-            "--search-rate", "0"]
+            "--search-rate", "0"] + os.environ.get("STRUCTURAL_SERVE_ARGS", "").split()
     t0 = time.time()
     srv = subprocess.Popen(argv, stdout=logf, stderr=subprocess.STDOUT)
 
@@ -583,6 +587,8 @@ def run(quire, vault, n, folder_rounds, conns, gap, keep_data, server_cores):
                 srv.kill()
                 srv.wait()
         logf.close()
+        if os.environ.get("STRUCTURAL_LOG"):
+            shutil.copy(logpath, os.environ["STRUCTURAL_LOG"])
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -139,15 +139,16 @@ static uint64_t seed_env(void)
 }
 
 /* Applies one changed path to inc, and compares its next snapshot with a fresh load. */
-static void step(struct site *inc, struct snapshot **snap, const char *root, const char *path,
-		 const char *what)
+static void step_paths(struct site *inc, struct snapshot **snap, const char *root,
+		       const char *const *paths, size_t npaths, const char *what)
 {
 	struct site_options so = { .threads = 2 };
 	struct snapshot *next, *full_snap;
 	struct site *full;
 	size_t diffs;
+	const char *path = paths[0];
 
-	site_apply(inc, &path, 1);
+	site_apply(inc, paths, npaths);
 	next = site_snapshot(inc, *snap);
 	snapshot_unref(*snap);
 	*snap = next;
@@ -160,6 +161,76 @@ static void step(struct site *inc, struct snapshot **snap, const char *root, con
 	}
 	snapshot_unref(full_snap);
 	site_free(full);
+}
+
+static void step(struct site *inc, struct snapshot **snap, const char *root, const char *path,
+		 const char *what)
+{
+	step_paths(inc, snap, root, &path, 1, what);
+}
+
+/* Whether the page at url in snap holds text. */
+static int page_has(const struct snapshot *snap, const char *url, const char *text)
+{
+	struct page *p = snapshot_get(snap, url, strlen(url));
+	return p && strstr(page_bytes(p), text) != NULL;
+}
+
+/*
+ * A fragment holds no URL of what it links to (markdown.h, url_slots):
+ * when a target moves, the pages linking to it, and the pages embedding
+ * those, are composed again with its new URL, and nothing is read or
+ * rendered again but the moved note itself.
+ */
+static void test_links_follow_moves(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+	const char *move_note[] = { "T.md", "sub/T.md" };
+	const char *move_file[] = { "img.png", "media/img.png" };
+
+	tv_write(root, "T.md", "# T\n\n## Part\n\nTarget text.\n");
+	tv_write(root, "L.md", "# L\n\n## Links\n\nSee [[T]], [[T#Part]] and [t](T.md), "
+			       "![[img.png]].\n");
+	tv_write(root, "E.md", "Embeds: ![[L#Links]]\n");
+	tv_write(root, "img.png", "\x89PNG\r\n");
+	page_keep_identity(0);
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK(page_has(snap, "/l", "href=\"/t\"") && page_has(snap, "/l", "href=\"/t#part\""));
+
+	tv_unlink(root, "T.md");
+	tv_write(root, "sub/T.md", "# T\n\n## Part\n\nTarget text.\n");
+	step_paths(inc, &snap, root, move_note, 2, "a linked note moved");
+	CHECK_INT(inc->nrendered, 1); /* sub/T.md; L and E only composed */
+	CHECK(page_has(snap, "/l", "href=\"/sub/t\"") &&
+	      page_has(snap, "/l", "href=\"/sub/t#part\"") && !page_has(snap, "/l", "href=\"/t"));
+	CHECK(page_has(snap, "/e", "href=\"/sub/t#part\""));
+	CHECK(page_has(snap, "/sub/t", "href=\"/l\"")); /* its backlink */
+
+	tv_write(root, "sub/T.md", "---\nslug: elsewhere\n---\n# T\n\n## Part\n\nTarget text.\n");
+	step(inc, &snap, root, "sub/T.md", "a linked note's URL changed by its slug");
+	CHECK_INT(inc->nrendered, 1);
+	CHECK(page_has(snap, "/l", "href=\"/sub/elsewhere#part\"") &&
+	      page_has(snap, "/e", "href=\"/sub/elsewhere\""));
+
+	tv_unlink(root, "img.png");
+	tv_write(root, "media/img.png", "\x89PNG\r\n");
+	step_paths(inc, &snap, root, move_file, 2, "an embedded attachment moved");
+	CHECK_INT(inc->nrendered, 0);
+	CHECK(page_has(snap, "/l", "src=\"/media/img.png\"") && page_has(snap, "/e", "/media/img.png"));
+	CHECK(snapshot_get(snap, "/img.png", 8) == NULL);
+
+	tv_unlink(root, "sub/T.md");
+	step(inc, &snap, root, "sub/T.md", "a linked note deleted: its links render as broken");
+	CHECK_INT(inc->nrendered, 1);
+	CHECK(!page_has(snap, "/l", "/sub/elsewhere"));
+	page_keep_identity(1);
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
 }
 
 static void test_fragments_from_pages(void)
@@ -267,6 +338,7 @@ int main(void)
 {
 	md_global_init();
 	RUN(test_fragments_from_pages);
+	RUN(test_links_follow_moves);
 	RUN(test_url_groups);
 	RUN(test_tasks_docs);
 	RUN(test_pwsh_docs);

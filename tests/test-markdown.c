@@ -36,6 +36,7 @@ static const struct {
 	{ "folder/Other", "/folder/other", "Other", MD_TARGET_NOTE },
 	{ "Other", "/folder/other", "Other", MD_TARGET_NOTE },
 	{ "Unpublished", NULL, NULL, MD_TARGET_PLAIN },
+	{ "Code `name`", "/code-name", "Code `name`", MD_TARGET_NOTE },
 	{ "image.png", "/image.png", NULL, MD_TARGET_ATTACHMENT },
 	{ "folder/photo.JPG", "/folder/photo.JPG", NULL, MD_TARGET_ATTACHMENT },
 	{ "song.mp3", "/song.mp3", NULL, MD_TARGET_ATTACHMENT },
@@ -282,7 +283,7 @@ static void test_ref_lines(void)
 static void test_no_resolver(void)
 {
 	struct md_result r = MD_RESULT_INIT;
-	struct md_options opt = { NULL, NULL, NULL, 0, 0 };
+	struct md_options opt = { NULL, NULL, NULL, 0, 0, 0 };
 
 	CHECK_INT(md_render("[[Note]] #tag ![[Note]]\n", 24, &opt, &r), 0);
 	CHECK_INT(r.nrefs, 2);
@@ -902,7 +903,7 @@ static void test_table_guard(void)
 static void test_hard_breaks(void)
 {
 	static const char src[] = "one\ntwo\\\nthree\n\n> quoted\n> lines\n\n![[image.png]]\n![[image.png]]\n";
-	struct md_options opt = { resolve_fake, NULL, "", 1, 1 };
+	struct md_options opt = { resolve_fake, NULL, "", 1, 1, 0 };
 	struct md_result r = MD_RESULT_INIT;
 
 	CHECK_INT(md_render(src, strlen(src), &opt, &r), 0);

@@ -177,7 +177,7 @@ struct rendered {
 
 static double render_bytes(const struct buf *src, struct rendered *r)
 {
-	struct md_options opt = { resolve_all, NULL, "", 1, 0 };
+	struct md_options opt = { resolve_all, NULL, "", 1, 0, 0 };
 	double t0 = cpu_now();
 
 	memset(&r->note, 0, sizeof(r->note));

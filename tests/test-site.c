@@ -654,6 +654,38 @@ out:
 	tv_remove(v);
 }
 
+/*
+ * Blocks named by an id on their own line, and a single list item, embed
+ * as valid HTML: the item inside a list element of its kind, a line of
+ * images with its images.
+ */
+static void test_embedded_blocks(void)
+{
+	char *v = tv_new(), *body;
+	struct snapshot *snap;
+	struct site *s;
+
+	tv_write(v, "pic.png", "\x89PNG\r\n");
+	tv_write(v, "Src.md", "- one\n- two ^bullet\n\n1. first\n2. second ^numbered\n\n"
+			      "![[pic.png]]\n\n^picture\n");
+	tv_write(v, "Show.md", "![[Src#^bullet]]\n\n![[Src#^numbered]]\n\n![[Src#^picture]]\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, NULL);
+	body = page_body(snap, "/show");
+	CHECK(strstr(body, "<ul>\n<li id=\"^bullet\">two</li>\n</ul>") != NULL);
+	CHECK(strstr(body, "<ol>\n<li id=\"^numbered\">second</li>\n</ol>") != NULL);
+	CHECK(strstr(body, "<div class=\"embeds\" id=\"^picture\">\n<img src=\"/pic.png\"") != NULL);
+	CHECK_INT(s->diags.nwarnings, 0);
+	free(body);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 /* A single newline is a line break (Obsidian's default), or a space with strict_line_breaks. */
 static void test_line_breaks(void)
 {
@@ -1179,6 +1211,7 @@ int main(void)
 	RUN(test_permalinks);
 	RUN(test_embed_sections);
 	RUN(test_markdown_links);
+	RUN(test_embedded_blocks);
 	RUN(test_line_breaks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);

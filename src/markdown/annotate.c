@@ -653,6 +653,38 @@ static void find_callout(struct ctx *c, cmark_node *para)
 	}
 }
 
+/* A paragraph of images only (and the blanks between them): ![a](x.png) ![b](y.png). */
+static int only_images(cmark_node *para)
+{
+	cmark_node *n;
+	int images = 0;
+
+	for (n = cmark_node_first_child(para); n; n = cmark_node_next(n)) {
+		cmark_node_type t = cmark_node_get_type(n);
+		const char *s;
+		size_t len, i;
+
+		if (t == CMARK_NODE_IMAGE) {
+			images++;
+			continue;
+		}
+		if (t == CMARK_NODE_SOFTBREAK || t == CMARK_NODE_LINEBREAK)
+			continue;
+		if (t != CMARK_NODE_TEXT)
+			return 0;
+		s = literal(n, &len);
+		for (i = 0; i < len; i++)
+			if (!is_space(s[i]))
+				return 0;
+	}
+	return images > 0;
+}
+
+/*
+ * The blocks that a paragraph of just "^id" after them names (Obsidian:
+ * the id on its own line after the block): a table, quote, list, code
+ * block, or a paragraph of images or embeds only.
+ */
 static int takes_trailing_id(cmark_node *n)
 {
 	cmark_node_type t = cmark_node_get_type(n);
@@ -660,6 +692,8 @@ static int takes_trailing_id(cmark_node *n)
 
 	if (t == CMARK_NODE_BLOCK_QUOTE || t == CMARK_NODE_LIST || t == CMARK_NODE_CODE_BLOCK)
 		return 1;
+	if (t == CMARK_NODE_PARAGRAPH)
+		return has_flag(n, A_EMBEDS) || only_images(n);
 	ts = cmark_node_get_type_string(n);
 	return !strcmp(ts, "table");
 }

@@ -366,6 +366,7 @@ static void tag_open(struct ctx *c, struct ann *a, const char *tag)
 	b = &res->blocks[res->nblocks];
 	b->id = xstrndup(a->id, a->idlen);
 	b->start = b->end = o->len;
+	b->list = 0;
 	a->block = res->nblocks++;
 	buf_adds(o, tag);
 	buf_adds(o, " id=\"^");
@@ -593,6 +594,12 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 		}
 		if (a && (a->flags & A_EMBEDS)) {
 			c->embed_block = 1;
+			if (a->flags & A_ID) {
+				/* "^id" after a line of embeds: the block they make */
+				cr(o);
+				tag_open(c, a, "<div class=\"embeds\"");
+				buf_addc(o, '>');
+			}
 			return;
 		}
 		if (!tight_paragraph(n)) {
@@ -617,6 +624,10 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 		c->embed_block = 0;
 	} else if (a && (a->flags & A_EMBEDS)) {
 		c->embed_block = 0;
+		if (a->flags & A_ID) {
+			tag_close(c, a, "</div>");
+			buf_addc(o, '\n');
+		}
 	} else if (!tight_paragraph(n)) {
 		cmark_node *parent = cmark_node_parent(n);
 
@@ -834,6 +845,10 @@ static void list_item(struct ctx *c, cmark_node *n, struct ann *a, int entering)
 	if (entering) {
 		cr(o);
 		tag_open(c, a, "<li");
+		if (a && (a->flags & A_ID))
+			c->res->blocks[a->block].list =
+				cmark_node_get_list_type(cmark_node_parent(n)) == CMARK_BULLET_LIST ? 'u'
+												   : 'o';
 		if (a && (a->flags & A_TASK)) {
 			/* Obsidian's markup: data-task is "" for an open task */
 			int done = !(a->tasklen == 1 && a->task[0] == ' ');

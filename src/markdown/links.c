@@ -92,6 +92,24 @@ static struct link *resolve(struct ctx *c, size_t ix)
 	return l;
 }
 
+/*
+ * The URL of a resolved link or embed: written, or with url_slots left
+ * out and recorded where it goes (markdown.h).
+ */
+static void add_url(struct ctx *c, struct buf *o, const struct link *l)
+{
+	struct md_result *res = c->res;
+
+	if (!c->opt->url_slots) {
+		buf_adds_html(o, l->url);
+		return;
+	}
+	ALLOC_GROW(res->slots, res->nslots + 1, c->aslots);
+	res->slots[res->nslots].offset = o->len;
+	res->slots[res->nslots].ref = l->ref;
+	res->nslots++;
+}
+
 /* "#heading-id" or "#^block" for a wikilink's fragment ("H1#H2" uses H2). */
 static void add_fragment(struct buf *o, const char *frag)
 {
@@ -213,7 +231,7 @@ void md_link_open(struct ctx *c, size_t ix)
 	switch (l->kind) {
 	case MD_TARGET_NOTE:
 		buf_adds(o, "<a class=\"internal\" href=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		add_fragment(o, l->fragment);
 		buf_addc(o, '"');
 		if (l->title) {
@@ -225,7 +243,7 @@ void md_link_open(struct ctx *c, size_t ix)
 		break;
 	case MD_TARGET_ATTACHMENT:
 		buf_adds(o, "<a class=\"internal attachment\" href=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		if (l->fragment && *l->fragment) {
 			buf_addc(o, '#');
 			buf_adds_html(o, l->fragment);
@@ -323,7 +341,7 @@ static void attachment_embed(struct ctx *c, const struct link *l)
 			}
 		}
 		buf_adds(o, "<img src=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		buf_adds(o, "\" alt=\"");
 		buf_add_html(o, alt, altlen);
 		buf_addc(o, '"');
@@ -334,15 +352,15 @@ static void attachment_embed(struct ctx *c, const struct link *l)
 		buf_adds(o, " />");
 	} else if (ext_is(ext, "mp3 wav ogg oga m4a flac aac opus")) {
 		buf_adds(o, "<audio controls src=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		buf_adds(o, "\"></audio>");
 	} else if (ext_is(ext, "mp4 webm mov ogv mkv m4v")) {
 		buf_adds(o, "<video controls src=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		buf_adds(o, "\"></video>");
 	} else if (!strcmp(ext, "pdf")) {
 		buf_adds(o, "<iframe class=\"pdf\" src=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		if (l->fragment && *l->fragment) {
 			buf_addc(o, '#');
 			buf_adds_html(o, l->fragment);
@@ -350,7 +368,7 @@ static void attachment_embed(struct ctx *c, const struct link *l)
 		buf_adds(o, "\"></iframe>");
 	} else {
 		buf_adds(o, "<a class=\"internal attachment\" href=\"");
-		buf_adds_html(o, l->url);
+		add_url(c, o, l);
 		buf_adds(o, "\">");
 		buf_adds_html(o, l->label ? l->label : l->target);
 		buf_adds(o, "</a>");
@@ -447,7 +465,7 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 		if (l->kind != MD_TARGET_BROKEN) {
 			buf_adds(o, l->kind == MD_TARGET_NOTE ? "<a class=\"internal\" href=\""
 							     : "<a class=\"internal attachment\" href=\"");
-			buf_adds_html(o, l->url);
+			add_url(c, o, l);
 			if (l->kind == MD_TARGET_NOTE)
 				add_fragment(o, l->fragment);
 			buf_adds(o, "\">");
@@ -537,7 +555,7 @@ void render_image(struct ctx *c, cmark_node *n, int entering)
 		if (s && vault_url(s)) {
 			struct link *l = local_link(c, s, 1, !local_url(s));
 			if (l->kind == MD_TARGET_ATTACHMENT || l->kind == MD_TARGET_NOTE)
-				buf_adds_html(o, l->url);
+				add_url(c, o, l);
 			else /* broken or private: the src as written, so nothing leaks */
 				add_href_raw(c, s, l->kind == MD_TARGET_PLAIN ? 0 : strlen(s));
 		} else {

@@ -321,7 +321,7 @@ struct ctx {
 	cmark_node *summary_node;
 	size_t summary_from;
 	struct sset ids, tags;
-	size_t arefs, asplices, atags, aheadings, ablocks;
+	size_t arefs, asplices, aslots, atags, aheadings, ablocks;
 	struct buf tmp;
 };
 

@@ -93,12 +93,25 @@ struct md_options {
 	 * Obsidian's default ("Strict line breaks" off); 0: CommonMark's.
 	 */
 	int hard_breaks;
+	/*
+	 * 1: the URLs of resolved links and embeds (NOTE, ATTACHMENT) are
+	 * not written; each is an md_slot where the caller writes its
+	 * target's URL when composing (src/site/render.c). A target that
+	 * moves then changes the pages linking to it, not their fragments.
+	 */
+	int url_slots;
 };
 
 /* A place in md_result.html where the composer inserts an embedded note. */
 struct md_splice {
 	size_t offset;    /* byte offset in html */
 	size_t ref;       /* index into refs (always an MD_REF_EMBED of a NOTE) */
+};
+
+/* With md_options.url_slots: where html lacks the URL of refs[ref]. */
+struct md_slot {
+	size_t offset;    /* byte offset in html */
+	size_t ref;       /* index into refs (resolved to NOTE or ATTACHMENT) */
 };
 
 /* A heading, for the table of contents and for ![[note#Heading]]. */
@@ -115,6 +128,7 @@ struct md_block {
 	char *id;         /* without the caret */
 	size_t start;     /* offset of the block's opening tag in html */
 	size_t end;       /* offset just after its closing tag */
+	char list;        /* 'u' or 'o': the block is an item (<li>) of such a list; else 0 */
 };
 
 /* What in the note renders otherwise than written, and why: for `quire check`. */
@@ -141,8 +155,11 @@ struct md_result {
 	struct buf text;
 	struct md_warning *warnings;
 	size_t nwarnings;
+	struct md_slot *slots;        /* in increasing offset order (url_slots only) */
+	size_t nslots;
 };
-#define MD_RESULT_INIT { BUF_INIT, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, BUF_INIT, NULL, 0 }
+#define MD_RESULT_INIT                                                                          \
+	{ BUF_INIT, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, BUF_INIT, NULL, 0, NULL, 0 }
 
 /*
  * Call once per process before any md_render(), from one thread: registers

@@ -763,17 +763,24 @@ static size_t scan_inline(struct pre *p, size_t i)
 			 * A wikilink's '|' inside a table row would end the cell:
 			 * Obsidian wants "\|" there, but vaults converted from
 			 * elsewhere have the bare pipe. Escaping it here makes both
-			 * work, in tables and out (where "\|" is just "|").
+			 * work, in tables and out (where "\|" is just "|"). A
+			 * backtick in a wikilink's target is part of the name, not
+			 * a code span (Obsidian links [[a `b` c]] to the note
+			 * "a `b` c"): escaped too; in its label it is code.
 			 */
 			for (k = j + 2; k + 1 < len && s[k] != '\n' && !(s[k] == ']' && s[k + 1] == ']');
 			     k++)
 				;
-			if (k + 1 < len && s[k] == ']' && s[k + 1] == ']' && memchr(s + j, '|', k - j)) {
+			if (k + 1 < len && s[k] == ']' && s[k + 1] == ']' &&
+			    (memchr(s + j, '|', k - j) || memchr(s + j, '`', k - j))) {
 				size_t m;
+				int label = 0;
 				pre_copy(p, run, j);
 				for (m = j; m < k + 2; m++) {
-					if (s[m] == '|' && s[m - 1] != '\\')
+					int bare = m > j && s[m - 1] != '\\';
+					if (bare && (s[m] == '|' || (s[m] == '`' && !label)))
 						buf_addc(&p->out, '\\');
+					label |= s[m] == '|';
 					buf_addc(&p->out, s[m]);
 				}
 				run = j = k + 2;
@@ -886,7 +893,10 @@ static int has_escape(const char *s, size_t len)
 	return 0;
 }
 
-/* A "[[...|...]]" on one line: its pipe needs escaping for tables (see scan_inline). */
+/*
+ * A "[[...|...]]" or "[[...`...]]" on one line: its pipe needs escaping
+ * for tables, its backtick so as not to open a code span (see scan_inline).
+ */
 static int has_piped_wikilink(const char *s, size_t len)
 {
 	const char *q, *end = s + len;
@@ -894,7 +904,7 @@ static int has_piped_wikilink(const char *s, size_t len)
 	while ((q = memchr(s, '[', (size_t)(end - s))) && q + 1 < end) {
 		if (q[1] == '[') {
 			for (q += 2; q + 1 < end && *q != '\n' && !(q[0] == ']' && q[1] == ']'); q++)
-				if (*q == '|')
+				if (*q == '|' || *q == '`')
 					return 1;
 		} else {
 			q++;

@@ -191,16 +191,11 @@ void apply_mark_recompose(struct work *w, struct site_note *n)
 	}
 }
 
-/* Takes back what a rendered note gave others: mentions, backlinks, attachment references. */
-static void withdraw(struct site *s, struct work *w, struct site_note *n)
+/* Takes back what n's resolved references gave their targets: backlinks, attachment references. */
+static void withdraw_targets(struct site *s, struct work *w, struct site_note *n)
 {
 	size_t k;
 
-	for (k = 0; k < n->nmentions; k++)
-		mention_remove(s, n->mentions[k], n);
-	strs_free(n->mentions, n->nmentions);
-	n->mentions = NULL;
-	n->nmentions = 0;
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct site_ref *r = &n->refs[k];
 		if (r->kind == MD_TARGET_NOTE && n->md.refs[k].kind == MD_REF_LINK && r->target != n) {
@@ -223,6 +218,20 @@ static void withdraw(struct site *s, struct work *w, struct site_note *n)
 			}
 		}
 	}
+	map_release(&n->ref_kinds);
+}
+
+/* Takes back what a rendered note gave others: mentions, backlinks, attachment references. */
+static void withdraw(struct site *s, struct work *w, struct site_note *n)
+{
+	size_t k;
+
+	for (k = 0; k < n->nmentions; k++)
+		mention_remove(s, n->mentions[k], n);
+	strs_free(n->mentions, n->nmentions);
+	n->mentions = NULL;
+	n->nmentions = 0;
+	withdraw_targets(s, w, n);
 	render_note_release(n);
 }
 
@@ -235,29 +244,16 @@ static void withdraw(struct site *s, struct work *w, struct site_note *n)
  */
 #define REF_SCAN_MAX 32
 
-/* Gives what a freshly rendered note points at to the others. */
-static void contribute(struct site *s, struct work *w, struct site_note *n)
+/* Gives n's resolved references to their targets: backlinks, attachment references. */
+static void contribute_targets(struct site *s, struct work *w, struct site_note *n)
 {
-	struct map named = MAP_INIT;  /* the names mentioned so far */
 	struct map linked = MAP_INIT; /* the notes given a backlink so far */
-	size_t k, amentions = n->nmentions;
+	size_t k;
 
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct md_ref *ref = &n->md.refs[k];
 		const struct site_ref *r = &n->refs[k];
-		char *key;
 
-		if (ref->target[0]) {
-			key = resolve_name_key(ref->target);
-			if (map_gets(&named, key)) {
-				free(key);
-			} else {
-				mention_add(s, key, n);
-				ALLOC_GROW(n->mentions, n->nmentions + 1, amentions);
-				n->mentions[n->nmentions++] = key;
-				map_put(&named, key, strlen(key), key);
-			}
-		}
 		/*
 		 * n is in no backlink list yet (withdraw() took it out of all),
 		 * so only its own earlier links to t can have put it there: a
@@ -281,7 +277,6 @@ static void contribute(struct site *s, struct work *w, struct site_note *n)
 			}
 		}
 	}
-	map_release(&named);
 	map_release(&linked);
 	/* what apply_referrers() asks of a note with many references, without a pass over them */
 	if (n->md.nrefs > REF_SCAN_MAX) {
@@ -297,6 +292,32 @@ static void contribute(struct site *s, struct work *w, struct site_note *n)
 				(void *)kinds);
 		}
 	}
+}
+
+/* Gives what a freshly rendered note points at to the others. */
+static void contribute(struct site *s, struct work *w, struct site_note *n)
+{
+	struct map named = MAP_INIT;  /* the names mentioned so far */
+	size_t k, amentions = n->nmentions;
+
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct md_ref *ref = &n->md.refs[k];
+		char *key;
+
+		if (!ref->target[0])
+			continue;
+		key = resolve_name_key(ref->target);
+		if (map_gets(&named, key)) {
+			free(key);
+		} else {
+			mention_add(s, key, n);
+			ALLOC_GROW(n->mentions, n->nmentions + 1, amentions);
+			n->mentions[n->nmentions++] = key;
+			map_put(&named, key, strlen(key), key);
+		}
+	}
+	map_release(&named);
+	contribute_targets(s, w, n);
 }
 
 /*
@@ -695,10 +716,30 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 	note_unlink(s, n);
 }
 
-/* Re-resolves the notes mentioning a changed name; those whose links now differ render again. */
+/*
+ * x's references resolved again into refs: when each kept its kind, only
+ * URLs in x's fragment change, and those are slots filled when composing
+ * (markdown.h, url_slots): x takes its new targets and is composed again,
+ * without reading and rendering its body again.
+ */
+static void retarget(struct site *s, struct work *w, struct site_note *x, const struct site_ref *refs)
+{
+	withdraw_targets(s, w, x);
+	memcpy(x->refs, refs, x->md.nrefs * sizeof(*refs));
+	contribute_targets(s, w, x);
+	apply_mark_recompose(w, x);
+}
+
+/*
+ * Re-resolves the notes mentioning a changed name: those whose links now
+ * point elsewhere take their new targets, and those whose links changed
+ * kind (a note that appeared, went, or was published or unpublished)
+ * render again.
+ */
 static void resolve_names(struct site *s, struct work *w)
 {
-	size_t i = 0, j, k;
+	struct site_ref *refs = NULL;
+	size_t i = 0, j, k, arefs = 0;
 	void *v;
 
 	while (map_next(&w->names, &i, NULL, NULL, &v)) {
@@ -710,19 +751,24 @@ static void resolve_names(struct site *s, struct work *w)
 			notevec_push(&todo, m->v[j]);
 		for (j = 0; j < todo.n; j++) {
 			struct site_note *x = todo.v[j];
+			int moved = 0, changed = 0;
+
 			if (x->rerender || x->removed)
 				continue;
-			for (k = 0; k < x->md.nrefs; k++) {
-				struct site_ref r;
-				render_resolve(s, x, &x->md.refs[k], &r);
-				if (r.kind != x->refs[k].kind || r.target != x->refs[k].target) {
-					apply_need_render(w, x);
-					break;
-				}
+			ALLOC_GROW(refs, x->md.nrefs, arefs);
+			for (k = 0; k < x->md.nrefs && !changed; k++) {
+				render_resolve(s, x, &x->md.refs[k], &refs[k]);
+				changed = refs[k].kind != x->refs[k].kind;
+				moved |= refs[k].target != x->refs[k].target;
 			}
+			if (changed)
+				apply_need_render(w, x);
+			else if (moved)
+				retarget(s, w, x, refs);
 		}
 		free(todo.v);
 	}
+	free(refs);
 	site_keys_release(&w->names);
 }
 

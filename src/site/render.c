@@ -159,6 +159,7 @@ void render_note_body(struct site *s, struct site_note *n)
 	opt.url_prefix = s->cfg.url_prefix;
 	opt.first_line = n->note.body_line;
 	opt.hard_breaks = !s->cfg.strict_line_breaks;
+	opt.url_slots = 1;
 	if (md_render(n->note.body ? n->note.body : "", n->note.body_len, &opt, &n->md) < 0) {
 		diag_addk(&s->diags, DIAG_LINK, DIAG_ERROR, n->note.path, 0,
 			  "could not parse the Markdown");
@@ -212,8 +213,13 @@ static long heading_in(const struct md_result *md, const char *text, size_t from
 	return found;
 }
 
-/* The part of note t that an embed with this fragment shows: [*start, *end). */
-static int embed_range(const struct site_note *t, const char *frag, size_t *start, size_t *end)
+/*
+ * The part of note t that an embed with this fragment shows: [*start,
+ * *end); *list is 'u' or 'o' when that part is one item of such a list,
+ * which the embed then wraps in its list element.
+ */
+static int embed_range(const struct site_note *t, const char *frag, size_t *start, size_t *end,
+		       char *list)
 {
 	const struct md_result *md = &t->md;
 	const char *part = frag, *hash;
@@ -223,6 +229,7 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 
 	*start = 0;
 	*end = t->frag.len;
+	*list = 0;
 	if (!frag || !frag[0])
 		return 0;
 	if (frag[0] == '^') {
@@ -230,6 +237,7 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 			if (strcmp(md->blocks[k].id, frag + 1) == 0) {
 				*start = md->blocks[k].start;
 				*end = md->blocks[k].end;
+				*list = md->blocks[k].list;
 				return 0;
 			}
 		}
@@ -280,6 +288,45 @@ static void add_piece(struct buf *out, const struct site_note *n, size_t pos, si
 		pieces->n++;
 	}
 	frag_add(out, n, pos, end);
+}
+
+/* The URL a slot of n's fragment stands for, as its reference resolves now. */
+static const char *slot_url(const struct site_note *n, size_t ref)
+{
+	const struct site_ref *r = &n->refs[ref];
+
+	if (r->kind == MD_TARGET_NOTE)
+		return ((const struct site_note *)r->target)->href;
+	if (r->kind == MD_TARGET_ATTACHMENT)
+		return ((const struct site_file *)r->target)->href;
+	return NULL;
+}
+
+/*
+ * Appends n's fragment from pos to end with the current URL of its target
+ * at each slot (markdown.h, url_slots): the runs between slots are pieces.
+ */
+static void add_run(struct buf *out, const struct site_note *n, size_t pos, size_t end,
+		    struct pieces *pieces)
+{
+	const struct md_result *md = &n->md;
+	size_t lo = 0, hi = md->nslots;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (md->slots[mid].offset < pos)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < md->nslots && md->slots[lo].offset < end; lo++) {
+		const char *url = slot_url(n, md->slots[lo].ref);
+		add_piece(out, n, pos, md->slots[lo].offset, pieces);
+		pos = md->slots[lo].offset;
+		if (url)
+			buf_adds_html(out, url);
+	}
+	add_piece(out, n, pos, end, pieces);
 }
 
 /*
@@ -367,14 +414,15 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 		const struct site_ref *r = &n->refs[sp->ref];
 		const struct site_note *t = r->target;
 		size_t ts, te;
+		char list;
 		int missing;
 
 		if (sp->offset < start || sp->offset >= end || r->kind != MD_TARGET_NOTE)
 			continue;
-		add_piece(out, n, pos, sp->offset, pieces);
+		add_run(out, n, pos, sp->offset, pieces);
 		pos = sp->offset;
 		path->at[depth] = sp->offset;
-		missing = embed_range(t, ref->fragment, &ts, &te) < 0;
+		missing = embed_range(t, ref->fragment, &ts, &te, &list) < 0;
 		if (!missing && is_cycle(path, depth, t, ts, te)) {
 			buf_adds(out, "<p class=\"embed-cycle\">Embed cycle: ");
 			buf_adds_html(out, t->note.title);
@@ -418,9 +466,13 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 		if (over_budget(s, budget, chain[0], t, te - ts, depth, depth ? line : ref->line,
 				out))
 			continue;
+		if (list)
+			buf_adds(out, list == 'u' ? "<ul>\n" : "<ol>\n");
 		compose(s, t, ts, te, out, path, depth + 1, depth ? line : ref->line, NULL, budget);
+		if (list)
+			buf_adds(out, list == 'u' ? "\n</ul>" : "\n</ol>");
 	}
-	add_piece(out, n, pos, end, pieces);
+	add_run(out, n, pos, end, pieces);
 }
 
 void render_note_page(struct site *s, struct site_note *n)

@@ -130,12 +130,17 @@ static void set_url(struct site *s, struct work *w, struct site_note *n, const c
 	if (n->url) {
 		site_page_del(s, n->url);
 		site_key_add(&w->stale_keys, n->url);
-		/* notes linking here carry the old URL in their fragments, and
-		 * so does the note itself in its [[#Heading]] links */
+		/*
+		 * Pages linking here show the old URL, and so does the note's
+		 * own in its [[#Heading]] links: composed again, their
+		 * fragments hold no URL (markdown.h, url_slots). The note
+		 * itself is rendered again: its search row moves to the new
+		 * URL, and the index wants its text, which is not kept.
+		 */
 		apply_need_render(w, n);
 		apply_referrers(s, n, -1, &refs);
 		for (k = 0; k < refs.n; k++)
-			apply_need_render(w, refs.v[k]);
+			apply_mark_recompose(w, refs.v[k]);
 		/* and notes it links to list it, with its URL, as a backlink */
 		for (k = 0; k < n->md.nrefs; k++)
 			if (n->refs[k].kind == MD_TARGET_NOTE)

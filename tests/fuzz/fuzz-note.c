@@ -12,6 +12,8 @@
 #include "markdown/markdown.h"
 #include "vault/note.h"
 
+#include <stdlib.h>
+
 static void resolve(void *ctx, size_t index, const struct md_ref *ref, struct md_target *out)
 {
 	(void)ctx;
@@ -29,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	struct diag_list diags;
 	struct note n;
-	struct md_options opt = { resolve, NULL, "/p", 1, 0 };
+	struct md_options opt = { resolve, NULL, "/p", 1, 0, 0 };
 	struct md_result res = MD_RESULT_INIT;
 
 	if (!ready) {
@@ -40,7 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&n, 0, sizeof(n));
 	note_parse(&n, "fuzz.md", (const char *)data, size, 0, &diags);
 	opt.first_line = n.body_line;
+	opt.url_slots = (int)(size & 1); /* as the site renders, or with URLs written */
 	md_render(n.body, n.body_len, &opt, &res);
+	for (size_t k = 0; k < res.nslots; k++) {
+		/* in order, inside the fragment, each naming a resolved reference */
+		if (res.slots[k].offset > res.html.len || res.slots[k].ref >= res.nrefs ||
+		    (k && res.slots[k].offset < res.slots[k - 1].offset))
+			abort();
+	}
 	md_result_release(&res);
 	note_release(&n);
 	diag_list_release(&diags);
