@@ -25,6 +25,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* How many times needle occurs in s. */
+static size_t count(const char *s, const char *needle)
+{
+	size_t n = 0, len = strlen(needle);
+
+	while ((s = strstr(s, needle))) {
+		n++;
+		s += len;
+	}
+	return n;
+}
+
 static struct site_server srv;
 static char *vault, *out;
 
@@ -394,6 +406,8 @@ static void test_search(void)
 	};
 	struct resp r;
 	size_t i;
+	long total;
+	char want[64];
 	int ok = 0, limited = 0;
 
 	/* the index fills after the first snapshot: wait for it, slower than the bucket refills */
@@ -417,6 +431,39 @@ static void test_search(void)
 	CHECK_INT(r.status, 200);
 	CHECK(memmem(r.body.ptr, r.body.len, "<mark>", 6) != NULL);
 	CHECK(memmem(r.body.ptr, r.body.len, "search-result", 13) != NULL);
+	resp_free(&r);
+	/*
+	 * The /search page keeps the query in its box (escaped), says how
+	 * many notes match, and pages them 20 at a time: "the" is in more
+	 * than 20 notes of vault-sample (as many as /api/search counts).
+	 */
+	CHECK(get("/api/search?q=the&limit=1", "", &r) == 0);
+	total = strstr(r.body.ptr, "\"total\":") ? atol(strstr(r.body.ptr, "\"total\":") + 8) : 0;
+	resp_free(&r);
+	CHECK(total > 20 && total <= 40);
+	CHECK(get("/search?q=the", "", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(strstr(r.body.ptr, "name=\"q\" value=\"the\"") != NULL);
+	snprintf(want, sizeof(want), "Results 1 to 20 of %ld", total);
+	CHECK(strstr(r.body.ptr, want) != NULL);
+	CHECK(count(r.body.ptr, "<li class=\"search-result\">") == 20);
+	CHECK(strstr(r.body.ptr, "<a rel=\"next\" href=\"/search?q=the&amp;page=2\">") != NULL);
+	CHECK(count(r.body.ptr, "<ol") == count(r.body.ptr, "</ol>") &&
+	      count(r.body.ptr, "<ul") == count(r.body.ptr, "</ul>"));
+	resp_free(&r);
+	CHECK(get("/search?q=the&page=2", "", &r) == 0);
+	snprintf(want, sizeof(want), "Results 21 to %ld of %ld", total, total);
+	CHECK(r.status == 200 && strstr(r.body.ptr, want) &&
+	      count(r.body.ptr, "<li class=\"search-result\">") == (size_t)total - 20 &&
+	      strstr(r.body.ptr, "<ol class=\"listing-items search-page-results\" start=\"21\">") &&
+	      strstr(r.body.ptr, "rel=\"prev\"") && !strstr(r.body.ptr, "rel=\"next\""));
+	resp_free(&r);
+	CHECK(get("/search?q=%22%3E%3Cb%3E&page=1", "", &r) == 0);
+	CHECK(r.status == 200 && strstr(r.body.ptr, "value=\"&quot;&gt;&lt;b&gt;\"") &&
+	      !strstr(r.body.ptr, "\"><b>"));
+	resp_free(&r);
+	CHECK(get("/search?q=the&page=0", "", &r) == 0);
+	CHECK(r.status == 400 && strstr(r.body.ptr, "page a number from 1 to 51"));
 	resp_free(&r);
 	CHECK(get("/api/search?q=HIDDENPLAN", "", &r) == 0);
 	CHECK(r.status == 200 && memmem(r.body.ptr, r.body.len, "\"total\":0", 9));

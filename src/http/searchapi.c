@@ -239,6 +239,33 @@ out:
 	buf_release(&out);
 }
 
+/* Results a page of /search shows; ?page=N goes on from there. */
+#define SEARCH_PAGE_SIZE 20
+
+/* "?q=...&page=n" for a link to another page of results. */
+static void page_link(struct buf *out, const struct searchapi *api, const char *q, int page,
+		      const char *rel, const char *text)
+{
+	struct buf href = BUF_INIT;
+
+	buf_adds(&href, api->layout.search_url);
+	buf_adds(&href, "?q=");
+	buf_add_urlpath(&href, q, strlen(q));
+	buf_addf(&href, "&page=%d", page);
+	buf_addf(out, "<a rel=\"%s\" href=\"", rel);
+	buf_adds_html(out, href.ptr);
+	buf_adds(out, "\">");
+	buf_adds(out, text);
+	buf_adds(out, "</a>");
+	buf_release(&href);
+}
+
+/*
+ * The /search page: the query in its box, how many notes match and which
+ * of them this page shows, the results with their highlighted passages,
+ * and links to the pages before and after (?page=, SEARCH_PAGE_SIZE a
+ * page, as far as the index pages: offset SEARCH_OFFSET_MAX).
+ */
 static void page_handler(struct http_request *req, void *ctx)
 {
 	struct searchapi *api = ctx;
@@ -247,29 +274,65 @@ static void page_handler(struct http_request *req, void *ctx)
 	struct buf q = BUF_INIT, results = BUF_INIT, intro = BUF_INIT, html = BUF_INIT,
 		   title = BUF_INIT;
 	long long total = 0;
-	int rc = 0, status = 200;
+	int rc = 0, status = 200, page = 1, offset = 0;
 
 	if (!r)
 		return;
-	if (http_query_param(query, "q", &q) < 0) {
+	if (http_query_param(query, "q", &q) < 0 || number(query, "page", 1, &page) < 0 ||
+	    page < 1 || page > SEARCH_OFFSET_MAX / SEARCH_PAGE_SIZE + 1) {
 		status = 400;
-		buf_adds(&intro, "<p>That query could not be read.</p>");
-	} else if (q.len) {
-		rc = search_query_html(r, q.ptr, 50, 0, &results, &total);
-		if (rc == 0) {
-			buf_addf(&intro, "<p class=\"search-total\">%lld result%s</p>\n", total,
-				 total == 1 ? "" : "s");
-			if (results.len) {
-				buf_adds(&intro, "<ul class=\"listing-items search-results\">\n");
-				buf_add(&intro, results.ptr, results.len);
-				buf_adds(&intro, "</ul>\n");
-			}
-		} else {
-			status = rc == -1 ? 400 : 500;
-			buf_adds(&intro, rc == -1 ? "<p>That query cannot be searched: try other words.</p>"
-						  : "<p>Search failed; please try again.</p>");
-		}
+		buf_reset(&q);
+		layout_search_form(&intro, &api->layout, NULL);
+		buf_addf(&intro, "<p>That query could not be read: q is the words to find, page a "
+				 "number from 1 to %d.</p>\n",
+			 SEARCH_OFFSET_MAX / SEARCH_PAGE_SIZE + 1);
+		goto reply;
 	}
+	layout_search_form(&intro, &api->layout, q.ptr);
+	if (!q.len)
+		goto reply;
+	offset = (page - 1) * SEARCH_PAGE_SIZE;
+	rc = search_query_html(r, q.ptr, SEARCH_PAGE_SIZE, offset, &results, &total);
+	if (rc != 0) {
+		status = rc == -1 ? 400 : 500;
+		buf_adds(&intro, rc == -1 ? "<p>That query cannot be searched: try other words.</p>\n"
+					  : "<p>Search failed; please try again.</p>\n");
+		goto reply;
+	}
+	if (!total)
+		buf_adds(&intro, "<p class=\"search-total\">No notes match.</p>\n");
+	else if (!results.len)
+		buf_addf(&intro, "<p class=\"search-total\">%lld result%s: none on page %d.</p>\n",
+			 total, total == 1 ? "" : "s", page);
+	else if (total <= SEARCH_PAGE_SIZE && page == 1)
+		buf_addf(&intro, "<p class=\"search-total\">%lld result%s</p>\n", total,
+			 total == 1 ? "" : "s");
+	else
+		buf_addf(&intro, "<p class=\"search-total\">Results %d to %lld of %lld</p>\n",
+			 offset + 1, offset + SEARCH_PAGE_SIZE < total ? offset + SEARCH_PAGE_SIZE : total,
+			 total);
+	if (results.len) {
+		buf_addf(&intro, "<ol class=\"listing-items search-page-results\" start=\"%d\">\n",
+			 offset + 1);
+		buf_add(&intro, results.ptr, results.len);
+		buf_adds(&intro, "</ol>\n");
+	}
+	if (page > 1 || offset + SEARCH_PAGE_SIZE < total) {
+		int reach = SEARCH_OFFSET_MAX / SEARCH_PAGE_SIZE + 1;
+		int last = (int)((total + SEARCH_PAGE_SIZE - 1) / SEARCH_PAGE_SIZE);
+
+		last = last < 1 ? 1 : last < reach ? last : reach;
+		buf_adds(&intro, "<nav class=\"pager search-pager\" aria-label=\"Result pages\">");
+		if (page > 1)
+			page_link(&intro, api, q.ptr, page - 1 < last ? page - 1 : last, "prev",
+				  "Previous");
+		if (page <= last)
+			buf_addf(&intro, " <span>Page %d of %d</span> ", page, last);
+		if (page < last)
+			page_link(&intro, api, q.ptr, page + 1, "next", "Next");
+		buf_adds(&intro, "</nav>\n");
+	}
+reply:
 	buf_adds(&title, q.len ? "Search: " : "Search");
 	buf_add(&title, q.ptr, q.len);
 	/* a listing page with no items of its own: the results are its intro */

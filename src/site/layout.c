@@ -180,15 +180,32 @@ static void head(struct buf *out, const struct layout_site *site, enum page_kind
 	buf_adds(out, "\" defer></script>\n</head>\n");
 }
 
-static void search_form(struct buf *out, const struct layout_site *site, const char *cls)
+/* The search box; value, when set, is the query it shows. */
+static void search_box(struct buf *out, const struct layout_site *site, const char *cls,
+		       const char *value)
 {
 	buf_adds(out, "<form class=\"");
 	buf_adds(out, cls);
 	buf_adds(out, "\" role=\"search\" method=\"get\" action=\"");
 	buf_adds_html(out, site->search_url);
-	buf_adds(out, "\"><input class=\"search-input\" type=\"search\" name=\"q\" "
-		      "placeholder=\"Search\" aria-label=\"Search\" autocomplete=\"off\" "
+	buf_adds(out, "\"><input class=\"search-input\" type=\"search\" name=\"q\" ");
+	if (value) {
+		buf_adds(out, "value=\"");
+		buf_adds_html(out, value);
+		buf_adds(out, "\" ");
+	}
+	buf_adds(out, "placeholder=\"Search\" aria-label=\"Search\" autocomplete=\"off\" "
 		      "spellcheck=\"false\"></form>\n");
+}
+
+static void search_form(struct buf *out, const struct layout_site *site, const char *cls)
+{
+	search_box(out, site, cls, NULL);
+}
+
+void layout_search_form(struct buf *out, const struct layout_site *site, const char *query)
+{
+	search_box(out, site, "search search-large search-page-form", query);
 }
 
 /* <body> up to the opening of the grid that holds explorer, main and toc. */
@@ -399,7 +416,7 @@ void layout_listing_page(const struct layout_site *site, const char *title, cons
 	}
 	if (!nitems && !(intro_html && intro_html[0]))
 		buf_adds(out, "<p class=\"listing-empty\">No pages yet.</p>\n");
-	else
+	else if (nitems)
 		buf_adds(out, "<ul class=\"listing-items\">\n");
 	for (i = 0; i < nitems; i++) {
 		const struct layout_item *it = &items[i];

@@ -82,6 +82,9 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
  * Appends a generated listing page: a heading, an optional intro (trusted
  * HTML, may be NULL) and the items as a list. For tag and folder pages.
  */
+/* The large search box of the /search page, showing query (escaped here). */
+void layout_search_form(struct buf *out, const struct layout_site *site, const char *query);
+
 void layout_listing_page(const struct layout_site *site, const char *title,
 			 const char *intro_html, const struct layout_item *items, size_t nitems,
 			 struct buf *out);
