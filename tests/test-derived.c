@@ -204,8 +204,10 @@ static void test_tree_documents(void)
 	CHECK(has(s, "/_quire/tree.json", "{\"name\":\"a\",\"url\":\"/a/\"}"));
 	CHECK(!has(s, "/_quire/tree.json", "\"empty\"")); /* only a draft inside */
 	CHECK(page(s, "/_quire/tree/empty.json") == NULL);
-	CHECK(has(s, "/_quire/tree/a.json", "{\"children\":[{\"name\":\"b\",\"url\":null},"
+	/* a folder without an index note links to its listing */
+	CHECK(has(s, "/_quire/tree/a.json", "{\"children\":[{\"name\":\"b\",\"url\":\"/a/b/\"},"
 		  "{\"title\":\"Folder A\",\"url\":\"/a/\"},{\"title\":\"Zeta\""));
+	CHECK(page(s, "/a/b/") != NULL);
 	CHECK(has(s, "/_quire/tree/a/b.json", "[{\"title\":\"Another\""));
 	CHECK(!has(s, "/_quire/tree/a/b.json", "Zeta"));
 

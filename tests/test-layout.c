@@ -373,6 +373,57 @@ static void test_unicode_tag(void)
 	buf_release(&b);
 }
 
+/*
+ * Breadcrumbs: Home, each folder above the note linked to its listing
+ * (the URL derived.c gives it, with the prefix), the note itself; none on
+ * the home page. A listing has them too, a folder's naming its parents.
+ */
+static void test_breadcrumbs(void)
+{
+	struct layout_site s = site_docs();
+	struct layout_note n = note_full();
+	struct layout_item it = { "A", "/docs/a", NULL, NULL };
+	struct buf b = BUF_INIT;
+
+	n.folder = "Guides/On Linux";
+	layout_note_page(&s, &n, &b);
+	CHECK(has(&b, "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumbs\"><ol>\n"
+		      "<li><a href=\"/docs/\">Home</a></li>\n"
+		      "<li><a href=\"/docs/guides/\">Guides</a></li>\n"
+		      "<li><a href=\"/docs/guides/on-linux/\">On Linux</a></li>\n"
+		      "<li aria-current=\"page\">Install guide</li>\n</ol></nav>"));
+	buf_reset(&b);
+	n.folder = "";
+	n.url = "/docs/";
+	layout_note_page(&s, &n, &b);
+	CHECK(!has(&b, "breadcrumbs"));
+	buf_reset(&b);
+	layout_listing_page(&s, "Guides/On Linux", "On Linux", NULL, &it, 1, &b);
+	CHECK(has(&b, "<li><a href=\"/docs/guides/\">Guides</a></li>\n"
+		      "<li aria-current=\"page\">On Linux</li>"));
+	CHECK(has(&b, "data-folder=\"Guides/On Linux\""));
+	buf_reset(&b);
+	layout_listing_page(&s, "", "Quire Docs", NULL, &it, 1, &b);
+	CHECK(!has(&b, "breadcrumbs"));
+	buf_release(&b);
+}
+
+/* A body opening with an h1 of the title is marked, so that the title shows once. */
+static void test_title_repeated(void)
+{
+	struct layout_site s = site_docs();
+	struct layout_note n = note_full();
+	struct buf b = BUF_INIT;
+
+	layout_note_page(&s, &n, &b);
+	CHECK(has(&b, "<div class=\"note-body\">"));
+	buf_reset(&b);
+	n.title_repeated = 1;
+	layout_note_page(&s, &n, &b);
+	CHECK(has(&b, "<div class=\"note-body title-repeated\">"));
+	buf_release(&b);
+}
+
 static void test_toc(void)
 {
 	struct layout_site s = site_docs();
@@ -382,7 +433,11 @@ static void test_toc(void)
 
 	layout_note_page(&s, &n, &b);
 	CHECK(has(&b, "<div class=\"page has-toc\">"));
-	CHECK(has(&b, "<aside class=\"toc\" aria-label=\"On this page\">"));
+	CHECK(has(&b, "<aside class=\"toc toc-side\" aria-label=\"On this page\">"));
+	/* and folded before the body, for narrow screens */
+	CHECK(has(&b, "<details class=\"toc toc-folded\">\n<summary class=\"toc-title\">On this "
+		      "page</summary>\n<ul>\n<li class=\"toc-0\"><a href=\"#install\">Install</a>"));
+	CHECK(strstr(b.ptr, "<details class=\"toc") < strstr(b.ptr, "<div class=\"note-body"));
 	CHECK(has(&b, "<li class=\"toc-0\"><a href=\"#install\">Install</a></li>"));
 	CHECK(has(&b, "<li class=\"toc-1\"><a href=\"#on-debian\">On Debian</a></li>"));
 	CHECK(has(&b, "<li class=\"toc-2\"><a href=\"#from-source\">From source</a></li>"));
@@ -521,7 +576,7 @@ static void test_prefix(void)
 	CHECK(prefixed_everywhere(&b, "/docs"));
 	CHECK(has(&b, "class=\"site-title\" href=\"/docs/\""));
 	buf_reset(&b);
-	layout_listing_page(&s, "Tag: guide", NULL, &it, 1, &b);
+	layout_listing_page(&s, NULL, "Tag: guide", NULL, &it, 1, &b);
 	CHECK(prefixed_everywhere(&b, "/docs"));
 	buf_reset(&b);
 	layout_not_found_page(&s, &b);
@@ -570,7 +625,7 @@ static void test_listing(void)
 	struct layout_site s = site_docs();
 	struct buf b = BUF_INIT;
 
-	layout_listing_page(&s, "Tag: \"guide\"", "<p>Intro <em>html</em></p>", items, 2, &b);
+	layout_listing_page(&s, NULL, "Tag: \"guide\"", "<p>Intro <em>html</em></p>", items, 2, &b);
 	CHECK(has(&b, "<title>Tag: &quot;guide&quot; \xc2\xb7 Quire Docs</title>"));
 	CHECK(has(&b, "<h1 class=\"note-title\">Tag: &quot;guide&quot;</h1>"));
 	CHECK(has(&b, "<p>Intro <em>html</em></p>"));
@@ -588,7 +643,7 @@ static void test_listing(void)
 	CHECK(balanced(&b));
 
 	buf_reset(&b);
-	layout_listing_page(&s, "Empty", NULL, NULL, 0, &b);
+	layout_listing_page(&s, NULL, "Empty", NULL, NULL, 0, &b);
 	CHECK(has(&b, "class=\"listing-empty\""));
 	CHECK(!has(&b, "listing-items"));
 	CHECK(!has(&b, "listing-intro"));
@@ -639,9 +694,9 @@ static void test_deterministic(void)
 
 	buf_reset(&a);
 	buf_reset(&b);
-	layout_listing_page(&s, "T", "<p>i</p>", &it, 1, &a);
+	layout_listing_page(&s, NULL, "T", "<p>i</p>", &it, 1, &a);
 	first = a.len;
-	layout_listing_page(&s, "T", "<p>i</p>", &it, 1, &a);
+	layout_listing_page(&s, NULL, "T", "<p>i</p>", &it, 1, &a);
 	CHECK(a.len == 2 * first && memcmp(a.ptr, a.ptr + first, first) == 0);
 
 	buf_reset(&a);
@@ -676,6 +731,8 @@ int main(void)
 	RUN(test_tags);
 	RUN(test_unicode_tag);
 	RUN(test_toc);
+	RUN(test_breadcrumbs);
+	RUN(test_title_repeated);
 	RUN(test_backlinks);
 	RUN(test_cssclasses);
 	RUN(test_feed_and_search);

@@ -374,6 +374,11 @@
     hd.append(h('a', { class: 'heading-anchor', href: '#' + hd.id, 'aria-label': 'Link to this section', text: '#' }));
   });
 
+  /* a code block wider than the page scrolls: reachable from the keyboard too */
+  doc.querySelectorAll('.note-body pre').forEach((pre) => {
+    if (pre.scrollWidth > pre.clientWidth) pre.tabIndex = 0;
+  });
+
   if (navigator.clipboard && window.isSecureContext) {
     doc.querySelectorAll('.note-body pre:not(.mermaid)').forEach((pre) => {
       const button = h('button', { class: 'copy-button', type: 'button', text: 'Copy' });
@@ -401,7 +406,7 @@
   /* Table of contents: mark the section being read. */
 
   const tocPairs = [];
-  doc.querySelectorAll('.toc a').forEach((a) => {
+  doc.querySelectorAll('.toc-side a').forEach((a) => {
     let target = null;
     try {
       target = doc.getElementById(decodeURIComponent(a.hash.slice(1)));

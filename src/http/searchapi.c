@@ -336,7 +336,7 @@ reply:
 	buf_adds(&title, q.len ? "Search: " : "Search");
 	buf_add(&title, q.ptr, q.len);
 	/* a listing page with no items of its own: the results are its intro */
-	layout_listing_page(&api->layout, title.ptr, intro.ptr, NULL, 0, &html);
+	layout_listing_page(&api->layout, NULL, title.ptr, intro.ptr, NULL, 0, &html);
 	reply_for_host(req, status, "text/html; charset=utf-8", &html);
 	buf_release(&q);
 	buf_release(&results);

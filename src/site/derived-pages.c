@@ -193,8 +193,9 @@ static void listing_pager(struct site *s, const struct listing *l, struct buf *i
  * notes v[0..n).
  */
 static void listing_html(struct site *s, const struct listing *l, const struct listing_page *p,
-			 const char *key0, const char *title, const struct layout_item *lead,
-			 size_t nlead, struct site_note *const *v, size_t n)
+			 const char *key0, const char *folder, const char *title,
+			 const struct layout_item *lead, size_t nlead, struct site_note *const *v,
+			 size_t n)
 {
 	struct layout_item *items = xcalloc(nlead + n + 1, sizeof(*items));
 	char (*dates)[11] = xcalloc(n + 1, sizeof(*dates));
@@ -220,8 +221,8 @@ static void listing_html(struct site *s, const struct listing *l, const struct l
 				 v[n - 1]->note.title);
 	}
 	note_items((const struct site_note *const *)v, n, items + nlead, dates);
-	layout_listing_page(&s->layout, page_title.ptr, intro.len ? intro.ptr : NULL, items,
-			    nlead + n, &html);
+	layout_listing_page(&s->layout, folder, page_title.ptr, intro.len ? intro.ptr : NULL,
+			    items, nlead + n, &html);
 	put_text(s, PAGE_GENERATED, p ? p->key : key0, "text/html; charset=utf-8", &html);
 	free(items);
 	free(dates);
@@ -254,7 +255,7 @@ static void tag_page_write(void *arg, const struct listing *l, const struct list
 		derived_del_generated(c->s, c->key0.ptr);
 		return;
 	}
-	listing_html(c->s, l, p, c->key0.ptr, c->title.ptr, NULL, 0, v, n);
+	listing_html(c->s, l, p, c->key0.ptr, NULL, c->title.ptr, NULL, 0, v, n);
 }
 
 static void tag_page_drop(void *arg, const struct listing_page *p)
@@ -324,7 +325,7 @@ void derived_render_tag_index(struct site *s)
 		items[i].url = urls[i];
 		items[i].summary = counts[i];
 	}
-	layout_listing_page(&s->layout, "Tags", NULL, items, n, &html);
+	layout_listing_page(&s->layout, NULL, "Tags", NULL, items, n, &html);
 	put_text(s, PAGE_GENERATED, "/tags/", "text/html; charset=utf-8", &html);
 	for (i = 0; i < n; i++) {
 		free(urls[i]);
@@ -412,13 +413,20 @@ static void tree_doc(struct site *s, const struct derived_folder *f, const struc
 		buf_adds(&b, k++ ? ",{\"name\":\"" : "{\"name\":\"");
 		buf_adds_json(&b, kids[i]->name);
 		buf_adds(&b, "\",\"url\":");
+		buf_addc(&b, '"');
 		if (kids[i]->index) {
-			buf_addc(&b, '"');
 			buf_adds_json(&b, kids[i]->index->href);
-			buf_addc(&b, '"');
 		} else {
-			buf_adds(&b, "null");
+			/* its listing: the explorer's folder names are links */
+			struct buf u = BUF_INIT;
+			char *ku = derived_folder_url(kids[i]);
+			buf_adds(&u, s->cfg.url_prefix);
+			buf_add_urlpath(&u, ku, strlen(ku));
+			buf_adds_json(&b, u.ptr);
+			buf_release(&u);
+			free(ku);
 		}
+		buf_addc(&b, '"');
 		buf_addc(&b, '}');
 	}
 	for (i = 0; i < n; i++) {
@@ -504,7 +512,8 @@ static void folder_page_write(void *arg, const struct listing *l, const struct l
 			lead[i].url = kid_urls[i];
 		}
 	}
-	listing_html(s, l, p, f->url, f->path[0] ? f->name : s->cfg.title, lead, nk, v, n);
+	listing_html(s, l, p, f->url, f->path, f->path[0] ? f->name : s->cfg.title, lead, nk, v,
+		     n);
 	tree_doc(s, f, l, p, v, n, kids, nk);
 	for (i = 0; i < nk; i++)
 		free(kid_urls[i]);

@@ -27,10 +27,15 @@
  *    id="content"): the shell's few ids carry a "quire-" prefix.
  *  - Localising dates in C: the <time> holds the ISO date, which the
  *    script may format for the reader's locale.
+ *  - The listing of the page's folder in every page, for readers without
+ *    JavaScript: a note created in a folder would change every page of
+ *    that folder. The breadcrumbs lead there instead, one click away.
  */
 #include "site/layout.h"
 #include "util/hash.h"
 #include "util/unicode.h"
+#include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +111,14 @@ static void add_home_url(struct buf *out, const struct layout_site *site)
 {
 	add_html(out, site->url_prefix);
 	buf_addc(out, '/');
+}
+
+/* Whether url (with prefix) is the home page's. */
+static int is_home(const struct layout_site *site, const char *url)
+{
+	size_t n = strlen(site->url_prefix);
+
+	return url && strncmp(url, site->url_prefix, n) == 0 && strcmp(url + n, "/") == 0;
 }
 
 /*
@@ -261,6 +274,43 @@ static void body_close(struct buf *out, const struct layout_site *site)
 	buf_adds(out, " \xc2\xb7 Published with quire</footer>\n</body>\n</html>\n");
 }
 
+/*
+ * Home, then each folder of folder[0, len) (linked to its listing, at the
+ * URL derived.c gives it), then the page itself, not linked.
+ */
+static void breadcrumbs(struct buf *out, const struct layout_site *site, const char *folder,
+			size_t len, const char *title)
+{
+	struct buf idx = BUF_INIT;
+	size_t at = 0;
+
+	buf_adds(out, "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumbs\"><ol>\n<li><a href=\"");
+	add_home_url(out, site);
+	buf_adds(out, "\">Home</a></li>\n");
+	while (at < len) {
+		const char *slash = memchr(folder + at, '/', len - at);
+		size_t end = slash ? (size_t)(slash - folder) : len;
+		char *url;
+
+		buf_reset(&idx);
+		buf_add(&idx, folder, end);
+		buf_adds(&idx, "/index.md");
+		url = vault_note_url(idx.ptr, NULL);
+		buf_adds(out, "<li><a href=\"");
+		add_html(out, site->url_prefix);
+		buf_add_urlpath(out, url, strlen(url));
+		buf_adds(out, "\">");
+		buf_add_html(out, folder + at, end - at);
+		buf_adds(out, "</a></li>\n");
+		free(url);
+		at = end + 1;
+	}
+	buf_adds(out, "<li aria-current=\"page\">");
+	add_html(out, title);
+	buf_adds(out, "</li>\n</ol></nav>\n");
+	buf_release(&idx);
+}
+
 static void add_date(struct buf *out, const char *label, const char *date)
 {
 	buf_adds(out, "<span class=\"note-date\">");
@@ -277,7 +327,10 @@ static void note_header(struct buf *out, const struct layout_site *site,
 {
 	size_t i;
 
-	buf_adds(out, "<header class=\"note-header\">\n<h1 class=\"note-title\">");
+	buf_adds(out, "<header class=\"note-header\">\n");
+	if (note->folder && !is_home(site, note->url))
+		breadcrumbs(out, site, note->folder, strlen(note->folder), note->title);
+	buf_adds(out, "<h1 class=\"note-title\">");
 	add_html(out, note->title);
 	buf_adds(out, "</h1>\n");
 	if (note->created || note->updated) {
@@ -347,12 +400,11 @@ static int toc_top(const struct layout_note *note)
  * heading shown: nesting lists would need repairs for skipped levels
  * (an h4 straight under an h2), and the flat form reads the same.
  */
-static void toc(struct buf *out, const struct layout_note *note, int top)
+static void toc_entries(struct buf *out, const struct layout_note *note, int top)
 {
 	size_t i;
 
-	buf_adds(out, "<aside class=\"toc\" aria-label=\"On this page\">\n"
-		      "<h2 class=\"toc-title\">On this page</h2>\n<ul>\n");
+	buf_adds(out, "<ul>\n");
 	for (i = 0; i < note->ntoc; i++) {
 		const struct layout_toc_entry *e = &note->toc[i];
 		if (e->level < 1 || e->level > TOC_MAX_LEVEL)
@@ -363,7 +415,28 @@ static void toc(struct buf *out, const struct layout_note *note, int top)
 		add_html(out, e->text);
 		buf_adds(out, "</a></li>\n");
 	}
-	buf_adds(out, "</ul>\n</aside>\n");
+	buf_adds(out, "</ul>\n");
+}
+
+/* Beside the note on a wide screen. */
+static void toc(struct buf *out, const struct layout_note *note, int top)
+{
+	buf_adds(out, "<aside class=\"toc toc-side\" aria-label=\"On this page\">\n"
+		      "<h2 class=\"toc-title\">On this page</h2>\n");
+	toc_entries(out, note, top);
+	buf_adds(out, "</aside>\n");
+}
+
+/*
+ * Before the note's text, folded, on a narrow screen (the stylesheet shows
+ * one of the two): at the end of a long page it was out of reach.
+ */
+static void toc_folded(struct buf *out, const struct layout_note *note, int top)
+{
+	buf_adds(out, "<details class=\"toc toc-folded\">\n"
+		      "<summary class=\"toc-title\">On this page</summary>\n");
+	toc_entries(out, note, top);
+	buf_adds(out, "</details>\n");
 }
 
 size_t layout_note_page(const struct layout_site *site, const struct layout_note *note,
@@ -384,7 +457,10 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 	}
 	buf_adds(out, "\">\n");
 	note_header(out, site, note);
-	buf_adds(out, "<div class=\"note-body\">\n");
+	if (top)
+		toc_folded(out, note, top);
+	buf_adds(out, note->title_repeated ? "<div class=\"note-body title-repeated\">\n"
+					   : "<div class=\"note-body\">\n");
 	at = out->len;
 	if (note->body_html)
 		buf_add(out, note->body_html, note->body_len);
@@ -398,15 +474,23 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 	return at;
 }
 
-void layout_listing_page(const struct layout_site *site, const char *title, const char *intro_html,
-			 const struct layout_item *items, size_t nitems, struct buf *out)
+void layout_listing_page(const struct layout_site *site, const char *folder, const char *title,
+			 const char *intro_html, const struct layout_item *items, size_t nitems,
+			 struct buf *out)
 {
 	size_t i;
 
 	head(out, site, PAGE_LISTING, title, NULL, NULL);
-	body_open(out, site, 0, NULL);
-	buf_adds(out, "<article class=\"listing\">\n<header class=\"note-header\">\n"
-		      "<h1 class=\"note-title\">");
+	body_open(out, site, 0, folder);
+	buf_adds(out, "<article class=\"listing\">\n<header class=\"note-header\">\n");
+	if (!folder) {
+		breadcrumbs(out, site, "", 0, title);
+	} else if (folder[0]) {
+		/* a folder's listing: the folders above it, then its own name */
+		const char *slash = strrchr(folder, '/');
+		breadcrumbs(out, site, folder, slash ? (size_t)(slash - folder) : 0, title);
+	}
+	buf_adds(out, "<h1 class=\"note-title\">");
 	add_html(out, title);
 	buf_adds(out, "</h1>\n</header>\n");
 	if (intro_html && intro_html[0]) {

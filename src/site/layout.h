@@ -61,6 +61,7 @@ struct layout_note {
 	size_t nbacklinks;
 	const char *folder;        /* the note's vault folder ("a/b", "" at the root), for the
 				      explorer to open its way there; NULL: none */
+	int title_repeated;        /* the body opens with an h1 of the title: not shown twice */
 };
 
 /* An item in a generated listing page (tag page, folder page, search results). */
@@ -78,14 +79,17 @@ struct layout_item {
 size_t layout_note_page(const struct layout_site *site, const struct layout_note *note,
 			struct buf *out);
 
-/*
- * Appends a generated listing page: a heading, an optional intro (trusted
- * HTML, may be NULL) and the items as a list. For tag and folder pages.
- */
 /* The large search box of the /search page, showing query (escaped here). */
 void layout_search_form(struct buf *out, const struct layout_site *site, const char *query);
 
-void layout_listing_page(const struct layout_site *site, const char *title,
+/*
+ * Appends a generated listing page: breadcrumbs, a heading, an optional
+ * intro (trusted HTML, may be NULL) and the items as a list. For tag and
+ * folder pages and search results. folder is the vault folder a folder's
+ * listing shows ("a/b"; "" for the root, which has no breadcrumbs), or
+ * NULL for any other listing (breadcrumbs Home > title).
+ */
+void layout_listing_page(const struct layout_site *site, const char *folder, const char *title,
 			 const char *intro_html, const struct layout_item *items, size_t nitems,
 			 struct buf *out);
 

@@ -531,6 +531,10 @@ void render_note_page(struct site *s, struct site_note *n)
 	ln.ncssclasses = n->note.cssclasses.n;
 	ln.body_html = body.ptr;
 	ln.body_len = body.len;
+	/* "# Title" opening a note whose title it is: the page heading says it already */
+	ln.title_repeated = n->md.nheadings && n->md.headings[0].start == 0 &&
+			    n->md.headings[0].level == 1 &&
+			    strcasecmp(n->md.headings[0].text, n->note.title) == 0;
 	ln.toc = toc;
 	ln.ntoc = ntoc;
 	ln.backlinks = back;

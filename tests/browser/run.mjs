@@ -1,0 +1,269 @@
+/*
+ * tests/browser/run.mjs: the reader's side of quire in a real browser.
+ *
+ *	node tests/browser/run.mjs          (meson runs it as the "browser" test)
+ *
+ * Starts the real `$QUIRE_BIN serve` on a copy of vault-sample (with a note
+ * that opens with its own title, and a folder of 250 notes), and drives
+ * Debian's Chromium (/usr/bin/chromium, installed by scripts/setup) through
+ * the DevTools protocol with puppeteer-core (pinned in package-lock.json,
+ * installed by scripts/setup with `npm ci`; nothing is fetched at run time).
+ * It asserts on the DOM after the theme's script ran, as a reader would
+ * meet it: breadcrumbs and folder links navigate, the explorer's folder
+ * names are links, the table of contents is reachable at 375 px wide, the
+ * title is not shown twice, typing a prefix in the search box shows
+ * results, /search pages through them, dark mode switches, and on every
+ * page: no console error, no failed request, no request leaving the
+ * server. axe-core (pinned) checks the home page, a note, a tag page,
+ * /search and a folder page for serious or critical violations.
+ * Screenshots of a few pages at desktop and phone widths go to
+ * $QUIRE_ARTIFACTS (default: build/browser-shots under the current
+ * directory).
+ *
+ * Prints "N passed, N failed" like the C tests; exits 1 on a failure.
+ */
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer from 'puppeteer-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = process.env.QUIRE_SOURCE_ROOT || join(here, '..', '..');
+const quire = process.env.QUIRE_BIN || join(root, 'build', 'quire');
+const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+const shots = process.env.QUIRE_ARTIFACTS || join(process.cwd(), 'browser-shots');
+const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+let passed = 0;
+let failed = 0;
+function check(ok, what) {
+  if (ok) {
+    passed++;
+  } else {
+    failed++;
+    console.error('  FAILED: ' + what);
+  }
+}
+
+/* quire serve on vault, on a free port; resolves when the search index answers. */
+async function serve(vault) {
+  const proc = spawn(quire, ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'],
+    { stdio: ['ignore', 'pipe', 'ignore'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    proc.on('exit', () => reject(new Error('quire serve exited: ' + out)));
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200; i++) {
+    try {
+      const r = await fetch(base + '/api/search?q=quire');
+      if ((await r.text()).includes('"url"')) break;
+    } catch (e) { /* not yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { proc, base };
+}
+
+/*
+ * A page that records what the reader would not see: console errors,
+ * uncaught exceptions, failed requests, requests to another origin.
+ */
+async function watchedPage(browser, base, width, height) {
+  const page = await browser.newPage();
+  await page.setViewport({ width, height });
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
+  page.on('pageerror', (e) => problems.push('exception: ' + e.message));
+  page.on('requestfailed', (r) => problems.push('failed: ' + r.url()));
+  await page.setRequestInterception(true);
+  page.on('request', (r) => {
+    const u = r.url();
+    if (u.startsWith(base) || u.startsWith('data:') || u.startsWith('about:')) {
+      r.continue();
+    } else {
+      problems.push('left the server: ' + u);
+      r.abort();
+    }
+  });
+  page.problems = problems;
+  return page;
+}
+
+async function visit(page, url) {
+  const res = await page.goto(url, { waitUntil: 'networkidle0' });
+  return res ? res.status() : 0;
+}
+
+async function axe(page, what) {
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(async () =>
+    /* global axe */
+    axe.run(document, { resultTypes: ['violations'] }));
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of bad)
+    console.error(`  axe ${what}: ${v.impact} ${v.id}: ${v.help} (${v.nodes.length}: ` +
+      v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ') + ')');
+  check(bad.length === 0, `axe-core finds no serious or critical violation on ${what}`);
+}
+
+async function main() {
+  if (!chromium) {
+    check(false, 'chromium is installed (scripts/setup installs it)');
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'quire-browser-'));
+  const vault = join(work, 'vault');
+  cpSync(join(root, 'vault-sample'), vault, { recursive: true });
+  writeFileSync(join(vault, 'writing', 'Repeated.md'),
+    '# Repeated\n\nA note that opens with its own title.\n\n## First part\n\nText.\n\n' +
+    '## Second part\n\nMore text.\n');
+  mkdirSync(join(vault, 'big'));
+  for (let i = 0; i < 250; i++)
+    writeFileSync(join(vault, 'big', `n${String(i).padStart(3, '0')}.md`),
+      `# Big note ${i}\n\nA note of a big folder, number ${i}.\n`);
+  mkdirSync(shots, { recursive: true });
+  const { proc, base } = await serve(vault);
+  const browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    await run(browser, base);
+  } finally {
+    await browser.close();
+    proc.kill();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+async function run(browser, base) {
+  const desk = await watchedPage(browser, base, 1400, 900);
+
+  /* a note: breadcrumbs, the explorer open on its folder, folder names as links */
+  check(await visit(desk, base + '/writing/links') === 200, 'a note answers 200');
+  const crumbs = await desk.$$eval('nav.breadcrumbs li', (li) => li.map((x) => x.textContent));
+  check(JSON.stringify(crumbs) === JSON.stringify(['Home', 'writing', 'Links']),
+    'breadcrumbs read Home, writing, Links: ' + JSON.stringify(crumbs));
+  await desk.waitForSelector('.explorer a[aria-current="page"]', { timeout: 5000 })
+    .catch(() => null);
+  check(await desk.$('.explorer a[aria-current="page"]') !== null,
+    'the explorer opens on the current note');
+  const folderLinks = await desk.$$eval('.explorer .tree-folder > .tree-row > a',
+    (a) => a.map((x) => x.getAttribute('href')));
+  check(folderLinks.includes('/writing/') && folderLinks.includes('/big/'),
+    'folder names in the explorer link to folder pages: ' + JSON.stringify(folderLinks));
+  await desk.screenshot({ path: join(shots, 'note-desktop.png'), fullPage: false });
+  await axe(desk, 'a note');
+
+  /* the folder crumb navigates to the folder's listing */
+  await Promise.all([desk.waitForNavigation({ waitUntil: 'networkidle0' }),
+    desk.click('nav.breadcrumbs li:nth-child(2) a')]);
+  check(new URL(desk.url()).pathname === '/writing/', 'the folder crumb leads to /writing/');
+  check(await desk.$eval('h1', (h) => h.textContent) === 'writing', 'the folder page is titled');
+  check((await desk.$$('.listing-items a')).length === 7, 'the folder page lists its 7 notes');
+  await axe(desk, 'a folder page');
+
+  /* a folder name in the explorer navigates too */
+  await desk.waitForSelector('.explorer .tree-folder > .tree-row > a[href="/big/"]');
+  await Promise.all([desk.waitForNavigation({ waitUntil: 'networkidle0' }),
+    desk.click('.explorer .tree-folder > .tree-row > a[href="/big/"]')]);
+  check(new URL(desk.url()).pathname === '/big/', 'a folder in the explorer leads to its page');
+
+  /* the title once, the table of contents beside the text */
+  await visit(desk, base + '/writing/repeated');
+  const shownH1 = await desk.$$eval('h1', (hs) =>
+    hs.filter((h) => getComputedStyle(h).display !== 'none').map((h) => h.textContent));
+  check(JSON.stringify(shownH1) === JSON.stringify(['Repeated']),
+    'a note opening with its title shows it once: ' + JSON.stringify(shownH1));
+  const tocWide = await desk.evaluate(() => [
+    getComputedStyle(document.querySelector('.toc-side')).display !== 'none',
+    getComputedStyle(document.querySelector('.toc-folded')).display !== 'none']);
+  check(tocWide[0] && !tocWide[1], 'on a wide screen the table of contents is beside the text');
+
+  /* a tag page */
+  check(await visit(desk, base + '/tags/') === 200, 'the tags page answers');
+  const tagHref = await desk.$eval('.listing-items a', (a) => a.getAttribute('href'));
+  check(await visit(desk, base + tagHref) === 200, 'a tag page answers');
+  await axe(desk, 'a tag page');
+
+  /* the home page, and typing a prefix into the search box */
+  await visit(desk, base + '/');
+  await axe(desk, 'the home page');
+  await desk.screenshot({ path: join(shots, 'home-desktop.png') });
+  await desk.type('header form.search input', 'wikil');
+  const dropdown = await desk.waitForSelector('header .search-results .search-result',
+    { visible: true, timeout: 5000 }).catch(() => null);
+  check(dropdown !== null, 'typing a prefix ("wikil") shows results under the box');
+
+  /* /search: the query kept, a count, a next page */
+  check(await visit(desk, base + '/search?q=the') === 200, '/search answers');
+  check(await desk.$eval('main input[name="q"]', (i) => i.value) === 'the',
+    '/search keeps the query in its box');
+  const total = await desk.$eval('.search-total', (p) => p.textContent);
+  check(/^Results 1 to 20 of \d+$/.test(total), '/search counts the results: ' + total);
+  check((await desk.$$('ol.search-page-results > li')).length === 20, '/search shows 20 a page');
+  await axe(desk, '/search');
+  await Promise.all([desk.waitForNavigation({ waitUntil: 'networkidle0' }),
+    desk.click('.search-pager a[rel="next"]')]);
+  check(new URL(desk.url()).searchParams.get('page') === '2', 'Next leads to page 2');
+  check(/^Results 21 to \d+ of \d+$/.test(await desk.$eval('.search-total', (p) => p.textContent)),
+    'page 2 starts at the 21st result');
+
+  /* dark mode */
+  await visit(desk, base + '/writing/links');
+  const before = await desk.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const was = await desk.evaluate(() => document.documentElement.dataset.theme || '');
+  await desk.click('.theme-toggle');
+  const after = await desk.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const now = await desk.evaluate(() => document.documentElement.dataset.theme || '');
+  check(now !== was && (now === 'dark' || now === 'light') && after !== before,
+    `the theme toggle switches the colours (${was || 'system'} ${before} -> ${now} ${after})`);
+  await desk.screenshot({ path: join(shots, 'note-desktop-toggled.png') });
+  await axe(desk, 'a note in the other colour scheme');
+
+  check(desk.problems.length === 0, 'desktop pages: no console error, failed or outside request: ' +
+    JSON.stringify(desk.problems.slice(0, 5)));
+
+  /* a phone: the table of contents folded before the text, and it opens */
+  const phone = await watchedPage(browser, base, 375, 740);
+  await visit(phone, base + '/writing/repeated');
+  const tocNarrow = await phone.evaluate(() => {
+    const folded = document.querySelector('.toc-folded');
+    const body = document.querySelector('.note-body');
+    return [getComputedStyle(document.querySelector('.toc-side')).display === 'none',
+      getComputedStyle(folded).display !== 'none',
+      folded.getBoundingClientRect().top < body.getBoundingClientRect().top,
+      folded.getBoundingClientRect().top < window.innerHeight];
+  });
+  check(tocNarrow.every(Boolean), 'at 375 px the table of contents is folded before the text, ' +
+    'on the first screen: ' + JSON.stringify(tocNarrow));
+  await phone.click('.toc-folded > summary');
+  const link = await phone.$('.toc-folded a[href="#second-part"]');
+  check(link !== null && await link.isVisible(), 'opening it shows the headings');
+  if (link) {
+    await link.click();
+    await new Promise((r) => setTimeout(r, 300));
+    check(await phone.evaluate(() => location.hash) === '#second-part', 'and a heading is reached');
+  }
+  await phone.screenshot({ path: join(shots, 'note-phone.png') });
+  await visit(phone, base + '/');
+  await phone.screenshot({ path: join(shots, 'home-phone.png') });
+  check(phone.problems.length === 0, 'phone pages: no console error, failed or outside request: ' +
+    JSON.stringify(phone.problems.slice(0, 5)));
+}
+
+main()
+  .catch((e) => check(false, 'the run finished: ' + (e && e.stack || e)))
+  .finally(() => {
+    console.log(`${passed} passed, ${failed} failed`);
+    process.exit(failed ? 1 : 0);
+  });
