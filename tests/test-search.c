@@ -758,6 +758,51 @@ static void test_substrings(void)
 	CHECK(search_check(writer) == 0);
 }
 
+/* The "suggestion" of a query, or "" when it has none ("ERROR" on failure). */
+static const char *suggestion(const char *q)
+{
+	static char out[256];
+	struct jv *v = query(q), *sug = v ? jget(v, "suggestion") : NULL;
+
+	snprintf(out, sizeof(out), "%s", !v ? "ERROR" : sug && sug->type == J_STR ? sug->str : "");
+	if (v && sug && total_of(v) != 0)
+		snprintf(out, sizeof(out), "a suggestion with %lld results", total_of(v));
+	jfree(v);
+	return out;
+}
+
+/*
+ * A query that finds nothing gets "did you mean": each word the index
+ * lacks replaced by its most frequent word one or two edits away (one for
+ * short words), swaps counting as one edit; the rest of the query as typed.
+ */
+static void test_suggestions(void)
+{
+	CHECK(search_begin(writer) == 0);
+	put("/s/start-transcript", "Start-Transcript", "", "", "Starts a transcript of the session.");
+	put("/s/stop-transcript", "Stop-Transcript", "", "", "Stops the transcript; transcripts end.");
+	put("/s/transcribe", "Transcribe", "", "", "To transcribe is to copy.");
+	put("/s/colour", "Colour", "", "", "The colour of the sky; a colour chart.");
+	put("/s/colour2", "Colours", "", "", "Another colour.");
+	put("/s/color", "Color", "", "", "One color, spelt the short way.");
+	CHECK(search_commit(writer) == 0);
+
+	CHECK_STR(suggestion("trnascript"), "transcript");
+	CHECK_STR(suggestion("Trnascript"), "transcript");
+	CHECK_STR(suggestion("start trnascript"), "start transcript");
+	CHECK_STR(suggestion("\"stop\" transcrpt of"), "\"stop\" transcript of");
+	/* two words one edit away: the one in more rows */
+	CHECK_STR(suggestion("colur"), "colour");
+	/* two edits for a long word, one for a short one */
+	CHECK_STR(suggestion("trancsrpt"), "transcript");
+	CHECK_STR(suggestion("colr"), "color");
+	CHECK_STR(suggestion("clr"), "");
+	/* nothing near, or nothing missing */
+	CHECK_STR(suggestion("zzzzqqqq"), "");
+	CHECK_STR(suggestion("transcript"), "");
+	CHECK_STR(suggestion("transcribe colour"), "");
+}
+
 static void test_update_replaces(void)
 {
 	struct jv *v;
@@ -2377,6 +2422,7 @@ int main(void)
 	RUN(test_chinese);
 	RUN(test_japanese);
 	RUN(test_substrings);
+	RUN(test_suggestions);
 	RUN(test_update_replaces);
 	RUN(test_delete);
 	RUN(test_batches);

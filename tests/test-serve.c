@@ -458,6 +458,14 @@ static void test_search(void)
 	      strstr(r.body.ptr, "<ol class=\"listing-items search-page-results\" start=\"21\">") &&
 	      strstr(r.body.ptr, "rel=\"prev\"") && !strstr(r.body.ptr, "rel=\"next\""));
 	resp_free(&r);
+	/* a mistyped word: "did you mean", in the API and on the page */
+	CHECK(get("/api/search?q=calouts", "", &r) == 0);
+	CHECK(r.status == 200 && strstr(r.body.ptr, "\"total\":0,\"suggestion\":\"callouts\""));
+	resp_free(&r);
+	CHECK(get("/search?q=calouts", "", &r) == 0);
+	CHECK(r.status == 200 && strstr(r.body.ptr, "Did you mean <a rel=\"nofollow\" "
+						    "href=\"/search?q=callouts&amp;page=1\">callouts</a>?"));
+	resp_free(&r);
 	CHECK(get("/search?q=%22%3E%3Cb%3E&page=1", "", &r) == 0);
 	CHECK(r.status == 200 && strstr(r.body.ptr, "value=\"&quot;&gt;&lt;b&gt;\"") &&
 	      !strstr(r.body.ptr, "\"><b>"));

@@ -298,6 +298,20 @@
         items.push(a);
       });
       if (!items.length) list.append(h('div', { class: 'search-empty', text: 'No results for \u201c' + q + '\u201d' }));
+      const hint = data && typeof data.suggestion === 'string' ? data.suggestion : '';
+      if (hint) {
+        /* "did you mean": the index's own word for a mistyped one; choosing it searches it */
+        const a = h('a', { class: 'search-result search-suggestion', role: 'option', id: id + '-' + items.length,
+          href: form.action + '?q=' + encodeURIComponent(hint) }, ['Did you mean ', h('mark', { text: hint }), '?']);
+        a.addEventListener('click', (e) => {
+          e.preventDefault();
+          input.value = hint;
+          query();
+          input.focus();
+        });
+        list.append(a);
+        items.push(a);
+      }
       const total = data && typeof data.total === 'number' ? data.total : 0;
       if (total > items.length) {
         const more = h('a', { class: 'search-more', href: form.action + '?q=' + encodeURIComponent(q) });

@@ -255,7 +255,7 @@ static void page_link(struct buf *out, const struct searchapi *api, const char *
 	buf_addf(out, "<a rel=\"%s\" href=\"", rel);
 	buf_adds_html(out, href.ptr);
 	buf_adds(out, "\">");
-	buf_adds(out, text);
+	buf_adds_html(out, text);
 	buf_adds(out, "</a>");
 	buf_release(&href);
 }
@@ -299,8 +299,17 @@ static void page_handler(struct http_request *req, void *ctx)
 					  : "<p>Search failed; please try again.</p>\n");
 		goto reply;
 	}
-	if (!total)
+	if (!total) {
+		const char *hint = search_reader_suggestion(r);
+
 		buf_adds(&intro, "<p class=\"search-total\">No notes match.</p>\n");
+		if (hint) {
+			/* "did you mean": the index's own words for mistyped ones */
+			buf_adds(&intro, "<p class=\"search-suggestion\">Did you mean ");
+			page_link(&intro, api, hint, 1, "nofollow", hint);
+			buf_adds(&intro, "?</p>\n");
+		}
+	}
 	else if (!results.len)
 		buf_addf(&intro, "<p class=\"search-total\">%lld result%s: none on page %d.</p>\n",
 			 total, total == 1 ? "" : "s", page);

@@ -239,6 +239,9 @@ struct search_reader {
 	int substrings;          /* search_add_result() finds the matches in the row itself */
 	double *acc;             /* by row id from a base: frequencies summed, else 0 */
 	size_t acc_cap;
+	/* "did you mean" (suggest.c): the last query's suggestion, or empty */
+	struct buf suggestion;
+	sqlite3_stmt *word_rows, *near_words;
 };
 
 /* bm25's parameters, as FTS5's (rank.c, and search_rank_rows() in lists.c). */
@@ -279,6 +282,15 @@ int search_query_parse(const char *q, size_t len, struct query *out, const char 
 void search_match_add_string(struct buf *b, const char *s, size_t n);
 void search_match_add_term(struct buf *b, const struct term *t);
 int search_substring_terms(const struct query *q);
+
+/*
+ * suggest.c: into out, the query text (whose terms q holds) with each word
+ * the index lacks replaced by the most frequent indexed word one or two
+ * edits from it; empty when no word changed. Prefix terms too when all is
+ * set. 0, or -1 on a database error (logged).
+ */
+int search_suggest(struct search_reader *r, const char *text, const struct query *q, int all,
+		   struct buf *out);
 void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2]);
 
 /* snippet.c */

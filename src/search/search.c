@@ -205,6 +205,7 @@ struct search_reader *search_reader_open(const char *path)
 	r->lists_min_rows = LISTS_MIN_ROWS;
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
+	buf_init(&r->suggestion, 0);
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_init(&r->sub[i].text, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
@@ -262,12 +263,15 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->list_scan);
 	sqlite3_finalize(r->hit_scan);
 	sqlite3_finalize(r->vocab_scan);
+	sqlite3_finalize(r->word_rows);
+	sqlite3_finalize(r->near_words);
 	search_db_close(r->db);
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_release(&r->sub[i].text);
 	free(r->acc);
 	buf_release(&r->match);
 	buf_release(&r->snippet);
+	buf_release(&r->suggestion);
 	free(r->top);
 	free(r->slots);
 	free(r);
@@ -561,6 +565,7 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 	size_t len = q ? strlen(q) : 0;
 	int ret = 0;
 
+	buf_reset(&r->suggestion);
 	if (len == 0)
 		return bad_request(out, "empty query");
 	if (len > SEARCH_QUERY_MAX)
@@ -590,6 +595,13 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 				search_db_run_once(r->db, r->rollback, "rollback");
 		}
 	}
+	/*
+	 * Nothing found: perhaps a word was mistyped. Asked after the read
+	 * transaction, so only a query that found nothing pays for it.
+	 */
+	if (ret == 0 && total == 0 && parsed.npos > 0 &&
+	    search_suggest(r, q, &parsed, 1, &r->suggestion) < 0)
+		buf_reset(&r->suggestion);
 	*total_out = total;
 	if (ret < 0) {
 		buf_adds(out, "{\"error\":\"search failed\"}");
@@ -603,9 +615,20 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 	}
 	buf_adds(out, "{\"query\":\"");
 	buf_add_json(out, q, len);
-	buf_addf(out, "\",\"total\":%lld,\"results\":[", total);
+	buf_addf(out, "\",\"total\":%lld,", total);
+	if (r->suggestion.len) {
+		buf_adds(out, "\"suggestion\":\"");
+		buf_add_json(out, r->suggestion.ptr, r->suggestion.len);
+		buf_adds(out, "\",");
+	}
+	buf_adds(out, "\"results\":[");
 	buf_add(out, results.ptr, results.len);
 	buf_adds(out, "]}");
 	buf_release(&results);
 	return 0;
+}
+
+const char *search_reader_suggestion(const struct search_reader *r)
+{
+	return r->suggestion.len ? r->suggestion.ptr : NULL;
 }

@@ -198,4 +198,12 @@ int search_query(struct search_reader *r, const char *q, int limit, int offset, 
 int search_query_html(struct search_reader *r, const char *q, int limit, int offset,
 		      struct buf *out, long long *total);
 
+/*
+ * After a query that found nothing: the query with its mistyped words
+ * replaced by the index's nearest frequent ones (suggest.c), which
+ * /api/search also gives as "suggestion"; NULL when there is none. Valid
+ * until the reader's next query.
+ */
+const char *search_reader_suggestion(const struct search_reader *r);
+
 #endif

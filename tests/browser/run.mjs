@@ -204,6 +204,21 @@ async function run(browser, base) {
     { visible: true, timeout: 5000 }).catch(() => null);
   check(dropdown !== null, 'typing a prefix ("wikil") shows results under the box');
 
+  /* a typo gets a suggestion, and choosing it searches it */
+  await desk.click('header form.search input', { clickCount: 3 });
+  await desk.type('header form.search input', 'calouts');
+  const hint = await desk.waitForSelector('header .search-suggestion', { visible: true, timeout: 5000 })
+    .catch(() => null);
+  check(hint !== null && (await hint.evaluate((a) => a.textContent)) === 'Did you mean callouts?',
+    'a mistyped word ("calouts") gets "Did you mean callouts?"');
+  if (hint) {
+    await hint.click();
+    check(await desk.waitForFunction(() =>
+      document.querySelector('header form.search input').value === 'callouts' &&
+      document.querySelector('header .search-results a.search-result:not(.search-suggestion)'),
+    { timeout: 5000 }).then(() => true, () => false), 'choosing it shows its results');
+  }
+
   /* /search: the query kept, a count, a next page */
   check(await visit(desk, base + '/search?q=the') === 200, '/search answers');
   check(await desk.$eval('main input[name="q"]', (i) => i.value) === 'the',
