@@ -547,7 +547,7 @@ static char *page_body(const struct snapshot *snap, const char *url)
 
 	if (!b)
 		return xstrdup("");
-	from = memmem(b, p->body_len, "<div class=\"note-body\">", 23);
+	from = memmem(b, p->body_len, "<div class=\"note-body", 21);
 	to = from ? memmem(from, p->body_len - (size_t)(from - b), "</article>", 10) : NULL;
 	return from && to ? xstrndup(from, (size_t)(to - from)) : xstrdup("");
 }
@@ -681,6 +681,46 @@ static void test_embedded_blocks(void)
 	CHECK_INT(s->diags.nwarnings, 0);
 	free(body);
 	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
+/*
+ * quire.yml's home: names the note served at the site's root (as a
+ * "slug: /" would): "/" is its page, links to it say "/", the URL of its
+ * path redirects there; a home that is no published note is reported.
+ */
+static void test_home_setting(void)
+{
+	char *v = tv_new(), *body;
+	struct snapshot *snap;
+	struct site *s;
+	struct page *p;
+
+	tv_write(v, "quire.yml", "home: Guide/Welcome\n");
+	tv_write(v, "Guide/Welcome.md", "# Welcome\n\nWELCOME-TEXT.\n");
+	tv_write(v, "Other.md", "See [[Welcome]].\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, NULL);
+	body = page_body(snap, "/");
+	CHECK(body && strstr(body, "WELCOME-TEXT"));
+	free(body);
+	body = page_body(snap, "/other");
+	CHECK(body && strstr(body, "<a class=\"internal\" href=\"/\">Welcome</a>"));
+	free(body);
+	p = snapshot_get(snap, "/guide/welcome", 14);
+	CHECK(p && p->kind == PAGE_REDIRECT && p->location && strcmp(p->location, "/") == 0);
+	CHECK_INT(s->diags.nwarnings, 0);
+	snapshot_unref(snap);
+	site_free(s);
+
+	tv_write(v, "quire.yml", "home: Guide/Nothing.md\n");
+	s = load(v, 1);
+	CHECK(s && has_diag(s, "quire.yml", "home: Guide/Nothing.md is not a note of the vault"));
 	site_free(s);
 out:
 	tv_remove(v);
@@ -1212,6 +1252,7 @@ int main(void)
 	RUN(test_embed_sections);
 	RUN(test_markdown_links);
 	RUN(test_embedded_blocks);
+	RUN(test_home_setting);
 	RUN(test_line_breaks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);

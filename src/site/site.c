@@ -234,6 +234,13 @@ struct site *site_load(const char *path, const struct site_options *opt)
 		return NULL;
 	}
 	site_apply(s, &root, 1);
+	if (s->cfg.home) {
+		const struct site_note *h = site_find_note(s, s->cfg.home);
+		if (!h || !h->published)
+			diag_add(&s->diags, DIAG_WARNING, "quire.yml", 0,
+				 "home: %s is %s; the site's root shows the vault's listing", s->cfg.home,
+				 h ? "not published" : "not a note of the vault");
+	}
 	site_heap_trim();
 	return s;
 }

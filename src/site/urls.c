@@ -206,8 +206,13 @@ void urls_assign(struct site *s, struct work *w)
  */
 char *urls_base_of(struct site *s, const struct site_note *n)
 {
-	char *url = vault_note_url(n->note.path, n->note.slug), *other;
+	/* quire.yml's home: that note is the site's root, as with "slug: /" */
+	int home = s->cfg.home && strcmp(n->note.path, s->cfg.home) == 0;
+	char *url = vault_note_url(n->note.path, home ? "/" : n->note.slug), *other;
 	const char *why;
+
+	if (home)
+		return url;
 
 	if (n->note.slug && (why = vault_url_reserved(url))) {
 		diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, n->note.path, 0,
@@ -460,8 +465,8 @@ static void alias_urls(struct site *s, const struct site_note *n, int report, ch
 		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
 		(*out)[(*nout)++] = xstrdup(m->urls[k]);
 	}
-	if (n->note.slug) {
-		/* the URL its path would give redirects to the one its slug gives */
+	if (n->note.slug || (s->cfg.home && strcmp(n->note.path, s->cfg.home) == 0)) {
+		/* the URL its path would give redirects to the one its slug (or home:) gives */
 		char *url = vault_note_url(n->note.path, NULL);
 		if (strcmp(url, n->url) != 0 && !vault_url_reserved(url)) {
 			*out = xrealloc(*out, (*nout + 1) * sizeof(**out));

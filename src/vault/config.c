@@ -5,12 +5,14 @@
 #include "util/buf.h"
 #include "util/files.h"
 #include "util/log.h"
+#include "util/unicode.h"
 #include "util/xalloc.h"
 #include "util/yml.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define FILE_NAME "quire.yml"
 
@@ -239,6 +241,20 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 					 "strict_line_breaks must be true or false");
 			else
 				cfg->strict_line_breaks = b;
+		} else if (strcmp(key, "home") == 0) {
+			/* a note's path from the vault's root, ".md" optional, as a link writes it */
+			if ((s = scalar(v, key, diags))) {
+				struct buf p = BUF_INIT;
+				const char *at = s[0] == '/' ? s + 1 : s;
+				size_t n = strlen(at);
+				buf_adds(&p, at);
+				if (n < 3 || strcasecmp(at + n - 3, ".md") != 0)
+					buf_adds(&p, ".md");
+				free(cfg->home);
+				cfg->home = utf8_nfc(p.ptr, p.len);
+				buf_release(&p);
+				free(s);
+			}
 		} else if (strcmp(key, "robots") == 0) {
 			if ((s = scalar(v, key, diags))) {
 				free(cfg->robots);
@@ -250,7 +266,7 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
 				 "unknown setting '%s' (known: title, base_url, language, publish, "
 				 "ignore, feed_items, max_embeds, max_embed_size, csp, frame_src, "
-				 "strict_line_breaks, robots, hosts)",
+				 "strict_line_breaks, home, robots, hosts)",
 				 key);
 		}
 	}
@@ -332,6 +348,7 @@ void config_release(struct config *cfg)
 	free(cfg->robots);
 	free(cfg->csp);
 	free(cfg->frame_src);
+	free(cfg->home);
 	for (i = 0; i < cfg->nhosts; i++) {
 		free(cfg->hosts[i].name);
 		free(cfg->hosts[i].title);
