@@ -18,6 +18,7 @@
  * a fragment depend on other notes' bodies, force an order on rendering,
  * and parse each embedded note once per embedder.
  */
+#define _GNU_SOURCE /* memmem */
 #include "site/render.h"
 #include "util/gzip.h"
 #include "util/log.h"
@@ -277,10 +278,44 @@ struct pieces {
 	size_t n, alloc;
 };
 
-/* Appends n's fragment from pos to end, noting where it went when pieces is set. */
+/*
+ * Drops the id attributes from out[from, out->len): an embedded copy must
+ * not repeat the ids of the page it is in (the page's own headings and
+ * blocks, when a note embeds a part of itself, or one section embedded
+ * twice), or the page is not valid HTML and an anchor may land on the
+ * copy. The writer escapes '"' in text, so ` id="` only opens an
+ * attribute.
+ */
+static void drop_ids(struct buf *out, size_t from)
+{
+	char *p = out->ptr + from, *end = out->ptr + out->len, *w = p;
+
+	for (;;) {
+		char *a = memmem(p, (size_t)(end - p), " id=\"", 5);
+		char *q = a ? memchr(a + 5, '"', (size_t)(end - a - 5)) : NULL;
+
+		if (!q) {
+			memmove(w, p, (size_t)(end - p));
+			w += end - p;
+			break;
+		}
+		memmove(w, p, (size_t)(a - p));
+		w += a - p;
+		p = q + 1;
+	}
+	buf_setlen(out, (size_t)(w - out->ptr));
+}
+
+/*
+ * Appends n's fragment from pos to end, noting where it went when pieces
+ * is set (the page's own note); without pieces it is an embedded copy,
+ * whose ids are dropped.
+ */
 static void add_piece(struct buf *out, const struct site_note *n, size_t pos, size_t end,
 		      struct pieces *pieces)
 {
+	size_t from = out->len;
+
 	if (pieces) {
 		ALLOC_GROW(pieces->v, pieces->n + 1, pieces->alloc);
 		pieces->v[pieces->n].from = pos;
@@ -288,6 +323,8 @@ static void add_piece(struct buf *out, const struct site_note *n, size_t pos, si
 		pieces->n++;
 	}
 	frag_add(out, n, pos, end);
+	if (!pieces)
+		drop_ids(out, from);
 }
 
 /* The URL a slot of n's fragment stands for, as its reference resolves now. */
