@@ -37,8 +37,8 @@
 
 #include <sqlite3.h>
 
-/* The words vocab_tri offers per typed word, best first. */
-#define SUGGEST_SCAN 1000
+/* The words vocab_tri offers per typed word, best first (a string: it goes into the SQL). */
+#define SUGGEST_SCAN "1000"
 /* Longest word compared, in code points. */
 #define SUGGEST_CHARS 48
 
@@ -49,8 +49,12 @@ static int code_points(const char *s, size_t n, int32_t *cp)
 	int k = 0;
 
 	while (i < n) {
-		int l = utf8_decode(s + i, n - i, &cp[k]);
-		if (l < 1 || k == SUGGEST_CHARS)
+		int l;
+
+		if (k == SUGGEST_CHARS)
+			return -1;
+		l = utf8_decode(s + i, n - i, &cp[k]);
+		if (l < 1)
 			return -1;
 		i += (size_t)l;
 		k++;
@@ -152,7 +156,7 @@ static int best_word(struct search_reader *r, const char *w, size_t n, const int
 {
 	sqlite3_stmt *q = search_reader_stmt(
 	    r, &r->near_words,
-	    "SELECT term FROM vocab_tri WHERE vocab_tri MATCH ?1 ORDER BY rank LIMIT " "1000");
+	    "SELECT term FROM vocab_tri WHERE vocab_tri MATCH ?1 ORDER BY rank LIMIT " SUGGEST_SCAN);
 	struct buf match = BUF_INIT;
 	int max = nc <= 4 ? 1 : 2, best_d = max + 1, rc, k, found = 1;
 	sqlite3_int64 best_rows = 0;
@@ -160,16 +164,14 @@ static int best_word(struct search_reader *r, const char *w, size_t n, const int
 
 	if (!q)
 		return -1;
-	/* every trigram of w, each an FTS5 string: "tra" OR "ran" OR ... */
-	for (k = 0; k <= nc && i <= n; k++) {
+	/* where each code point starts, then every trigram as an FTS5 string: "tra" OR "ran" OR ... */
+	for (k = 0; k < nc; k++) {
+		int32_t c;
+		int l = utf8_decode(w + i, n - i, &c);
 		at[k] = i;
-		if (i < n) {
-			int l = utf8_decode(w + i, n - i, &(int32_t){ 0 });
-			i += l < 1 ? 1 : (size_t)l;
-		} else {
-			i++;
-		}
+		i += l < 1 ? 1 : (size_t)l;
 	}
+	at[nc] = n;
 	for (k = 0; k + 3 <= nc; k++) {
 		if (k)
 			buf_adds(&match, " OR ");
