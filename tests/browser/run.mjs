@@ -124,6 +124,8 @@ async function main() {
   writeFileSync(join(vault, 'writing', 'Repeated.md'),
     '# Repeated\n\nA note that opens with its own title.\n\n## First part\n\nText.\n\n' +
     '## Second part\n\nMore text.\n');
+  writeFileSync(join(vault, 'writing', 'Microsoft.PowerShell.Archive.CompressArchiveWithAVeryLongName.md'),
+    'A note whose name, its title, has no space to break at.\n');
   mkdirSync(join(vault, 'big'));
   for (let i = 0; i < 250; i++)
     writeFileSync(join(vault, 'big', `n${String(i).padStart(3, '0')}.md`),
@@ -161,6 +163,9 @@ async function run(browser, base) {
     (a) => a.map((x) => x.getAttribute('href')));
   check(folderLinks.includes('/writing/') && folderLinks.includes('/big/'),
     'folder names in the explorer link to folder pages: ' + JSON.stringify(folderLinks));
+  const cut = await desk.$$eval('.explorer .tree a', (as) =>
+    as.filter((a) => a.scrollWidth > a.clientWidth + 1).map((a) => a.textContent));
+  check(cut.length === 0, 'no name in the explorer is cut off: ' + JSON.stringify(cut));
   await desk.screenshot({ path: join(shots, 'note-desktop.png'), fullPage: false });
   await axe(desk, 'a note');
 
@@ -169,7 +174,7 @@ async function run(browser, base) {
     desk.click('nav.breadcrumbs li:nth-child(2) a')]);
   check(new URL(desk.url()).pathname === '/writing/', 'the folder crumb leads to /writing/');
   check(await desk.$eval('h1', (h) => h.textContent) === 'writing', 'the folder page is titled');
-  check((await desk.$$('.listing-items a')).length === 7, 'the folder page lists its 7 notes');
+  check((await desk.$$('.listing-items a')).length === 8, 'the folder page lists its 8 notes');
   await axe(desk, 'a folder page');
 
   /* a folder name in the explorer navigates too */
