@@ -543,6 +543,23 @@ static void test_prefixes(void)
 	CHECK_STR(urls("pro*"), "/programming");
 }
 
+/*
+ * A prefix alone is ranked from its row list and its matches found in the
+ * text (search.c): the same rows as FTS5's prefix query, the typed part
+ * of each word marked.
+ */
+static void test_prefix_alone(void)
+{
+	struct jv *v = query("progr*");
+
+	CHECK(v && total_of(v) == 1);
+	CHECK_STR(v ? segments_of(v, 0) : "", "[Progr]amming in C is fun; a [progr]ammer writes "
+					       "[progr]ams every day.");
+	jfree(v);
+	CHECK_STR(sorted_urls("dog*"), "/animals/dog /animals/fox");
+	CHECK_STR(urls("zebra*"), "");
+}
+
 static void test_exclusion(void)
 {
 	CHECK_STR(urls("lazy -fox"), "/animals/dog");
@@ -2415,6 +2432,7 @@ int main(void)
 	RUN(test_words);
 	RUN(test_phrases);
 	RUN(test_prefixes);
+	RUN(test_prefix_alone);
 	RUN(test_exclusion);
 	RUN(test_only_exclusion);
 	RUN(test_accents);

@@ -584,7 +584,18 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 		} else {
 			r->nterms = parsed.n;
 			search_build_match(&parsed, &r->match, r->phrase);
-			ret = run_query(r, parsed.npos, limit, offset, &results, &total);
+			/*
+			 * One prefix alone ("param*", what a reader types):
+			 * ranked from its row list and its matches found in the
+			 * rows' text, as substrings are, instead of FTS5 merging
+			 * the position lists of every word it starts (about ten
+			 * times the time at 10,000 notes; the same rows).
+			 */
+			if (parsed.n == 1 && parsed.t[0].prefix && !parsed.t[0].neg &&
+			    parsed.t[0].chars >= SUBSTRING_MIN)
+				ret = 1;
+			else
+				ret = run_query(r, parsed.npos, limit, offset, &results, &total);
 			if (ret == 0 && total == 0 && search_substring_terms(&parsed))
 				ret = search_want_substrings(r, &parsed);
 			if (ret == 1)

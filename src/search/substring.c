@@ -54,8 +54,14 @@ static int add_query_token(void *p, int tflags, const char *tok, int n, int star
 	return SQLITE_OK;
 }
 
-/* Reads the query term s (n bytes) into t. An SQLite code. */
-static int sub_term_read(struct sub_term *t, struct row_tokenizer *tk, const char *s, size_t n)
+/*
+ * Reads the query term s (n bytes) into t: a word to be found inside words,
+ * or a phrase whose last word may be a word's start; always the latter
+ * for a prefix term ("param*": words that start with "param"). An SQLite
+ * code.
+ */
+static int sub_term_read(struct sub_term *t, struct row_tokenizer *tk, const char *s, size_t n,
+			 int prefix)
 {
 	int rc;
 
@@ -63,10 +69,10 @@ static int sub_term_read(struct sub_term *t, struct row_tokenizer *tk, const cha
 	t->ntok = 0;
 	t->list = NULL;
 	rc = tk->api.xTokenize(tk->inst, t, FTS5_TOKENIZE_QUERY, s, (int)n, add_query_token);
-	t->kind =
-	    t->ntok == 1 && chars_upto(t->text.ptr, t->toklen[0], SUBSTRING_MIN) >= SUBSTRING_MIN
-		? SUB_CONTAINS
-		: SUB_PHRASE;
+	t->kind = !prefix && t->ntok == 1 &&
+			  chars_upto(t->text.ptr, t->toklen[0], SUBSTRING_MIN) >= SUBSTRING_MIN
+		      ? SUB_CONTAINS
+		      : SUB_PHRASE;
 	return rc;
 }
 
@@ -464,7 +470,8 @@ int search_run_substrings(struct search_reader *r, const struct query *q, int li
 
 			if (q->t[i].neg != neg_pass)
 				continue;
-			if (sub_term_read(t, &st->tok, q->t[i].core, q->t[i].core_n) != SQLITE_OK)
+			if (sub_term_read(t, &st->tok, q->t[i].core, q->t[i].core_n, q->t[i].prefix) !=
+			    SQLITE_OK)
 				return log_error("search: cannot tokenize a query");
 			if (t->ntok == 0) /* nothing to look for, as FTS5 drops such a phrase */
 				continue;
