@@ -95,17 +95,6 @@ static int has(const struct buf *b, const char *s)
 	return strstr(b->ptr, s) != NULL;
 }
 
-static size_t count(const char *hay, const char *needle)
-{
-	size_t n = 0, len = strlen(needle);
-
-	while ((hay = strstr(hay, needle))) {
-		n++;
-		hay += len;
-	}
-	return n;
-}
-
 /* Every root-relative URL in an attribute starts with the prefix. */
 static int prefixed_everywhere(const struct buf *b, const char *prefix)
 {
@@ -140,10 +129,10 @@ static int balanced(const struct buf *b)
 		snprintf(open, sizeof(open), "<%s>", tags[i]);
 		snprintf(open_attr, sizeof(open_attr), "<%s ", tags[i]);
 		snprintf(close, sizeof(close), "</%s>", tags[i]);
-		nopen = count(b->ptr, open) + count(b->ptr, open_attr);
-		if (nopen != count(b->ptr, close)) {
+		nopen = test_count(b->ptr, open) + test_count(b->ptr, open_attr);
+		if (nopen != test_count(b->ptr, close)) {
 			fprintf(stderr, "<%s>: %zu opened, %zu closed\n", tags[i], nopen,
-				count(b->ptr, close));
+				test_count(b->ptr, close));
 			return 0;
 		}
 	}
@@ -173,7 +162,7 @@ static void test_head(void)
 	CHECK(has(&b, "data-tree=\"/docs/_quire/tree.json\""));
 	CHECK(has(&b, "data-prefix=\"/docs\""));
 	/* The only inline script is the colour-scheme snippet, before any CSS paints. */
-	CHECK_INT(count(b.ptr, "<script>"), 1);
+	CHECK_INT(test_count(b.ptr, "<script>"), 1);
 	CHECK(has(&b, "localStorage.getItem(\"quire-theme\")"));
 	CHECK(!has(&b, "<style"));
 	CHECK(!has(&b, "style=\""));
@@ -315,7 +304,7 @@ static void test_dates(void)
 	buf_reset(&b);
 	n.updated = n.created;
 	layout_note_page(&s, &n, &b);
-	CHECK_INT(count(b.ptr, "<time "), 1);
+	CHECK_INT(test_count(b.ptr, "<time "), 1);
 
 	buf_reset(&b);
 	n.created = NULL;

@@ -25,18 +25,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* How many times needle occurs in s. */
-static size_t count(const char *s, const char *needle)
-{
-	size_t n = 0, len = strlen(needle);
-
-	while ((s = strstr(s, needle))) {
-		n++;
-		s += len;
-	}
-	return n;
-}
-
 static struct site_server srv;
 static char *vault, *out;
 
@@ -446,15 +434,15 @@ static void test_search(void)
 	CHECK(strstr(r.body.ptr, "name=\"q\" value=\"the\"") != NULL);
 	snprintf(want, sizeof(want), "Results 1 to 20 of %ld", total);
 	CHECK(strstr(r.body.ptr, want) != NULL);
-	CHECK(count(r.body.ptr, "<li class=\"search-result\">") == 20);
+	CHECK(test_count(r.body.ptr, "<li class=\"search-result\">") == 20);
 	CHECK(strstr(r.body.ptr, "<a rel=\"next\" href=\"/search?q=the&amp;page=2\">") != NULL);
-	CHECK(count(r.body.ptr, "<ol") == count(r.body.ptr, "</ol>") &&
-	      count(r.body.ptr, "<ul") == count(r.body.ptr, "</ul>"));
+	CHECK(test_count(r.body.ptr, "<ol") == test_count(r.body.ptr, "</ol>") &&
+	      test_count(r.body.ptr, "<ul") == test_count(r.body.ptr, "</ul>"));
 	resp_free(&r);
 	CHECK(get("/search?q=the&page=2", "", &r) == 0);
 	snprintf(want, sizeof(want), "Results 21 to %ld of %ld", total, total);
 	CHECK(r.status == 200 && strstr(r.body.ptr, want) &&
-	      count(r.body.ptr, "<li class=\"search-result\">") == (size_t)total - 20 &&
+	      test_count(r.body.ptr, "<li class=\"search-result\">") == (size_t)total - 20 &&
 	      strstr(r.body.ptr, "<ol class=\"listing-items search-page-results\" start=\"21\">") &&
 	      strstr(r.body.ptr, "rel=\"prev\"") && !strstr(r.body.ptr, "rel=\"next\""));
 	resp_free(&r);

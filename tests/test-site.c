@@ -530,15 +530,6 @@ out:
 	tv_remove(v);
 }
 
-static size_t count_in(const char *hay, const char *needle)
-{
-	size_t n = 0;
-
-	for (; (hay = strstr(hay, needle)); hay += strlen(needle))
-		n++;
-	return n;
-}
-
 /* The body of the page at url, between its note-body div and the end of the article. */
 static char *page_body(const struct snapshot *snap, const char *url)
 {
@@ -577,12 +568,12 @@ static void test_embed_sections(void)
 	snap = site_snapshot(s, NULL);
 	body = page_body(snap, "/self");
 	CHECK(strstr(body, "embed-cycle") == NULL);
-	CHECK(count_in(body, "later text") == 3);
+	CHECK(test_count(body, "later text") == 3);
 	CHECK(!has_diag(s, "Self.md", "cycle"));
 	free(body);
 	/* A shows B, which would show A again: cut there, and said */
 	body = page_body(snap, "/loop");
-	CHECK(count_in(body, "embed-cycle") == 3);
+	CHECK(test_count(body, "embed-cycle") == 3);
 	CHECK(has_diag(s, "Loop.md", "cycle"));
 	free(body);
 	body = page_body(snap, "/whole");
@@ -594,8 +585,8 @@ static void test_embed_sections(void)
 		const char *o = strstr(body, "under other"), *p = strstr(body, "under part");
 		CHECK(o && p && o < p);
 	}
-	CHECK(count_in(body, "under other") == 2); /* Other#Sub, and all of Other */
-	CHECK(count_in(body, "under part") == 1);
+	CHECK(test_count(body, "under other") == 2); /* Other#Sub, and all of Other */
+	CHECK(test_count(body, "under part") == 1);
 	CHECK(has_diag(s, "Uses.md", "missing section 'Nope#Sub'"));
 	free(body);
 	snapshot_unref(snap);
@@ -684,8 +675,8 @@ static void test_embedded_blocks(void)
 	CHECK_INT(s->diags.nwarnings, 0);
 	free(body);
 	body = page_body(snap, "/self");
-	CHECK(count_in(body, " id=\"part\"") == 1 && count_in(body, " id=\"^b\"") == 1);
-	CHECK(count_in(body, "text") == 3);
+	CHECK(test_count(body, " id=\"part\"") == 1 && test_count(body, " id=\"^b\"") == 1);
+	CHECK(test_count(body, "text") == 3);
 	free(body);
 	snapshot_unref(snap);
 	site_free(s);

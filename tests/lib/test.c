@@ -9,6 +9,7 @@
  */
 #include "lib/test.h"
 
+#include <string.h>
 #include <time.h>
 
 int test_passed, test_failed, test_current_failed;
@@ -26,4 +27,15 @@ double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+size_t test_count(const char *hay, const char *needle)
+{
+	size_t n = 0, len = strlen(needle);
+
+	while ((hay = strstr(hay, needle))) {
+		n++;
+		hay += len;
+	}
+	return n;
 }

@@ -12,6 +12,8 @@
 #ifndef QUIRE_TEST_H
 #define QUIRE_TEST_H
 
+#include <stddef.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -64,5 +66,8 @@ int test_done(void);
 
 /* Seconds on the monotonic clock: for deadlines and timing checks. */
 double now_s(void);
+
+/* How many times needle occurs in hay, without overlaps. */
+size_t test_count(const char *hay, const char *needle);
 
 #endif
