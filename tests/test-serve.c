@@ -398,7 +398,15 @@ static void test_search(void)
 	char want[64];
 	int ok = 0, limited = 0;
 
-	/* the index fills after the first snapshot: wait for it, slower than the bucket refills */
+	/*
+	 * The index fills after the first snapshot, words first, then the
+	 * substrings and the vocabulary that suggestions come from: wait for
+	 * all of it (on a loaded machine under ASan it takes seconds).
+	 */
+	for (i = 0; i < 600 && !loader_search_ready(srv.loader); i++)
+		usleep(100000);
+	CHECK(loader_search_ready(srv.loader));
+	/* then for an answer, slower than the bucket refills */
 	for (i = 0; i < 60 && !ok; i++) {
 		ok = get("/api/search?q=snapshot", "", &r) == 0 && r.status == 200 &&
 		     memmem(r.body.ptr, r.body.len, "\"url\"", 5);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -45,6 +46,7 @@ struct loader {
 	struct search *search;      /* the full-text index, when opt.search */
 	int filling;                /* the index is being filled between changes */
 	int words_filled;           /* ... and every note is in its word index */
+	atomic_int search_ready;    /* ... and in its substring index: filled (loader_search_ready()) */
 	double fill_start, fill_cpu_start; /* ms, monotonic and of the loader thread's CPU */
 	int search_fresh;
 	char *search_path;
@@ -371,6 +373,7 @@ static void fill_step(struct loader *l)
 	l->filling = 0;
 	if (rc > 0) {
 		search_settle(l->search);
+		atomic_store(&l->search_ready, 1);
 		log_info("search index ready in %.0f ms (%.0f ms of CPU): %lld rows written, "
 			 "%lld unchanged, %lld removed", clock_ms() - l->fill_start,
 			 cpu_ms() - l->fill_cpu_start, c.written, c.unchanged, c.removed);
@@ -543,6 +546,11 @@ int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
 			ret = l->version >= version ? 0 : -1;
 	pthread_mutex_unlock(&l->lock);
 	return ret;
+}
+
+int loader_search_ready(struct loader *l)
+{
+	return atomic_load(&l->search_ready);
 }
 
 int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms)

@@ -69,6 +69,12 @@ int loader_wait(struct loader *l, uint64_t version, int timeout_ms);
  */
 int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms);
 
+/*
+ * Whether the search index was filled after the start: every note's words
+ * and substrings (what the log's "search index ready" says). Thread-safe.
+ */
+int loader_search_ready(struct loader *l);
+
 /* Stops the thread (finishing the build under way) and frees everything. Accepts NULL. */
 void loader_free(struct loader *l);
 
