@@ -233,6 +233,37 @@ static void test_links_follow_moves(void)
 	tv_remove(root);
 }
 
+/*
+ * A link to a heading chain ([[T#Other#Sub]]) goes to that very heading's
+ * id, which only T's headings say ("sub-1" when an earlier "Sub" took
+ * "sub"); when T is edited the linking page follows.
+ */
+static void test_heading_chain_ids(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+
+	tv_write(root, "T.md", "## Part\n\n### Sub\n\nA.\n\n## Other\n\n### Sub\n\nB.\n");
+	tv_write(root, "L.md", "[[T#Other#Sub|to other]] and [[T#Part#Sub|to part]]\n");
+	tv_write(root, "E.md", "![[L]]\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK(page_has(snap, "/l", "href=\"/t#sub-1\">to other") &&
+	      page_has(snap, "/l", "href=\"/t#sub\">to part"));
+	CHECK(page_has(snap, "/e", "href=\"/t#sub-1\">to other"));
+
+	tv_write(root, "T.md", "## Other\n\n### Sub\n\nB.\n");
+	step(inc, &snap, root, "T.md", "the headings of a chain's target changed");
+	CHECK(page_has(snap, "/l", "href=\"/t#sub\">to other") && !page_has(snap, "/l", "sub-1"));
+	CHECK(page_has(snap, "/e", "href=\"/t#sub\">to other"));
+	CHECK_INT(inc->nrendered, 1); /* T; L and E only composed */
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
 static void test_fragments_from_pages(void)
 {
 	char *root = tv_new();
@@ -339,6 +370,7 @@ int main(void)
 	md_global_init();
 	RUN(test_fragments_from_pages);
 	RUN(test_links_follow_moves);
+	RUN(test_heading_chain_ids);
 	RUN(test_url_groups);
 	RUN(test_tasks_docs);
 	RUN(test_pwsh_docs);

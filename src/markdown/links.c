@@ -130,6 +130,28 @@ static void add_fragment(struct buf *o, const char *frag)
 }
 
 /*
+ * A resolved note link's fragment. A heading chain ("Part#Sub") names one
+ * heading among those of its last name ("sub", "sub-1"...), which only the
+ * target's headings tell: with url_slots it is a slot too
+ * (MD_SLOT_FRAGMENT), written when the page is composed; otherwise the
+ * last name's id.
+ */
+static void add_note_fragment(struct ctx *c, struct buf *o, const struct link *l)
+{
+	struct md_result *res = c->res;
+
+	if (!c->opt->url_slots || !l->fragment || l->fragment[0] == '^' ||
+	    !strchr(l->fragment, '#')) {
+		add_fragment(o, l->fragment);
+		return;
+	}
+	ALLOC_GROW(res->slots, res->nslots + 1, c->aslots);
+	res->slots[res->nslots].offset = o->len;
+	res->slots[res->nslots].ref = l->ref | MD_SLOT_FRAGMENT;
+	res->nslots++;
+}
+
+/*
  * A Markdown link or image whose URL is a relative path with a file
  * extension ("../Other/Note.md", "media/x.png", "My%20Note.md#Usage")
  * points into the vault: it resolves like a wikilink, publishes the
@@ -232,7 +254,7 @@ void md_link_open(struct ctx *c, size_t ix)
 	case MD_TARGET_NOTE:
 		buf_adds(o, "<a class=\"internal\" href=\"");
 		add_url(c, o, l);
-		add_fragment(o, l->fragment);
+		add_note_fragment(c, o, l);
 		buf_addc(o, '"');
 		if (l->title) {
 			buf_adds(o, " title=\"");
@@ -467,7 +489,7 @@ void render_link(struct ctx *c, cmark_node *n, int entering)
 							     : "<a class=\"internal attachment\" href=\"");
 			add_url(c, o, l);
 			if (l->kind == MD_TARGET_NOTE)
-				add_fragment(o, l->fragment);
+				add_note_fragment(c, o, l);
 			buf_adds(o, "\">");
 			return;
 		}

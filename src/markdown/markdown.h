@@ -108,11 +108,16 @@ struct md_splice {
 	size_t ref;       /* index into refs (always an MD_REF_EMBED of a NOTE) */
 };
 
-/* With md_options.url_slots: where html lacks the URL of refs[ref]. */
+/*
+ * With md_options.url_slots: where html lacks the URL of refs[ref], or,
+ * with MD_SLOT_FRAGMENT set in ref, the "#id" of a heading chain
+ * ([[Note#Part#Sub]]: which "Sub" only the target's headings say).
+ */
 struct md_slot {
 	size_t offset;    /* byte offset in html */
-	size_t ref;       /* index into refs (resolved to NOTE or ATTACHMENT) */
+	size_t ref;       /* index into refs (resolved to NOTE or ATTACHMENT), maybe | MD_SLOT_FRAGMENT */
 };
+#define MD_SLOT_FRAGMENT ((size_t)1 << (sizeof(size_t) * 8 - 1))
 
 /* A heading, for the table of contents and for ![[note#Heading]]. */
 struct md_heading {

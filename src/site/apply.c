@@ -191,11 +191,26 @@ void apply_mark_recompose(struct work *w, struct site_note *n)
 	}
 }
 
+/* Adds delta to the count of heading-chain links of n into each note they point to. */
+static void count_chains(struct site_note *n, int delta)
+{
+	size_t k;
+
+	for (k = 0; k < n->md.nslots; k++) {
+		size_t ref = n->md.slots[k].ref;
+		if ((ref & MD_SLOT_FRAGMENT) && n->refs[ref & ~MD_SLOT_FRAGMENT].kind == MD_TARGET_NOTE) {
+			struct site_note *t = n->refs[ref & ~MD_SLOT_FRAGMENT].target;
+			t->nchained += (size_t)delta;
+		}
+	}
+}
+
 /* Takes back what n's resolved references gave their targets: backlinks, attachment references. */
 static void withdraw_targets(struct site *s, struct work *w, struct site_note *n)
 {
 	size_t k;
 
+	count_chains(n, -1);
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct site_ref *r = &n->refs[k];
 		if (r->kind == MD_TARGET_NOTE && n->md.refs[k].kind == MD_REF_LINK && r->target != n) {
@@ -278,6 +293,7 @@ static void contribute_targets(struct site *s, struct work *w, struct site_note 
 		}
 	}
 	map_release(&linked);
+	count_chains(n, 1);
 	/* what apply_referrers() asks of a note with many references, without a pass over them */
 	if (n->md.nrefs > REF_SCAN_MAX) {
 		for (k = 0; k < n->md.nrefs; k++) {
@@ -856,6 +872,17 @@ static void render_marked(struct site *s, struct work *w)
 	for (i = 0; i < live.n; i++) {
 		contribute(s, w, live.v[i]);
 		apply_mark_recompose(w, live.v[i]);
+	}
+	/* links to a heading chain in a note rendered again: its headings' ids may have moved */
+	for (i = 0; i < live.n; i++) {
+		struct notevec v = { 0 };
+		size_t k;
+		if (!live.v[i]->nchained)
+			continue;
+		apply_referrers(s, live.v[i], MD_REF_LINK, &v);
+		for (k = 0; k < v.n; k++)
+			apply_mark_recompose(w, v.v[k]);
+		free(v.v);
 	}
 	s->nrendered = live.n;
 	free(live.v);

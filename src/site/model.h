@@ -83,6 +83,8 @@ struct site_note {
 	struct site_ref *refs;/* parallel to md.refs */
 	struct map ref_kinds; /* many refs: target -> (1 << MD_REF_LINK) | (1 << MD_REF_EMBED) */
 	struct site_fragment frag; /* where the fragment's bytes are */
+	size_t nchained;      /* links of other notes to a heading chain here ([[This#Part#Sub]]),
+				 whose "#id" depends on this note's headings (render.c) */
 	struct site_note **backlinks; /* published notes linking here, by title then path */
 	size_t nbacklinks, abacklinks;
 	char **mentions;      /* name keys under which this note is in site->mentions */

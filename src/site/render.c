@@ -215,6 +215,41 @@ static long heading_in(const struct md_result *md, const char *text, size_t from
 }
 
 /*
+ * The heading that frag names in md: a heading, or "Part#Sub", the
+ * heading Sub in the section of Part (Obsidian's heading chains). The
+ * whole fragment is tried first: a heading may hold a '#' ("C# basics").
+ * Its index, with *end where its section ends inside the chain's
+ * sections (len: the fragment's length), or -1.
+ */
+static long chain_heading(const struct md_result *md, const char *frag, size_t len, size_t *end)
+{
+	const char *part = frag, *hash;
+	size_t from = 0, to = len;
+	int level = 0;
+	long h = heading_in(md, frag, from, to, level);
+
+	if (h >= 0) {
+		*end = md->headings[h].end;
+		return h;
+	}
+	for (; part; part = hash ? hash + 1 : NULL) {
+		char *text;
+
+		hash = strchr(part, '#');
+		text = hash ? xstrndup(part, (size_t)(hash - part)) : xstrdup(part);
+		h = heading_in(md, text, from, to, level);
+		free(text);
+		if (h < 0)
+			return -1;
+		from = md->headings[h].start;
+		to = md->headings[h].end < to ? md->headings[h].end : to;
+		level = md->headings[h].level;
+	}
+	*end = to;
+	return h;
+}
+
+/*
  * The part of note t that an embed with this fragment shows: [*start,
  * *end); *list is 'u' or 'o' when that part is one item of such a list,
  * which the embed then wraps in its list element.
@@ -223,9 +258,7 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 		       char *list)
 {
 	const struct md_result *md = &t->md;
-	const char *part = frag, *hash;
-	size_t k, from = 0, to = t->frag.len;
-	int level = 0;
+	size_t k;
 	long h;
 
 	*start = 0;
@@ -244,31 +277,9 @@ static int embed_range(const struct site_note *t, const char *frag, size_t *star
 		}
 		return -1;
 	}
-	/*
-	 * A heading, or "Part#Sub": the heading Sub in the section of Part
-	 * (Obsidian's heading chains). The whole fragment is tried first: a
-	 * heading may hold a '#' ("C# basics").
-	 */
-	if ((h = heading_in(md, frag, from, to, level)) >= 0) {
-		*start = md->headings[h].start;
-		*end = md->headings[h].end;
-		return 0;
-	}
-	for (; part; part = hash ? hash + 1 : NULL) {
-		char *text;
-
-		hash = strchr(part, '#');
-		text = hash ? xstrndup(part, (size_t)(hash - part)) : xstrdup(part);
-		h = heading_in(md, text, from, to, level);
-		free(text);
-		if (h < 0)
-			return -1;
-		from = md->headings[h].start;
-		to = md->headings[h].end < to ? md->headings[h].end : to;
-		level = md->headings[h].level;
-	}
-	*start = from;
-	*end = to;
+	if ((h = chain_heading(md, frag, t->frag.len, end)) < 0)
+		return -1;
+	*start = md->headings[h].start;
 	return 0;
 }
 
@@ -340,6 +351,30 @@ static const char *slot_url(const struct site_note *n, size_t ref)
 }
 
 /*
+ * "#id" for the heading chain of n's reference ref ([[T#Part#Sub]]): the
+ * id of that very heading in T as rendered now ("sub-1" when an earlier
+ * "Sub" took "sub"), else the last name's id, as without a target.
+ */
+static void add_chain_id(struct buf *out, const struct site_note *n, size_t ref)
+{
+	const struct site_ref *r = &n->refs[ref];
+	const char *frag = n->md.refs[ref].fragment, *last = strrchr(frag, '#');
+	const struct site_note *t = r->target;
+	size_t end;
+	long h = r->kind == MD_TARGET_NOTE ? chain_heading(&t->md, frag, t->frag.len, &end) : -1;
+	char *id;
+
+	buf_addc(out, '#');
+	if (h >= 0) {
+		buf_adds_html(out, t->md.headings[h].id);
+		return;
+	}
+	id = md_heading_id(last ? last + 1 : frag);
+	buf_adds_html(out, id);
+	free(id);
+}
+
+/*
  * Appends n's fragment from pos to end with the current URL of its target
  * at each slot (markdown.h, url_slots): the runs between slots are pieces.
  */
@@ -357,11 +392,13 @@ static void add_run(struct buf *out, const struct site_note *n, size_t pos, size
 			hi = mid;
 	}
 	for (; lo < md->nslots && md->slots[lo].offset < end; lo++) {
-		const char *url = slot_url(n, md->slots[lo].ref);
+		size_t ref = md->slots[lo].ref;
 		add_piece(out, n, pos, md->slots[lo].offset, pieces);
 		pos = md->slots[lo].offset;
-		if (url)
-			buf_adds_html(out, url);
+		if (ref & MD_SLOT_FRAGMENT)
+			add_chain_id(out, n, ref & ~MD_SLOT_FRAGMENT);
+		else if (slot_url(n, ref))
+			buf_adds_html(out, slot_url(n, ref));
 	}
 	add_piece(out, n, pos, end, pieces);
 }

@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	md_render(n.body, n.body_len, &opt, &res);
 	for (size_t k = 0; k < res.nslots; k++) {
 		/* in order, inside the fragment, each naming a resolved reference */
-		if (res.slots[k].offset > res.html.len || res.slots[k].ref >= res.nrefs ||
+		if (res.slots[k].offset > res.html.len ||
+		    (res.slots[k].ref & ~MD_SLOT_FRAGMENT) >= res.nrefs ||
 		    (k && res.slots[k].offset < res.slots[k - 1].offset))
 			abort();
 	}
