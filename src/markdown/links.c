@@ -92,22 +92,27 @@ static struct link *resolve(struct ctx *c, size_t ix)
 	return l;
 }
 
+/* A slot at the end of o for reference ref (maybe | MD_SLOT_FRAGMENT): markdown.h. */
+static void add_slot(struct ctx *c, const struct buf *o, size_t ref)
+{
+	struct md_result *res = c->res;
+
+	ALLOC_GROW(res->slots, res->nslots + 1, c->aslots);
+	res->slots[res->nslots].offset = o->len;
+	res->slots[res->nslots].ref = ref;
+	res->nslots++;
+}
+
 /*
  * The URL of a resolved link or embed: written, or with url_slots left
  * out and recorded where it goes (markdown.h).
  */
 static void add_url(struct ctx *c, struct buf *o, const struct link *l)
 {
-	struct md_result *res = c->res;
-
-	if (!c->opt->url_slots) {
+	if (c->opt->url_slots)
+		add_slot(c, o, l->ref);
+	else
 		buf_adds_html(o, l->url);
-		return;
-	}
-	ALLOC_GROW(res->slots, res->nslots + 1, c->aslots);
-	res->slots[res->nslots].offset = o->len;
-	res->slots[res->nslots].ref = l->ref;
-	res->nslots++;
 }
 
 /* "#heading-id" or "#^block" for a wikilink's fragment ("H1#H2" uses H2). */
@@ -138,17 +143,10 @@ static void add_fragment(struct buf *o, const char *frag)
  */
 static void add_note_fragment(struct ctx *c, struct buf *o, const struct link *l)
 {
-	struct md_result *res = c->res;
-
-	if (!c->opt->url_slots || !l->fragment || l->fragment[0] == '^' ||
-	    !strchr(l->fragment, '#')) {
+	if (c->opt->url_slots && l->fragment && l->fragment[0] != '^' && strchr(l->fragment, '#'))
+		add_slot(c, o, l->ref | MD_SLOT_FRAGMENT);
+	else
 		add_fragment(o, l->fragment);
-		return;
-	}
-	ALLOC_GROW(res->slots, res->nslots + 1, c->aslots);
-	res->slots[res->nslots].offset = o->len;
-	res->slots[res->nslots].ref = l->ref | MD_SLOT_FRAGMENT;
-	res->nslots++;
 }
 
 /*

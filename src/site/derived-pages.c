@@ -393,7 +393,7 @@ static struct derived_folder **shown_kids(const struct derived_folder *f, size_t
 
 static void tree_doc(struct site *s, const struct derived_folder *f, const struct listing *l,
 		     const struct listing_page *p, struct site_note *const *v, size_t n,
-		     struct derived_folder *const *kids, size_t nk)
+		     struct derived_folder *const *kids, char *const *kid_urls, size_t nk)
 {
 	struct buf key = BUF_INIT, b = BUF_INIT;
 	int head = !p || p->head;
@@ -413,19 +413,9 @@ static void tree_doc(struct site *s, const struct derived_folder *f, const struc
 		buf_adds(&b, k++ ? ",{\"name\":\"" : "{\"name\":\"");
 		buf_adds_json(&b, kids[i]->name);
 		buf_adds(&b, "\",\"url\":");
+		/* its index note, else its listing: the explorer's folder names are links */
 		buf_addc(&b, '"');
-		if (kids[i]->index) {
-			buf_adds_json(&b, kids[i]->index->href);
-		} else {
-			/* its listing: the explorer's folder names are links */
-			struct buf u = BUF_INIT;
-			char *ku = derived_folder_url(kids[i]);
-			buf_adds(&u, s->cfg.url_prefix);
-			buf_add_urlpath(&u, ku, strlen(ku));
-			buf_adds_json(&b, u.ptr);
-			buf_release(&u);
-			free(ku);
-		}
+		buf_adds_json(&b, kids[i]->index ? kids[i]->index->href : kid_urls[i]);
 		buf_addc(&b, '"');
 		buf_addc(&b, '}');
 	}
@@ -494,7 +484,7 @@ static void folder_page_write(void *arg, const struct listing *l, const struct l
 			if (f->path[0])
 				derived_del_generated(s, key.ptr);
 			else
-				tree_doc(s, f, l, NULL, NULL, 0, NULL, 0);
+				tree_doc(s, f, l, NULL, NULL, 0, NULL, NULL, 0);
 			buf_release(&key);
 			return;
 		}
@@ -514,7 +504,7 @@ static void folder_page_write(void *arg, const struct listing *l, const struct l
 	}
 	listing_html(s, l, p, f->url, f->path, f->path[0] ? f->name : s->cfg.title, lead, nk, v,
 		     n);
-	tree_doc(s, f, l, p, v, n, kids, nk);
+	tree_doc(s, f, l, p, v, n, kids, kid_urls, nk);
 	for (i = 0; i < nk; i++)
 		free(kid_urls[i]);
 	free(kid_urls);

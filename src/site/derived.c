@@ -189,13 +189,7 @@ static struct derived_tag *get_tag(struct derived *d, const char *key)
 
 char *derived_folder_url(const struct derived_folder *f)
 {
-	struct buf idx = BUF_INIT;
-	char *u;
-
-	buf_addf(&idx, "%s%sindex.md", f->path, f->path[0] ? "/" : "");
-	u = vault_note_url(idx.ptr, NULL);
-	buf_release(&idx);
-	return u;
+	return vault_folder_url(f->path, strlen(f->path));
 }
 
 static struct derived_folder *get_folder(struct derived *d, const char *path, size_t len)

@@ -34,7 +34,6 @@
 #include "site/layout.h"
 #include "util/hash.h"
 #include "util/unicode.h"
-#include "util/xalloc.h"
 #include "vault/vault.h"
 
 #include <stdlib.h>
@@ -275,13 +274,13 @@ static void body_close(struct buf *out, const struct layout_site *site)
 }
 
 /*
- * Home, then each folder of folder[0, len) (linked to its listing, at the
- * URL derived.c gives it), then the page itself, not linked.
+ * Home, then each folder of folder[0, len) (linked to its listing, at
+ * vault_folder_url(), as derived.c places it), then the page itself, not
+ * linked.
  */
 static void breadcrumbs(struct buf *out, const struct layout_site *site, const char *folder,
 			size_t len, const char *title)
 {
-	struct buf idx = BUF_INIT;
 	size_t at = 0;
 
 	buf_adds(out, "<nav class=\"breadcrumbs\" aria-label=\"Breadcrumbs\"><ol>\n<li><a href=\"");
@@ -290,12 +289,8 @@ static void breadcrumbs(struct buf *out, const struct layout_site *site, const c
 	while (at < len) {
 		const char *slash = memchr(folder + at, '/', len - at);
 		size_t end = slash ? (size_t)(slash - folder) : len;
-		char *url;
+		char *url = vault_folder_url(folder, end);
 
-		buf_reset(&idx);
-		buf_add(&idx, folder, end);
-		buf_adds(&idx, "/index.md");
-		url = vault_note_url(idx.ptr, NULL);
 		buf_adds(out, "<li><a href=\"");
 		add_html(out, site->url_prefix);
 		buf_add_urlpath(out, url, strlen(url));
@@ -308,7 +303,6 @@ static void breadcrumbs(struct buf *out, const struct layout_site *site, const c
 	buf_adds(out, "<li aria-current=\"page\">");
 	add_html(out, title);
 	buf_adds(out, "</li>\n</ol></nav>\n");
-	buf_release(&idx);
 }
 
 static void add_date(struct buf *out, const char *label, const char *date)

@@ -393,12 +393,14 @@ static void add_run(struct buf *out, const struct site_note *n, size_t pos, size
 	}
 	for (; lo < md->nslots && md->slots[lo].offset < end; lo++) {
 		size_t ref = md->slots[lo].ref;
+		const char *url;
+
 		add_piece(out, n, pos, md->slots[lo].offset, pieces);
 		pos = md->slots[lo].offset;
 		if (ref & MD_SLOT_FRAGMENT)
 			add_chain_id(out, n, ref & ~MD_SLOT_FRAGMENT);
-		else if (slot_url(n, ref))
-			buf_adds_html(out, slot_url(n, ref));
+		else if ((url = slot_url(n, ref)))
+			buf_adds_html(out, url);
 	}
 	add_piece(out, n, pos, end, pieces);
 }

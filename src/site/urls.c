@@ -204,10 +204,15 @@ void urls_assign(struct site *s, struct work *w)
  * note keeps its path's URL); a path that leads to one is served beside it
  * (a warning naming where).
  */
+/* Whether n is the note quire.yml's home: names: the site's root, as with "slug: /". */
+static int is_home(const struct site *s, const struct site_note *n)
+{
+	return s->cfg.home && strcmp(n->note.path, s->cfg.home) == 0;
+}
+
 char *urls_base_of(struct site *s, const struct site_note *n)
 {
-	/* quire.yml's home: that note is the site's root, as with "slug: /" */
-	int home = s->cfg.home && strcmp(n->note.path, s->cfg.home) == 0;
+	int home = is_home(s, n);
 	char *url = vault_note_url(n->note.path, home ? "/" : n->note.slug), *other;
 	const char *why;
 
@@ -465,7 +470,7 @@ static void alias_urls(struct site *s, const struct site_note *n, int report, ch
 		*out = xrealloc(*out, (*nout + 1) * sizeof(**out));
 		(*out)[(*nout)++] = xstrdup(m->urls[k]);
 	}
-	if (n->note.slug || (s->cfg.home && strcmp(n->note.path, s->cfg.home) == 0)) {
+	if (n->note.slug || is_home(s, n)) {
 		/* the URL its path would give redirects to the one its slug (or home:) gives */
 		char *url = vault_note_url(n->note.path, NULL);
 		if (strcmp(url, n->url) != 0 && !vault_url_reserved(url)) {

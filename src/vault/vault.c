@@ -329,6 +329,18 @@ char *vault_note_url(const char *path, const char *slug)
 	return buf_detach(&url, NULL);
 }
 
+char *vault_folder_url(const char *folder, size_t len)
+{
+	struct buf idx = BUF_INIT;
+	char *url;
+
+	buf_add(&idx, folder, len);
+	buf_adds(&idx, len ? "/index.md" : "index.md");
+	url = vault_note_url(idx.ptr, NULL);
+	buf_release(&idx);
+	return url;
+}
+
 static int seg_is(const char *seg, size_t len, const char *word)
 {
 	return strlen(word) == len && memcmp(seg, word, len) == 0;

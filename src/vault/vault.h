@@ -86,6 +86,13 @@ int vault_append_line(const char *path, const char *line);
 char *vault_note_url(const char *path, const char *slug);
 
 /*
+ * The URL path of the folder folder[0, len) (decoded, no prefix), where its
+ * listing or its index note is: "/a/b/"; "/" for the root. The caller
+ * frees it.
+ */
+char *vault_folder_url(const char *folder, size_t len);
+
+/*
  * Why the decoded URL path url is quire's own and no note may claim it (as
  * its URL, a slug, an alias or a route), or NULL when it is free: feeds,
  * sitemaps, robots.txt, /_quire/, /api/, /healthz, /metrics, /search, and
