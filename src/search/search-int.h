@@ -286,10 +286,11 @@ int search_substring_terms(const struct query *q);
 /*
  * suggest.c: into out, the query text (whose terms q holds) with each word
  * the index lacks replaced by the most frequent indexed word one or two
- * edits from it; empty when no word changed. Prefix terms too when all is
- * set. 0, or -1 on a database error (logged).
+ * edits from it (a prefix term's word too: search.c asks only when
+ * nothing was found); empty when no word changed. 0, or -1 on a database
+ * error (logged).
  */
-int search_suggest(struct search_reader *r, const char *text, const struct query *q, int all,
+int search_suggest(struct search_reader *r, const char *text, const struct query *q,
 		   struct buf *out);
 void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2]);
 

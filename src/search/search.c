@@ -611,7 +611,7 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 	 * transaction, so only a query that found nothing pays for it.
 	 */
 	if (ret == 0 && total == 0 && parsed.npos > 0 &&
-	    search_suggest(r, q, &parsed, 1, &r->suggestion) < 0)
+	    search_suggest(r, q, &parsed, &r->suggestion) < 0)
 		buf_reset(&r->suggestion);
 	*total_out = total;
 	if (ret < 0) {

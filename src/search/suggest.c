@@ -210,7 +210,7 @@ static int best_word(struct search_reader *r, const char *w, size_t n, const int
 	return found;
 }
 
-int search_suggest(struct search_reader *r, const char *text, const struct query *q, int all,
+int search_suggest(struct search_reader *r, const char *text, const struct query *q,
 		   struct buf *out)
 {
 	struct buf word = BUF_INIT;
@@ -227,7 +227,7 @@ int search_suggest(struct search_reader *r, const char *text, const struct query
 		sqlite3_int64 rows;
 		int nc;
 
-		if (t->neg || !t->core || (t->prefix && !all))
+		if (t->neg || !t->core)
 			continue;
 		if (r->idx.tok.api.xTokenize(r->idx.tok.inst, &f, FTS5_TOKENIZE_QUERY, t->core,
 					     (int)t->core_n, fold_token) != SQLITE_OK ||
