@@ -20,10 +20,12 @@ ready". Then --n rounds, each of:
 
 and --folder-rounds renames of a folder of about 100 notes (the one whose
 notes, subfolders included, are nearest 100 between 50 and 200, else
-nearest 100): the sync API has no folder move, so every file in it is
-moved with POST /api/v1/move, sent as fast as the server answers over
---conns keep-alive connections at once; each round gives the folder a new
-name beside the old one.
+nearest 100), each round giving the folder a new name beside the old one,
+done two ways: "folder", one POST /api/v1/move of the folder (as an
+editor's file tree, a file watcher or a WebDAV MOVE bring it), then
+"files", every file in it moved with its own POST /api/v1/move (as a sync
+client that knows no folder moves does), sent as fast as the server
+answers over --conns keep-alive connections at once.
 
 A latency runs from sending the request to the first GET that shows the
 whole result, over keep-alive connections (polling every 0.3 ms):
@@ -569,8 +571,11 @@ def run(quire, vault, n, folder_rounds, conns, gap, keep_data, server_cores):
         # the folder rename
         name, count = pick_folder(notes)
         if name and folder_rounds:
-            out["folder"] = folder_rename(client, v, name, count, notes, others, checked,
-                                          folder_rounds, conns, alive, nonce)
+            out["folder"], cur = folder_rename(client, v, name, count, notes, others, checked,
+                                               folder_rounds, conns, alive, nonce, True, name)
+            out["folder_files"], cur = folder_rename(client, v, name, count, notes, others,
+                                                     checked, folder_rounds, conns, alive, nonce,
+                                                     False, cur, folder_rounds)
         out["never"] = never
         out["rounds"] = n
         out["gap_s"] = gap
@@ -592,30 +597,35 @@ def run(quire, vault, n, folder_rounds, conns, gap, keep_data, server_cores):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def folder_rename(client, v, name, count, notes, others, checked, rounds, conns, alive, nonce):
+def folder_rename(client, v, name, count, notes, others, checked, rounds, conns, alive, nonce,
+                  whole, cur, start=0):
+    """Renames the folder first called name, now cur, rounds times: whole,
+    with one move of the folder, else one move per file. Returns the
+    figures and the folder's name at the end."""
     parent, base = folder_of(name), name.rsplit("/", 1)[-1]
     inside = sorted(p for p in notes if p.startswith(name + "/"))
     files = sorted(inside + [p for p in others if p.startswith(name + "/")])
     watched = [p for p in inside if p in checked]
     res = {"folder": name, "notes": count, "files": len(files), "checked": len(watched),
-           "subfolders": len({folder_of(p) for p in inside} - {name}), "connections": conns,
+           "subfolders": len({folder_of(p) for p in inside} - {name}),
+           "connections": 1 if whole else conns, "moves": "folder" if whole else "files",
            "rounds": rounds, "requests_ms": [], "live_ms": [], "swept_ms": [],
            "never": 0, "errors": [], "old_urls": []}
-    log("folder rename: %s (%d notes, %d checked, %d files) over %d connections"
-        % (name, count, len(watched), len(files), conns))
+    log("folder rename, %s: %s (%d notes, %d checked, %d files) over %d connections"
+        % (res["moves"], name, count, len(watched), len(files), res["connections"]))
     if not watched:
         res["errors"].append("no published note in %s: nothing to check" % name)
         res["rounds"] = 0
         rounds = 0
-    cur = name
     for r in range(rounds):
-        new = (parent + "/" if parent else "") + "%s %s r%d" % (base, nonce, r + 1)
+        new = (parent + "/" if parent else "") + "%s %s r%d" % (base, nonce, start + r + 1)
         moves = [(f, new + f[len(cur):]) for f in (cur + p[len(name):] for p in files)]
-        q = list(enumerate(moves))
+        q = list(enumerate(moves)) if not whole else [(None, (cur, new))]
         lock = threading.Lock()
         answers = [None] * len(moves)
         go = threading.Event()
-        clients = [Client(client.port, client.auth["Authorization"][7:]) for _ in range(conns)]
+        clients = [Client(client.port, client.auth["Authorization"][7:])
+                   for _ in range(res["connections"])]
         for c in clients:       # connected before the clock starts
             c.get("/healthz", name="api")
 
@@ -629,11 +639,13 @@ def folder_rename(client, v, name, count, notes, others, checked, rounds, conns,
                 try:
                     ans = c.api("POST", "/api/v1/move", json.dumps({"from": a, "to": b}).encode(),
                                 {"Content-Type": "application/json"})
-                    answers[k] = (time.perf_counter(), ans.get("version", 0))
+                    got = (time.perf_counter(), ans.get("version", 0))
                 except Exception as e:   # noqa: BLE001 - reported, not fatal
-                    answers[k] = (time.perf_counter(), None)
+                    got = (time.perf_counter(), None)
                     with lock:
                         res["errors"].append("%s -> %s: %s" % (a, b, e))
+                for i in (range(len(moves)) if k is None else [k]):
+                    answers[i] = got
 
         threads = [threading.Thread(target=worker, args=(c,)) for c in clients]
         for th in threads:
@@ -691,7 +703,7 @@ def folder_rename(client, v, name, count, notes, others, checked, rounds, conns,
     for k in ("requests_ms", "live_ms"):
         res[k.replace("_ms", "_p50_ms")] = pct(res[k], 0.5)
         res[k.replace("_ms", "_max_ms")] = pct(res[k], 1.0)
-    return res
+    return res, cur
 
 
 def main():
@@ -722,10 +734,12 @@ def main():
         print("  %-8s p50 %8s ms  p90 %8s ms  API answered p50 %6s ms  (%d rounds%s)" % (
             k, out[k]["p50_ms"], out[k]["p90_ms"], out[k]["answered_p50_ms"], out[k]["n"],
             ", %d never" % out[k]["never"] if out[k]["never"] else ""))
-    f = out.get("folder")
-    if f:
-        print("  folder rename of %s: %d notes (%d files, %d subfolders), %d rounds over %d "
-              "connections: requests %s ms, live %s ms (p50; max %s ms)%s" % (
+    for f in (out.get("folder"), out.get("folder_files")):
+        if not f:
+            continue
+        print("  folder rename (%s) of %s: %d notes (%d files, %d subfolders), %d rounds over "
+              "%d connections: requests %s ms, live %s ms (p50; max %s ms)%s" % (
+                  "one move" if f["moves"] == "folder" else "a move per file",
                   f["folder"], f["notes"], f["files"], f["subfolders"], f["rounds"],
                   f["connections"], f["requests_p50_ms"], f["live_p50_ms"], f["live_max_ms"],
                   "; %d never" % f["never"] if f["never"] else ""))

@@ -173,15 +173,14 @@ static void test_random_changes(void)
 			struct site_note *n;
 			k = rnd() % NOTES;
 			n = &notes[k];
-			switch (rnd() % 4) {
+			switch (rnd() % 5) {
 			case 0: /* comes or goes */
 			case 1:
 				if (in[k]) {
 					listing_del(&l, n);
-					free(n->listed->title);
-					n->listed->title = NULL;
+					listed_place(n->listed, NULL, NULL);
 				} else {
-					n->listed->title = xstrdup(n->note.title);
+					listed_place(n->listed, n->note.title, n->note.path);
 					listing_add(&l, n);
 				}
 				in[k] = !in[k];
@@ -191,8 +190,17 @@ static void test_random_changes(void)
 					break;
 				listing_del(&l, n);
 				title_of(n, (unsigned)(rnd() % TITLES));
-				free(n->listed->title);
-				n->listed->title = xstrdup(n->note.title);
+				listed_place(n->listed, n->note.title, n->note.path);
+				listing_add(&l, n);
+				break;
+			case 3: /* moved: leaves its place under the old path, comes back under the new */
+				if (!in[k])
+					break;
+				listing_del(&l, n);
+				snprintf(path, sizeof(path), "m%04u/n%04zu.md", (unsigned)(rnd() % 9999), k);
+				free(n->note.path);
+				n->note.path = xstrdup(path);
+				listed_place(n->listed, n->note.title, n->note.path);
 				listing_add(&l, n);
 				break;
 			default: /* shows something else in place */
@@ -238,8 +246,7 @@ static void test_random_changes(void)
 	for (k = 0; k < NOTES; k++) {
 		free(notes[k].note.path);
 		free(notes[k].note.title);
-		free(notes[k].listed->title);
-		free(notes[k].listed);
+		listed_free(notes[k].listed);
 	}
 	free(notes);
 	free(in);
@@ -261,7 +268,7 @@ static void test_new_first(void)
 		notes[k].note.path = xstrdup(path);
 		notes[k].listed = xcalloc(1, sizeof(*notes[k].listed));
 		notes[k].note.title = xstrdup(k < 300 ? "M" : "A"); /* the second half sorts first */
-		notes[k].listed->title = xstrdup(notes[k].note.title);
+		listed_place(notes[k].listed, notes[k].note.title, path);
 	}
 	for (k = 0; k < 300; k++) {
 		listing_add(&l, &notes[k]);
@@ -283,8 +290,7 @@ static void test_new_first(void)
 	for (k = 0; k < 600; k++) {
 		free(notes[k].note.path);
 		free(notes[k].note.title);
-		free(notes[k].listed->title);
-		free(notes[k].listed);
+		listed_free(notes[k].listed);
 	}
 	free(notes);
 	free(in);

@@ -856,6 +856,45 @@ static void test_delete(void)
 	CHECK_STR(urls("pangol*"), "");
 }
 
+/*
+ * A row moves to a new URL with the body it has: committed, or put
+ * earlier in the same transaction; a move of what is not stored writes
+ * nothing; the substring index follows.
+ */
+static void test_move(void)
+{
+	CHECK(search_begin(writer) == 0);
+	put("/move/a", "Mover", "Heading", "tag", "a body about the okapi");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("okapi"), "/move/a");
+
+	CHECK(search_begin(writer) == 0);
+	CHECK_INT(search_move(writer, "/move/a", "/move/b", "Mover", "Heading", "tag"), 1);
+	CHECK_INT(search_move(writer, "/move/never-was", "/move/c", "C", "", ""), 0);
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("okapi"), "/move/b");
+	CHECK_STR(urls("kap"), "/move/b");
+	CHECK_STR(urls("Mover"), "/move/b");
+	CHECK(search_check(writer) == 0);
+
+	/* put and moved in one transaction: the body put moves */
+	CHECK(search_begin(writer) == 0);
+	put("/move/b", "Mover", "Heading", "tag", "a new body about the tapir");
+	CHECK_INT(search_move(writer, "/move/b", "/move/d", "Moved twice", "", ""), 1);
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("tapir"), "/move/d");
+	CHECK_STR(urls("okapi"), "");
+	CHECK_STR(urls("twice"), "/move/d");
+
+	/* deleted, then moved in one transaction: nothing to move */
+	CHECK(search_begin(writer) == 0);
+	CHECK(search_delete(writer, "/move/d") == 0);
+	CHECK_INT(search_move(writer, "/move/d", "/move/e", "E", "", ""), 0);
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("tapir"), "");
+	CHECK(search_check(writer) == 0);
+}
+
 static void test_batches(void)
 {
 	struct buf big = BUF_INIT;
@@ -2068,6 +2107,72 @@ struct real_note {
 	int gone;             /* deleted */
 };
 
+/*
+ * A note whose URL changes without its text changing keeps its search row,
+ * moved to the new URL with the text the index has, and is not rendered
+ * again for it: a folder renamed (its notes move in place), and a note
+ * that takes the URL a deleted one had (a collision resolved).
+ */
+static void test_rows_follow_moves(void)
+{
+	struct site_options so = { .threads = 2, .search = 1 };
+	struct search_reader *saved = reader;
+	struct buf db = BUF_INIT, from = BUF_INIT, to = BUF_INIT;
+	const char *folder[] = { "docs", "guides" }, *gone[] = { "c/Name.md" };
+	char *vault = tv_new();
+	struct search *w;
+	struct site *site;
+	int fresh = -1;
+
+	tv_write(vault, "docs/Alpha.md", "# Alpha\n\nThe ocelot sleeps. See [[Beta]].\n");
+	tv_write(vault, "docs/Beta.md", "# Beta\n\nThe margay climbs. Back to [[Alpha]], "
+					"on to [g](../other/Gamma.md).\n");
+	tv_write(vault, "other/Gamma.md", "# Gamma\n\nThe caracal runs.\n");
+	tv_write(vault, "c/Name.md", "The serval hunts.\n");
+	tv_write(vault, "c/name.md", "The jaguarundi waits.\n");
+	buf_addf(&db, "%s/moves.db", dir);
+	site = site_load(vault, &so);
+	w = search_open(db.ptr, &fresh);
+	CHECK(site && w);
+	if (!site || !w)
+		goto out;
+	CHECK(site_attach_search(site, w, fresh) == 0);
+	reader = search_reader_open(db.ptr);
+	CHECK(reader != NULL);
+	CHECK_STR(urls("ocelot"), "/docs/alpha");
+	CHECK_STR(urls("jaguarundi"), "/c/name-2");
+
+	buf_addf(&from, "%s/docs", vault);
+	buf_addf(&to, "%s/guides", vault);
+	CHECK(rename(from.ptr, to.ptr) == 0);
+	site_apply(site, folder, 2);
+	CHECK(site_search_flush(site) == 0);
+	CHECK_INT(site->nrendered, 0);
+	CHECK_STR(urls("ocelot"), "/guides/alpha");
+	CHECK_STR(urls("margay"), "/guides/beta");
+	CHECK_STR(urls("caracal"), "/other/gamma");
+
+	tv_unlink(vault, "c/Name.md");
+	site_apply(site, gone, 1);
+	CHECK(site_search_flush(site) == 0);
+	CHECK_INT(site->nrendered, 0);
+	CHECK_STR(urls("jaguarundi"), "/c/name");
+	CHECK_STR(urls("serval"), "");
+	CHECK(search_check(w) == 0);
+	search_reader_free(reader);
+out:
+	reader = saved;
+	search_free(w);
+	site_free(site);
+	unlink(db.ptr);
+	unlink_suffixed(&db, "-wal");
+	unlink_suffixed(&db, "-shm");
+	buf_release(&db);
+	buf_release(&from);
+	buf_release(&to);
+	tv_remove(vault);
+}
+
 static int is_ascii_text(const char *s, size_t n)
 {
 	size_t i;
@@ -2443,6 +2548,7 @@ int main(void)
 	RUN(test_suggestions);
 	RUN(test_update_replaces);
 	RUN(test_delete);
+	RUN(test_move);
 	RUN(test_batches);
 	RUN(test_rollback);
 	RUN(test_paging);
@@ -2455,6 +2561,7 @@ int main(void)
 	RUN(test_lists_match_fts);
 	RUN(test_deferred_substrings);
 	RUN(test_restart_writes_changes_only);
+	RUN(test_rows_follow_moves);
 	RUN(test_substrings_real);
 	RUN(test_upgrade_from_2);
 	RUN(test_reopen_keeps);

@@ -863,6 +863,49 @@ static void test_move(void)
 	buf_release(&b);
 }
 
+/*
+ * A folder moves whole in one request (a folder renamed in an editor's
+ * file tree): its notes are served at their new URLs, their old ones
+ * redirect; a folder cannot move into itself or over something that
+ * exists.
+ */
+static void test_move_folder(void)
+{
+	struct buf b = BUF_INIT;
+	struct resp r;
+	long long v;
+	const char *one = "# One\n\nFirst on the shelf, see [[two]].\n", *two = "# Two\n\nUnder it.\n";
+
+	CHECK(put("shelf/one.md", NULL, one, strlen(one), &r) == 0);
+	resp_free(&r);
+	CHECK(put("shelf/deep/two.md", NULL, two, strlen(two), &r) == 0);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
+	CHECK_INT(wait_for(v), 200);
+	CHECK(move("{\"from\":\"shelf\",\"to\":\"cabinet/drawer\"}", &r) == 0);
+	CHECK_INT(r.status, 200);
+	v = body_u64(r.body.ptr, "version");
+	resp_free(&r);
+	CHECK(!exists("shelf/one.md") && exists("cabinet/drawer/one.md") &&
+	      exists("cabinet/drawer/deep/two.md"));
+	CHECK_INT(wait_for(v), 200);
+	CHECK_INT(fetch_page(port, "/cabinet/drawer/one", &b), 200);
+	CHECK(strstr(b.ptr, "First on the shelf") && strstr(b.ptr, "href=\"/cabinet/drawer/deep/two\""));
+	CHECK_INT(fetch_page(port, "/cabinet/drawer/deep/two", NULL), 200);
+	CHECK_INT(fetch_page(port, "/shelf/one", NULL), 301);
+	/* refusals */
+	CHECK(move("{\"from\":\"cabinet\",\"to\":\"cabinet/drawer/inner\"}", &r) == 0);
+	CHECK_INT(r.status, 409);
+	resp_free(&r);
+	CHECK(put("elsewhere/x.md", NULL, "x\n", 2, &r) == 0);
+	resp_free(&r);
+	CHECK(move("{\"from\":\"cabinet\",\"to\":\"elsewhere\"}", &r) == 0);
+	CHECK_INT(r.status, 409);
+	resp_free(&r);
+	CHECK(exists("cabinet/drawer/one.md") && exists("elsewhere/x.md"));
+	buf_release(&b);
+}
+
 static void test_wait(void)
 {
 	struct resp r;
@@ -1073,6 +1116,7 @@ int main(void)
 	RUN(test_race);
 	RUN(test_delete);
 	RUN(test_move);
+	RUN(test_move_folder);
 	RUN(test_wait);
 	RUN(test_put_to_live);
 	RUN(test_manifest);

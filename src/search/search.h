@@ -81,6 +81,15 @@ int search_begin(struct search *s);
  */
 int search_put(struct search *s, const char *url, const char *title, const char *headings,
 	       const char *tags, const char *text);
+/*
+ * A note's row under a new URL (from may equal to) with new title,
+ * headings and tags, and the body it has: taken from the index, so that a
+ * note that only moved (a new URL, the same text) is not rendered again
+ * for its row. 1 when moved, 0 when no row
+ * is stored at from (nothing is written), -1 on error.
+ */
+int search_move(struct search *s, const char *from, const char *to, const char *title,
+		const char *headings, const char *tags);
 /* Removes the note at url; a url not in the index is not an error. */
 int search_delete(struct search *s, const char *url);
 int search_commit(struct search *s);

@@ -480,6 +480,66 @@ int search_delete(struct search *s, const char *url)
 	return ret;
 }
 
+/*
+ * The body stored for url, as this transaction has it so far: a put
+ * staged for url, else the committed row. 1 (into out), 0 when url has no
+ * row, -1 on error.
+ */
+static int stored_body(struct search *s, const char *url, struct buf *out)
+{
+	sqlite3_int64 id;
+	size_t i;
+	int same, rc;
+
+	for (i = s->nstaged; i-- > 0;) {
+		const struct staged *c = &s->staged[i];
+		if (strcmp(c->url, url) != 0)
+			continue;
+		if (c->op == OP_DELETE)
+			return 0;
+		if (c->op == OP_PUT) {
+			buf_add(out, c->field[COL_BODY - 1], c->len[COL_BODY - 1]);
+			return 1;
+		}
+		break; /* OP_KEEP: what is stored */
+	}
+	if (find_row(s, url, 0, &id, &same) != SQLITE_OK)
+		return search_db_error(s->db, "move");
+	if (!id)
+		return 0;
+	rc = sqlite3_bind_int64(s->old_row, 1, id);
+	if (rc == SQLITE_OK && (rc = sqlite3_step(s->old_row)) == SQLITE_ROW) {
+		const void *body = sqlite3_column_blob(s->old_row, COL_BODY);
+		buf_add(out, body, (size_t)sqlite3_column_bytes(s->old_row, COL_BODY));
+	}
+	sqlite3_reset(s->old_row);
+	if (rc != SQLITE_ROW)
+		return rc == SQLITE_DONE ? 0 : search_db_error(s->db, "move");
+	return 1;
+}
+
+int search_move(struct search *s, const char *from, const char *to, const char *title,
+		const char *headings, const char *tags)
+{
+	struct buf body = BUF_INIT;
+	int implicit = !s->in_tx, ret;
+
+	if (!from || !*from || !to || !*to)
+		return log_error("search: move without a url");
+	if (implicit && search_begin(s) < 0)
+		return -1;
+	set_field(s, 0, from);
+	ret = stored_body(s, s->field[0].ptr, &body);
+	if (ret > 0 && strcmp(from, to) != 0 && search_delete(s, from) < 0)
+		ret = -1;
+	if (ret > 0 && search_put(s, to, title, headings, tags, body.ptr ? body.ptr : "") < 0)
+		ret = -1;
+	buf_release(&body);
+	if (implicit)
+		return ret < 0 ? (search_rollback(s), -1) : search_commit(s);
+	return ret;
+}
+
 int search_prune(struct search *s, int (*keep)(void *ctx, const char *url), void *ctx)
 {
 	sqlite3_stmt *st = NULL;

@@ -36,24 +36,31 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct site_note *note_add(struct site *s, const char *path, const char *disk)
+/* Puts n in the notes array and the path index, at its path. */
+void apply_note_link(struct site *s, struct site_note *n)
 {
-	struct site_note *n = xcalloc(1, sizeof(*n));
-	size_t at = site_note_index(s, path);
+	size_t at = site_note_index(s, n->note.path);
 
-	n->note.path = xstrdup(path);
-	n->disk = xstrdup(disk);
-	n->name_key = resolve_name_key(path);
-	n->added = 1;
 	ALLOC_GROW(s->notes, s->nnotes + 1, s->anotes);
 	memmove(&s->notes[at + 1], &s->notes[at], (s->nnotes - at) * sizeof(*s->notes));
 	s->notes[at] = n;
 	s->nnotes++;
 	map_put(&s->note_by_path, n->note.path, strlen(n->note.path), n);
+}
+
+static struct site_note *note_add(struct site *s, const char *path, const char *disk)
+{
+	struct site_note *n = xcalloc(1, sizeof(*n));
+
+	n->note.path = xstrdup(path);
+	n->disk = xstrdup(disk);
+	n->name_key = resolve_name_key(path);
+	n->added = 1;
+	apply_note_link(s, n);
 	return n;
 }
 
-static void note_unlink(struct site *s, struct site_note *n)
+void apply_note_unlink(struct site *s, struct site_note *n)
 {
 	size_t at = site_note_index(s, n->note.path);
 
@@ -439,7 +446,7 @@ static void remove_note(struct work *w, struct site_note *n)
  * both, and listed once. A note that was both would be unlinked from the
  * indexes, parsed back into the name index, and freed with it still there.
  */
-static void settle(struct notevec *v, int removed)
+void apply_settle(struct notevec *v, int removed)
 {
 	size_t i, kept = 0;
 
@@ -729,7 +736,7 @@ static void unlink_removed(struct site *s, struct work *w, struct site_note *n)
 		resolver_remove(s->resolver, n->note.path, RESOLVE_NOTE, n);
 	for (k = 0; k < DIAG_OTHER; k++)
 		diag_forget(&s->diags, n->note.path, (enum diag_kind)k);
-	note_unlink(s, n);
+	apply_note_unlink(s, n);
 }
 
 /*
@@ -746,6 +753,25 @@ static void retarget(struct site *s, struct work *w, struct site_note *x, const 
 	apply_mark_recompose(w, x);
 }
 
+void apply_resolve_again(struct site *s, struct work *w, struct site_note *x)
+{
+	int moved = 0, changed = 0;
+	size_t k;
+
+	if (x->rerender || x->removed || !x->refs)
+		return;
+	ALLOC_GROW(w->refs, x->md.nrefs, w->arefs);
+	for (k = 0; k < x->md.nrefs && !changed; k++) {
+		render_resolve(s, x, &x->md.refs[k], &w->refs[k]);
+		changed = w->refs[k].kind != x->refs[k].kind;
+		moved |= w->refs[k].target != x->refs[k].target;
+	}
+	if (changed)
+		apply_need_render(w, x);
+	else if (moved)
+		retarget(s, w, x, w->refs);
+}
+
 /*
  * Re-resolves the notes mentioning a changed name: those whose links now
  * point elsewhere take their new targets, and those whose links changed
@@ -754,41 +780,29 @@ static void retarget(struct site *s, struct work *w, struct site_note *x, const 
  */
 static void resolve_names(struct site *s, struct work *w)
 {
-	struct site_ref *refs = NULL;
-	size_t i = 0, j, k, arefs = 0;
+	struct notevec todo = { 0 };
+	size_t i = 0, j;
 	void *v;
 
+	/* each mentioning note once, however many of the names it mentions (a folder moved) */
 	while (map_next(&w->names, &i, NULL, NULL, &v)) {
 		const char *key = v;
 		const struct notevec *m = map_get(&s->mentions, key, strlen(key));
-		struct notevec todo = { 0 };
-
 		for (j = 1; m && j < m->n; j++)
-			notevec_push(&todo, m->v[j]);
-		for (j = 0; j < todo.n; j++) {
-			struct site_note *x = todo.v[j];
-			int moved = 0, changed = 0;
-
-			if (x->rerender || x->removed)
-				continue;
-			ALLOC_GROW(refs, x->md.nrefs, arefs);
-			for (k = 0; k < x->md.nrefs && !changed; k++) {
-				render_resolve(s, x, &x->md.refs[k], &refs[k]);
-				changed = refs[k].kind != x->refs[k].kind;
-				moved |= refs[k].target != x->refs[k].target;
+			if (!m->v[j]->seen) {
+				m->v[j]->seen = 1;
+				notevec_push(&todo, m->v[j]);
 			}
-			if (changed)
-				apply_need_render(w, x);
-			else if (moved)
-				retarget(s, w, x, refs);
-		}
-		free(todo.v);
 	}
-	free(refs);
+	for (j = 0; j < todo.n; j++)
+		todo.v[j]->seen = 0;
+	for (j = 0; j < todo.n; j++)
+		apply_resolve_again(s, w, todo.v[j]);
+	free(todo.v);
 	site_keys_release(&w->names);
 }
 
-/* ---- moves ------------------------------------------------------------------ */
+/* ---- phases ------------------------------------------------------------------ */
 
 static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, size_t))
 {
@@ -961,6 +975,7 @@ static void settle_urls(struct site *s, struct work *w)
 
 	if (w->removed.n || (s->ndeparted && w->parsed.n))
 		urls_find_moves(s, w);
+	urls_relocated(s, w);
 	for (i = 0; i < w->parsed.n; i++)
 		urls_update_claims(s, w, w->parsed.v[i]);
 	for (i = 0; i < w->removed.n; i++)
@@ -971,6 +986,21 @@ static void settle_urls(struct site *s, struct work *w)
 		while (map_next(&w->stale_keys, &it, NULL, NULL, &v))
 			urls_refresh_key(s, v);
 	}
+}
+
+/* Each changed note once (a note parsed or moved in place may have a new URL too). */
+static void settle_changed(struct notevec *v)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < v->n; i++)
+		if (!v->v[i]->seen) {
+			v->v[i]->seen = 1;
+			v->v[kept++] = v->v[i];
+		}
+	v->n = kept;
+	for (i = 0; i < kept; i++)
+		v->v[i]->seen = 0;
 }
 
 /*
@@ -992,6 +1022,9 @@ static void update_derived(struct site *s, struct work *w)
 		notevec_push(&changed, w->removed.v[i]);
 	for (i = 0; i < w->moved.n; i++)
 		notevec_push(&changed, w->moved.v[i]);
+	for (i = 0; i < w->nreloc; i++)
+		notevec_push(&changed, w->reloc[i].n);
+	settle_changed(&changed);
 	sitesearch_stage(s, changed.v, changed.n);
 	for (i = 0; i < w->rerender.n; i++)
 		if (!sitesearch_text_wanted(s, w->rerender.v[i]))
@@ -1037,6 +1070,12 @@ static void finish(struct site *s, struct work *w)
 	free(w->recompose.v);
 	free(w->removed.v);
 	free(w->moved.v);
+	for (i = 0; i < w->nreloc; i++) {
+		free(w->reloc[i].from);
+		free(w->reloc[i].url);
+	}
+	free(w->reloc);
+	free(w->refs);
 	free(w->files);
 	site_keys_release(&w->names);
 	site_keys_release(&w->stale_keys);
@@ -1080,11 +1119,13 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 	s->applies++;
 	for (i = 0; i < npaths; i++)
 		collect(&w, s, paths[i]);
-	settle(&w.parse, 0);
-	settle(&w.removed, 1);
+	apply_settle(&w.parse, 0);
+	apply_settle(&w.removed, 1);
+	moves_find(s, &w);
 	apply_files(s, &w);
 	for (i = 0; i < w.removed.n; i++)
 		unlink_removed(s, &w, w.removed.v[i]);
+	moves_resolve(s, &w);
 
 	t = clock_ms();
 	parse_rounds(s, &w);

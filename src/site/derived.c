@@ -50,7 +50,7 @@ static int cmp_listed_date(const void *a, const void *b)
 {
 	const struct site_note *x = a, *y = b;
 	int c = strcmp(y->listed->date, x->listed->date);
-	return c ? c : strcmp(x->note.path, y->note.path);
+	return c ? c : strcmp(x->listed->path, y->listed->path);
 }
 
 struct derived *derived_new(void)
@@ -405,7 +405,7 @@ static void update_note(struct site *s, struct site_note *n)
 	char **keys = NULL;
 	size_t nkeys = 0, k;
 	struct derived_folder *folder = NULL;
-	int changed, resort, retitle;
+	int changed, resort, retitle, moved;
 	size_t top = (size_t)s->cfg.feed_items;
 
 	if (!n->listed) {
@@ -419,18 +419,21 @@ static void update_note(struct site *s, struct site_note *n)
 		tag_keys(n, &keys, &nkeys);
 		folder = get_folder(d, n->note.path, slash ? (size_t)(slash - n->note.path) : 0);
 	}
+	moved = n->listed->sig && listed && strcmp(n->listed->path, n->note.path) != 0;
 	/* what a feed shows of it, or which feeds it is in, changed */
-	resort = changed || folder != n->listed->folder || nkeys != n->listed->ntags;
+	resort = changed || moved || folder != n->listed->folder || nkeys != n->listed->ntags;
 	for (k = 0; !resort && k < nkeys; k++)
 		resort = strcmp(keys[k], n->listed->tags[k]) != 0;
 	if (n->listed->sig && resort)
 		date_sets(d, n, 0, top);
 	/*
-	 * Listings order by the title a note was registered with (dtitle): a
-	 * retitled note leaves its place under the old title before it takes
-	 * the new one, in its tags and its folder alike.
+	 * Listings order by the title and path a note was registered with
+	 * (listed->title, ->path): a retitled or moved note leaves its place
+	 * under the old ones before it takes the new, in its tags and its
+	 * folder alike.
 	 */
-	retitle = n->listed->sig && listed && strcmp(n->listed->title, n->note.title) != 0;
+	retitle = moved ||
+		  (n->listed->sig && listed && strcmp(n->listed->title, n->note.title) != 0);
 	for (k = 0; k < n->listed->ntags; k++) {
 		struct derived_tag *t = get_tag(d, n->listed->tags[k]);
 		int stays = has_key(keys, nkeys, n->listed->tags[k]);
@@ -450,8 +453,7 @@ static void update_note(struct site *s, struct site_note *n)
 		listing_touch(&n->listed->folder->list, n);
 		folder_dirty(d, n->listed->folder);
 	}
-	free(n->listed->title);
-	n->listed->title = listed ? xstrdup(n->note.title) : NULL;
+	listed_place(n->listed, listed ? n->note.title : NULL, listed ? n->note.path : NULL);
 	for (k = 0; k < nkeys; k++) {
 		struct derived_tag *t = get_tag(d, keys[k]);
 		int joins = !has_key(n->listed->tags, n->listed->ntags, keys[k]);

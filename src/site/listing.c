@@ -20,7 +20,7 @@ static int cmp_key(const char *ta, const char *pa, const char *tb, const char *p
 
 int listing_cmp(const struct site_note *a, const struct site_note *b)
 {
-	return cmp_key(a->listed->title, a->note.path, b->listed->title, b->note.path);
+	return cmp_key(a->listed->title, a->listed->path, b->listed->title, b->listed->path);
 }
 
 static int cmp_notes(const void *a, const void *b)
@@ -39,14 +39,14 @@ static int touch_vs_note(const void *key, const void *item)
 {
 	const struct listing_touch *t = key;
 	const struct site_note *n = item;
-	return cmp_key(t->title, t->path, n->listed->title, n->note.path);
+	return cmp_key(t->title, t->path, n->listed->title, n->listed->path);
 }
 
 static int note_vs_page(const void *key, const void *item)
 {
 	const struct site_note *n = key;
 	const struct listing_page *p = item;
-	return cmp_key(n->listed->title, n->note.path, p->title, p->path);
+	return cmp_key(n->listed->title, n->listed->path, p->title, p->path);
 }
 
 static int note_vs_note(const void *key, const void *item)
@@ -56,7 +56,7 @@ static int note_vs_note(const void *key, const void *item)
 
 static int starts_chunk(const struct site_note *n)
 {
-	return hash64(n->note.path, strlen(n->note.path)) % LISTING_PAGE == 0;
+	return n->listed->chunk;
 }
 
 void listing_init(struct listing *l)
@@ -113,7 +113,7 @@ void listing_touch(struct listing *l, const struct site_note *n)
 	ALLOC_GROW(l->touched, l->ntouched + 1, l->atouched);
 	t = &l->touched[l->ntouched++];
 	t->title = xstrdup(n->listed->title);
-	t->path = xstrdup(n->note.path);
+	t->path = xstrdup(n->listed->path);
 }
 
 void listing_add(struct listing *l, struct site_note *n)
@@ -249,10 +249,10 @@ static void cut_pages(struct listing *l, const struct region *r, const struct li
 		if (!p || run == LISTING_MAX_RUN || starts_chunk(x)) {
 			p = xcalloc(1, sizeof(*p));
 			p->title = xstrdup(x->listed->title);
-			p->path = xstrdup(x->note.path);
+			p->path = xstrdup(x->listed->path);
 			p->first = x;
 			p->head = first;
-			ops->key(ctx, first ? NULL : x->note.path, &key);
+			ops->key(ctx, first ? NULL : x->listed->path, &key);
 			first = 0;
 			p->key = buf_detach(&key, NULL);
 			run = 0;
@@ -387,6 +387,15 @@ void listing_flush(struct listing *l, const struct listing_ops *ops, void *ctx)
 	l->all = l->head = 0;
 }
 
+void listed_place(struct listed *l, const char *title, const char *path)
+{
+	free(l->title);
+	free(l->path);
+	l->title = title ? xstrdup(title) : NULL;
+	l->path = path ? xstrdup(path) : NULL;
+	l->chunk = path && hash64(path, strlen(path)) % LISTING_PAGE == 0;
+}
+
 void listed_free(struct listed *l)
 {
 	size_t k;
@@ -398,5 +407,6 @@ void listed_free(struct listed *l)
 	free(l->tags);
 	free(l->url);
 	free(l->title);
+	free(l->path);
 	free(l);
 }

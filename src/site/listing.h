@@ -25,7 +25,8 @@
  * changes (it lists them all) or listing_head() asks for it.
  *
  *	listing_init(&l);
- *	listing_add(&l, n);             // n->dtitle set first
+ *	listed_place(n->listed, title, path); // the order it is listed in
+ *	listing_add(&l, n);
  *	listing_touch(&l, n);           // its place changed
  *	listing_flush(&l, &ops, ctx);
  *	listing_del(&l, n); listing_touch(&l, n); ...
@@ -60,9 +61,16 @@ struct listed {
 	uint64_t sig;         /* hash of what listings show of it (0: not listed) */
 	char date[11];        /* the date its feeds order it by, while listed */
 	char *title;          /* the title its listings order it by, while listed */
+	char *path;           /* and the path (a note that moved leaves its old place) */
+	int chunk;            /* its path starts a chunk (see above) */
 };
 
 void listed_free(struct listed *l);
+/*
+ * Sets the title and path a note is listed under (NULL, NULL: not
+ * listed), between taking it out of its listings and putting it back.
+ */
+void listed_place(struct listed *l, const char *title, const char *path);
 
 /* A page as last written. */
 struct listing_page {

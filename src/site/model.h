@@ -5,10 +5,10 @@
  * structures: each note's metadata, rendered fragment, resolved
  * references and backlinks; the attachments; and the page table the next
  * snapshot will hold. The stages that read and write it (render.c,
- * derived.c, hosts.c, listing.c, and the update in site.c, apply.c and
- * urls.c) include this header; it includes nothing of theirs, so the
- * model sits below every stage that works on it (docs/design.md, "The
- * source tree").
+ * derived.c, hosts.c, listing.c, and the update in site.c, apply.c,
+ * moves.c and urls.c) include this header; it includes nothing of
+ * theirs, so the model sits below every stage that works on it
+ * (docs/design.md, "The source tree").
  */
 #ifndef QUIRE_MODEL_H
 #define QUIRE_MODEL_H

@@ -566,6 +566,13 @@ void render_note_page(struct site *s, struct site_note *n)
 	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0, 0 };
 
 	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
+	/*
+	 * Sized at once (the fragment, and the page it had): grown from
+	 * nothing, a page's buffers were copied a dozen times over, and each
+	 * copy faulted fresh memory in.
+	 */
+	buf_grow(&body, n->frag.len + 1024);
+	buf_grow(&html, (n->page ? n->page->body_len : n->frag.len + 8192) + 1024);
 	compose(s, n, 0, n->frag.len, &body, &path, 0, 0, &pieces, &budget);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));

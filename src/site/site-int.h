@@ -1,6 +1,6 @@
 /*
  * site-int.h: what the files of a site's update share; private to
- * src/site/site.c, apply.c, urls.c and sitesearch.c.
+ * src/site/site.c, apply.c, moves.c, urls.c and sitesearch.c.
  *
  * One site_apply() is a set of worklists (struct work) that the phases in
  * apply.c fill and drain, URL assignment and moves (urls.c) add to, and
@@ -16,6 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A note that moved in place (moves.c): where it was, and its URL there. */
+struct relocation {
+	struct site_note *n;
+	char *from;               /* owned */
+	char *url;                /* owned, or NULL (unpublished) */
+};
+
 /* One site_apply()'s worklists. */
 struct work {
 	struct notevec parse;     /* to parse in the next round */
@@ -24,6 +31,10 @@ struct work {
 	struct notevec recompose; /* to compose (rendered ones too) */
 	struct notevec removed;   /* to free at the end */
 	struct notevec moved;     /* published notes whose URL changed */
+	struct relocation *reloc; /* notes that moved in place */
+	size_t nreloc, areloc;
+	struct site_ref *refs;    /* scratch for apply_resolve_again() */
+	size_t arefs;
 	struct site_file **files; /* attachments added, changed or removed */
 	size_t nfiles, afiles;
 	struct map names;         /* name keys whose resolution may have changed -> owned key */
@@ -50,12 +61,29 @@ void apply_need_render(struct work *w, struct site_note *n);
 void apply_referrers(const struct site *s, const struct site_note *t, int kind,
 		      struct notevec *out);
 void apply_mark_recompose(struct work *w, struct site_note *n);
+void apply_note_link(struct site *s, struct site_note *n);
+void apply_note_unlink(struct site *s, struct site_note *n);
+/* Drops from v the notes no longer marked (to parse, or removed), and duplicates. */
+void apply_settle(struct notevec *v, int removed);
+/*
+ * Resolves x's references again: when each keeps its kind, x takes the new
+ * targets and is composed again; when one changes kind, x is rendered again.
+ */
+void apply_resolve_again(struct site *s, struct work *w, struct site_note *x);
+
+/* moves.c */
+/* Moves in place the notes this change removed and found again elsewhere. */
+void moves_find(struct site *s, struct work *w);
+/* Resolves again the references of the notes moved in place. */
+void moves_resolve(struct site *s, struct work *w);
 
 /* urls.c */
 char *urls_base_of(struct site *s, const struct site_note *n);
 void urls_group_move(struct site *s, struct work *w, struct site_note *n, const char *base);
 void urls_assign(struct site *s, struct work *w);
 void urls_find_moves(struct site *s, struct work *w);
+/* Records the moves of the notes that moved in place, and their alias claims. */
+void urls_relocated(struct site *s, struct work *w);
 void urls_update_claims(struct site *s, struct work *w, struct site_note *n);
 void urls_refresh_key(struct site *s, const char *key);
 void urls_load_moves(struct site *s);

@@ -42,15 +42,20 @@ int sitesearch_text_wanted(const struct site *s, const struct site_note *n)
 
 /*
  * Puts a note's row, or deletes the row of a note that left or moved (the
- * URL its row is under, n->surl, which only this file keeps).
+ * URL its row is under, n->surl, which only this file keeps). has_text
+ * says whether n->md.text holds the note's text (rendered in this change,
+ * or kept for the fill); a note that only moved has not: its row moves
+ * with the text the index has (search_move()).
  */
-static int index_note(struct site *s, struct site_note *n)
+static int index_note(struct site *s, struct site_note *n, int has_text)
 {
 	struct buf headings = BUF_INIT, tags = BUF_INIT;
 	int listed = n->published && !n->removed, ret = 0;
 	size_t k;
 
-	if (n->surl && (!listed || strcmp(n->surl, n->url) != 0)) {
+	if (listed && !has_text && n->surl && strcmp(n->surl, n->url) == 0)
+		return 0; /* nothing its row holds changed */
+	if (n->surl && (!listed || (has_text && strcmp(n->surl, n->url) != 0))) {
 		ret = search_delete(s->search, n->surl);
 		if (ret == 0) {
 			free(n->surl);
@@ -66,10 +71,26 @@ static int index_note(struct site *s, struct site_note *n)
 			buf_addf(&tags, "%s ", n->note.tags.v[k]);
 		for (k = 0; k < n->md.ntags; k++)
 			buf_addf(&tags, "%s ", n->md.tags[k]);
-		ret = search_put(s->search, n->url, n->note.title, headings.ptr, tags.ptr,
-				 n->md.text.ptr);
-		if (ret == 0 && !n->surl)
-			n->surl = xstrdup(n->url);
+		if (has_text) {
+			ret = search_put(s->search, n->url, n->note.title, headings.ptr, tags.ptr,
+					 n->md.text.ptr);
+			if (ret == 0 && !n->surl)
+				n->surl = xstrdup(n->url);
+		} else if (!n->surl) {
+			log_warn("search: no row for %s and no text to put: it is found again once "
+				 "it changes", n->note.path);
+		} else {
+			int moved = search_move(s->search, n->surl, n->url, n->note.title,
+						headings.ptr, tags.ptr);
+			if (moved == 0)
+				log_warn("search: the row of %s was not under %s: it is found again "
+					 "once it changes", n->note.path, n->surl);
+			if (moved >= 0) {
+				free(n->surl);
+				n->surl = moved ? xstrdup(n->url) : NULL;
+			}
+			ret = moved < 0 ? -1 : 0;
+		}
 	}
 	buf_release(&headings);
 	buf_release(&tags);
@@ -85,8 +106,11 @@ void sitesearch_stage(struct site *s, struct site_note *const *changed, size_t n
 		return;
 	ok = s->search_tx || search_begin(s->search) == 0;
 	s->search_tx = ok;
-	for (k = 0; ok && k < n; k++)
-		ok = index_note(s, changed[k]) == 0;
+	for (k = 0; ok && k < n; k++) {
+		struct site_note *x = changed[k];
+		int has_text = (x->rerender && !x->vanished) || sitesearch_text_wanted(s, x);
+		ok = index_note(s, x, has_text) == 0;
+	}
 	if (!ok) {
 		search_rollback(s->search);
 		s->search_tx = 0;
@@ -156,7 +180,7 @@ int site_search_fill(struct site *s, size_t batch)
 		if (s->search_fill[0] && strcmp(n->note.path, s->search_fill) <= 0)
 			continue;
 		if (n->published)
-			ok = index_note(s, n) == 0;
+			ok = index_note(s, n, 1) == 0;
 		/* the row has a copy: the texts go as the fill passes, not all at its end */
 		buf_release(&n->md.text);
 		done++;

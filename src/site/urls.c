@@ -133,11 +133,10 @@ static void set_url(struct site *s, struct work *w, struct site_note *n, const c
 		/*
 		 * Pages linking here show the old URL, and so does the note's
 		 * own in its [[#Heading]] links: composed again, their
-		 * fragments hold no URL (markdown.h, url_slots). The note
-		 * itself is rendered again: its search row moves to the new
-		 * URL, and the index wants its text, which is not kept.
+		 * fragments hold no URL (markdown.h, url_slots). Its search
+		 * row moves to the new URL with the text the index has
+		 * (sitesearch.c): nothing is rendered again.
 		 */
-		apply_need_render(w, n);
 		apply_referrers(s, n, -1, &refs);
 		for (k = 0; k < refs.n; k++)
 			apply_mark_recompose(w, refs.v[k]);
@@ -452,6 +451,25 @@ void urls_find_moves(struct site *s, struct work *w)
 		log_warn("cannot record %s in %s: %s", "moves", s->moves_file, strerror(errno));
 	buf_release(&lines);
 	free(added);
+}
+
+void urls_relocated(struct site *s, struct work *w)
+{
+	struct buf lines = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < w->nreloc; i++) {
+		const struct relocation *r = &w->reloc[i];
+		struct site_note *n = r->n;
+		if (n->removed)
+			continue; /* moved, then deleted in the same change */
+		if (r->url)
+			record_move(s, r->url, r->from, n->note.path, &lines);
+		urls_update_claims(s, w, n);
+	}
+	if (lines.len && s->moves_file && vault_append_line(s->moves_file, lines.ptr) < 0)
+		log_warn("cannot record %s in %s: %s", "moves", s->moves_file, strerror(errno));
+	buf_release(&lines);
 }
 
 /* Alias URLs of a note: each alias as a note name in the note's folder, and its former URLs. */

@@ -2,9 +2,10 @@
  * syncapi-jobs.c: the work of the sync API that runs off the HTTP loops.
  *
  * Jobs. A pool of threads takes jobs in order. Writes to one path are
- * serialized by a set of busy paths (a move holds both of its paths), so a
- * precondition and the write it guards are atomic with respect to other
- * API writes; jobs on other paths run in parallel, which matters because
+ * serialized by a set of busy paths (a move holds both of its paths, and
+ * a folder's move everything under them), so a precondition and the
+ * write it guards are atomic with respect to other API writes; jobs on
+ * other paths run in parallel, which matters because
  * each write waits for two fsyncs. The writes themselves are in
  * syncapi-write.c; here each job is claimed, run and answered.
  *
@@ -68,6 +69,17 @@ void syncapi_enqueue(struct syncapi *api, struct job *j)
 	pthread_mutex_unlock(&api->lock);
 }
 
+/* Whether a and b are the same path, or one is a folder holding the other. */
+static int overlap(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (la > lb)
+		return overlap(b, a);
+	return strncmp(a, b, la) == 0 && (b[la] == '\0' || b[la] == '/');
+}
+
+/* Whether a job holds path, or a folder above or below it (a folder moves whole). */
 static int is_busy(struct syncapi *api, const char *path)
 {
 	size_t i;
@@ -75,7 +87,7 @@ static int is_busy(struct syncapi *api, const char *path)
 	if (!path)
 		return 0;
 	for (i = 0; i < api->nbusy; i++)
-		if (strcmp(api->busy[i], path) == 0)
+		if (overlap(api->busy[i], path))
 			return 1;
 	return 0;
 }

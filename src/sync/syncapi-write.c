@@ -472,13 +472,46 @@ out:
 		log_warn("sync: %s: close: %s", j->path, strerror(errno));
 }
 
+/*
+ * The folder holding a move's source, when the source is a folder (a
+ * folder moves with everything in it, in one rename); -1 with the
+ * outcome set when it is not one (the caller then takes it as a file) or
+ * cannot be moved. *is_folder says which.
+ */
+static int open_folder_source(struct syncapi *api, const struct job *j, const char **leaf,
+			      int *is_folder, struct outcome *out)
+{
+	struct stat st;
+	size_t len = strlen(j->path);
+	int dirfd;
+
+	*is_folder = 0;
+	dirfd = open_parent(api, j->path, 0, leaf);
+	if (dirfd < 0)
+		return -1;
+	if (fstatat(dirfd, *leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
+		close(dirfd);
+		return -1;
+	}
+	*is_folder = 1;
+	if (strncmp(j->to, j->path, len) == 0 && j->to[len] == '/') {
+		out->status = 409;
+		out->error = "a folder cannot move into itself";
+		close(dirfd);
+		return -1;
+	}
+	return dirfd;
+}
+
 void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out)
 {
 	const char *from_leaf, *to_leaf;
 	struct stat tst;
-	int from_dir = -1, to_dir = -1;
+	int from_dir = -1, to_dir = -1, is_folder;
 
-	from_dir = open_existing(api, j, &from_leaf, out);
+	from_dir = open_folder_source(api, j, &from_leaf, &is_folder, out);
+	if (from_dir < 0 && !is_folder)
+		from_dir = open_existing(api, j, &from_leaf, out);
 	if (from_dir < 0)
 		goto out;
 	to_dir = open_parent(api, j->to, 1, &to_leaf);
@@ -499,8 +532,10 @@ void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out)
 		log_error("sync: move %s -> %s: %s", j->path, j->to, strerror(errno));
 		goto out;
 	}
-	hash_cache_remove(api->cache, j->path);
-	hash_cache_remove(api->cache, j->to);
+	if (!is_folder) {
+		hash_cache_remove(api->cache, j->path);
+		hash_cache_remove(api->cache, j->to);
+	} /* else the files' entries under the old paths go at the next sweep */
 	out->version = notify(api, j->path, j->to);
 	out->status = 200;
 	count(&api->moves);

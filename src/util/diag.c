@@ -126,6 +126,28 @@ void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind)
 	pthread_mutex_unlock(&l->lock);
 }
 
+void diag_rename(struct diag_list *l, const char *from, const char *to)
+{
+	struct diag_path *p;
+	size_t i;
+
+	pthread_mutex_lock(&l->lock);
+	p = map_gets(&l->by_path, from);
+	if (p && strcmp(from, to) != 0) {
+		map_remove(&l->by_path, p->path, strlen(p->path));
+		for (i = 0; i < p->n; i++) {
+			struct diag *d = &l->items[p->at[i]];
+			free(d->path);
+			d->path = xstrdup(to);
+			index_item(l, p->at[i]);
+		}
+		free(p->path);
+		free(p->at);
+		free(p);
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 /*
  * A message quotes what it is about (a frontmatter key, a link target, a
  * file name), and a note can make that a megabyte: one line of a log or

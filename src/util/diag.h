@@ -60,6 +60,9 @@ void diag_list_release(struct diag_list *l);
  */
 void diag_forget(struct diag_list *l, const char *path, enum diag_kind kind);
 
+/* Makes the diagnostics about from about to: a note that moved keeps them. */
+void diag_rename(struct diag_list *l, const char *from, const char *to);
+
 /* Adds a diagnostic of kind DIAG_OTHER. */
 void diag_add(struct diag_list *l, enum diag_level level, const char *path, int line,
 	      const char *fmt, ...) __attribute__((format(printf, 5, 6)));

@@ -158,7 +158,7 @@ void edit(const char *root, struct files *f, struct step *st, unsigned counter)
 {
 	struct buf text = BUF_INIT, name = BUF_INIT, rel = BUF_INIT;
 	const char *target = random_note(f), *other = random_note(f);
-	unsigned op = (unsigned)pick(20);
+	unsigned op = (unsigned)pick(21);
 
 	if (!target || !other)
 		op = 6;
@@ -356,6 +356,26 @@ void edit(const char *root, struct files *f, struct step *st, unsigned counter)
 			test_current_failed = 1;
 		}
 		touched(st, rel.ptr);
+		touched(st, name.ptr);
+		buf_release(&from);
+		buf_release(&to);
+		goto out;
+	}
+	case 20: { /* a note moved to another folder under its own name (drag and drop) */
+		struct buf from = BUF_INIT, to = BUF_INIT;
+		const char *slash = strrchr(target, '/');
+		st->what = "move note";
+		buf_addf(&rel, "moved %u", (unsigned)pick(3));
+		buf_addf(&name, "%s/%s", rel.ptr, slash ? slash + 1 : target);
+		buf_addf(&from, "%s/%s", root, target);
+		buf_addf(&to, "%s/%s", root, rel.ptr);
+		mkdir(to.ptr, 0755);
+		buf_addf(&to, "/%s", slash ? slash + 1 : target);
+		if (!tv_exists(root, name.ptr) && rename(from.ptr, to.ptr) != 0) {
+			perror(from.ptr);
+			test_current_failed = 1;
+		}
+		touched(st, target);
 		touched(st, name.ptr);
 		buf_release(&from);
 		buf_release(&to);
