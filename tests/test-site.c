@@ -724,6 +724,78 @@ out:
 	tv_remove(v);
 }
 
+/* A page's bytes, NUL-terminated (freed by the caller), or "" when there is none. */
+static char *whole_page(const struct snapshot *snap, const char *url)
+{
+	const struct page *p = snapshot_get(snap, url, strlen(url));
+	const char *b = p ? page_bytes(p) : NULL;
+
+	return b ? xstrndup(b, p->body_len) : xstrdup("");
+}
+
+/*
+ * KaTeX and Mermaid are served by quire (immutable, gzipped at build
+ * time, with their licences) and linked only from pages that have math or
+ * a diagram, their own or an embedded note's.
+ */
+static void test_math_and_diagram_scripts(void)
+{
+	static const char *const katex = "/_quire/vendor/katex-0.16.22/katex.min.js",
+			  *const css = "/_quire/vendor/katex-0.16.22/katex.min.css",
+			  *const mermaid = "/_quire/vendor/mermaid-12.3.0/mermaid.min.js";
+	char *v = tv_new(), *body;
+	struct snapshot *snap;
+	struct site *s;
+	struct page *p;
+
+	tv_write(v, "Math.md", "Euler: $e^{i\\pi} + 1 = 0$.\n");
+	tv_write(v, "Diagram.md", "```mermaid\nflowchart LR\n  A --> B\n```\n");
+	tv_write(v, "Plain.md", "No math, $5 and $6, and `$x$` in code.\n");
+	tv_write(v, "Embeds.md", "![[Math]]\n");
+	s = load(v, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	snap = site_snapshot(s, NULL);
+	body = whole_page(snap, "/math");
+	CHECK(body && strstr(body, katex) && strstr(body, css) && !strstr(body, mermaid));
+	CHECK(body && strstr(body, "<span class=\"math math-inline\">\\(e^{i\\pi} + 1 = 0\\)"));
+	free(body);
+	body = whole_page(snap, "/diagram");
+	CHECK(body && strstr(body, mermaid) && !strstr(body, katex) && strstr(body, "<pre class=\"mermaid\""));
+	free(body);
+	body = whole_page(snap, "/plain");
+	CHECK(body && !strstr(body, "/_quire/vendor/"));
+	free(body);
+	body = whole_page(snap, "/embeds");
+	CHECK(body && strstr(body, katex));
+	free(body);
+	/* the scripts come before quire.js, which typesets with them */
+	body = whole_page(snap, "/math");
+	CHECK(body && strstr(body, katex) && strstr(body, "<script src=\"/_quire/quire.") &&
+	      strstr(body, katex) < strstr(body, "<script src=\"/_quire/quire."));
+	free(body);
+	p = snapshot_get(snap, mermaid, strlen(mermaid));
+	CHECK(p && p->kind == PAGE_ASSET && p->immutable && p->gz && p->body_len > 1000000 &&
+	      strcmp(p->content_type, "text/javascript; charset=utf-8") == 0);
+	body = whole_page(snap, mermaid);
+	CHECK(body && strstr(body, "globalThis[\"mermaid\"]"));
+	free(body);
+	p = snapshot_get(snap, "/_quire/vendor/katex-0.16.22/fonts/KaTeX_Main-Regular.woff2",
+			 strlen("/_quire/vendor/katex-0.16.22/fonts/KaTeX_Main-Regular.woff2"));
+	CHECK(p && strcmp(p->content_type, "font/woff2") == 0);
+	body = whole_page(snap, "/_quire/vendor/katex-0.16.22/LICENSE");
+	CHECK(body && strstr(body, "MIT License"));
+	free(body);
+	body = whole_page(snap, "/_quire/vendor/mermaid-12.3.0/LICENSE");
+	CHECK(body && strstr(body, "MIT License"));
+	free(body);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 /* A single newline is a line break (Obsidian's default), or a space with strict_line_breaks. */
 static void test_line_breaks(void)
 {
@@ -1251,6 +1323,7 @@ int main(void)
 	RUN(test_markdown_links);
 	RUN(test_embedded_blocks);
 	RUN(test_home_setting);
+	RUN(test_math_and_diagram_scripts);
 	RUN(test_line_breaks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);

@@ -71,20 +71,24 @@
   function syncThemeButton() {
     if (themeButton) themeButton.setAttribute('aria-pressed', String(isDark()));
   }
+  function themeChanged() {
+    syncThemeButton();
+    drawDiagrams(); /* Mermaid draws in the colours of the scheme it was given */
+  }
   if (themeButton) {
     syncThemeButton();
     themeButton.addEventListener('click', () => {
       const next = isDark() ? 'light' : 'dark';
       root.dataset.theme = next;
       save(THEME_KEY, next);
-      syncThemeButton();
+      themeChanged();
     });
-    darkQuery.addEventListener('change', syncThemeButton);
+    darkQuery.addEventListener('change', themeChanged);
     addEventListener('storage', (e) => {
       if (e.key !== THEME_KEY) return;
       if (e.newValue === 'dark' || e.newValue === 'light') root.dataset.theme = e.newValue;
       else delete root.dataset.theme;
-      syncThemeButton();
+      themeChanged();
     });
   }
 
@@ -544,42 +548,46 @@
     doc.addEventListener('click', hide);
   }
 
-  /* Math and diagrams, when the site loads KaTeX or Mermaid itself. */
+  /*
+   * Math and diagrams. A page with math or a diagram loads KaTeX or
+   * Mermaid before this script (src/site/layout.c: only those pages, from
+   * /_quire/vendor/); until they run, the TeX and the diagram's source
+   * are shown as text.
+   */
 
-  addEventListener('load', () => {
-    const maths = doc.querySelectorAll('.note-body .math');
-    if (maths.length && window.katex) {
-      maths.forEach((el) => {
-        const src = el.textContent.trim()
-          .replace(/^(\$\$?|\\\(|\\\[)([\s\S]*?)(\$\$?|\\\)|\\\])$/, '$2');
-        try {
-          window.katex.render(src, el, { displayMode: el.tagName === 'DIV', throwOnError: false });
-        } catch (e) { /* leave the source visible */ }
-      });
-    } else if (maths.length && window.renderMathInElement) {
-      maths.forEach((el) => {
-        try {
-          window.renderMathInElement(el, {
-            delimiters: [
-              { left: '$$', right: '$$', display: true },
-              { left: '\\[', right: '\\]', display: true },
-              { left: '$', right: '$', display: false },
-              { left: '\\(', right: '\\)', display: false },
-            ],
-            throwOnError: false,
-          });
-        } catch (e) { /* leave the source visible */ }
-      });
-    }
-    const diagrams = doc.querySelectorAll('pre.mermaid');
-    if (diagrams.length && window.mermaid) {
-      diagrams.forEach((pre) => { pre.textContent = pre.textContent; });
+  function typesetMath() {
+    if (!window.katex) return;
+    doc.querySelectorAll('.note-body .math').forEach((el) => {
+      /* "\(tex\)" inline, "\[tex\]" displayed (src/markdown/html.c) */
+      const m = /^\\[([]([\s\S]*)\\[)\]]$/.exec(el.textContent.trim());
+      if (!m) return;
       try {
-        window.mermaid.initialize({ startOnLoad: false, theme: isDark() ? 'dark' : 'default' });
-        const done = window.mermaid.run ? window.mermaid.run({ nodes: diagrams })
-          : window.mermaid.init(undefined, diagrams);
-        if (done && done.catch) done.catch(() => {});
+        window.katex.render(m[1], el, {
+          displayMode: el.classList.contains('math-display'), throwOnError: false,
+        });
       } catch (e) { /* leave the source visible */ }
-    }
+    });
+  }
+
+  const diagrams = [];
+  function drawDiagrams() {
+    if (!window.mermaid || !diagrams.length) return;
+    diagrams.forEach((pre) => {
+      pre.removeAttribute('data-processed');
+      pre.textContent = pre.dataset.source;
+    });
+    try {
+      window.mermaid.initialize({
+        startOnLoad: false, securityLevel: 'strict', theme: isDark() ? 'dark' : 'default',
+      });
+      window.mermaid.run({ nodes: diagrams }).catch(() => { /* its error is drawn in place */ });
+    } catch (e) { /* leave the source visible */ }
+  }
+
+  typesetMath();
+  doc.querySelectorAll('.note-body pre.mermaid').forEach((pre) => {
+    pre.dataset.source = pre.textContent;
+    diagrams.push(pre);
   });
+  drawDiagrams();
 })();

@@ -222,6 +222,7 @@ static void math_html(struct ctx *c, size_t ix, int block)
 	const char *tex = c->pre.tex.ptr + m->tex;
 	struct buf *o = c->out;
 
+	c->res->features |= MD_HAS_MATH;
 	if (block)
 		buf_adds(o, "<div class=\"math math-display\">\\[");
 	else if (m->display)
@@ -673,6 +674,7 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 	lit = literal(n, &len);
 	cr(o);
 	if (first == 7 && !memcmp(info, "mermaid", 7)) {
+		c->res->features |= MD_HAS_DIAGRAM;
 		tag_open(c, a, "<pre class=\"mermaid\"");
 		buf_addc(o, '>');
 		md_add_html_exp(c, o, lit, len, PH_RAW);
@@ -857,7 +859,9 @@ static void list_item(struct ctx *c, cmark_node *n, struct ann *a, int entering)
 					   " class=\"task-list-item\" data-task=\"");
 			if (done)
 				buf_add_html(o, a->task, a->tasklen);
-			buf_adds(o, "\"><input type=\"checkbox\" class=\"task-list-item-checkbox\"");
+			/* named for assistive technology, which says its state */
+			buf_adds(o, "\"><input type=\"checkbox\" class=\"task-list-item-checkbox\""
+				    " aria-label=\"Task\"");
 			buf_adds(o, done ? " checked=\"\" disabled=\"\" /> " : " disabled=\"\" /> ");
 		} else {
 			buf_addc(o, '>');

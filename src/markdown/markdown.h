@@ -162,9 +162,16 @@ struct md_result {
 	size_t nwarnings;
 	struct md_slot *slots;        /* in increasing offset order (url_slots only) */
 	size_t nslots;
+	unsigned features;            /* MD_HAS_*: what a page showing it needs a script for */
 };
 #define MD_RESULT_INIT                                                                          \
-	{ BUF_INIT, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, BUF_INIT, NULL, 0, NULL, 0 }
+	{ BUF_INIT, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, BUF_INIT, NULL, 0, NULL, 0, 0 }
+
+/* md_result.features */
+enum {
+	MD_HAS_MATH = 1,    /* math: $...$, $$...$$ (KaTeX typesets it) */
+	MD_HAS_DIAGRAM = 2, /* a ```mermaid block (Mermaid draws it) */
+};
 
 /*
  * Call once per process before any md_render(), from one thread: registers

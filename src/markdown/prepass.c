@@ -443,7 +443,9 @@ static size_t dd_close(struct pre *p, size_t from)
 /*
  * Where inline math opened at from - 1 closes, or NONE. Pandoc's rule, which
  * Obsidian follows: the closing '$' has no space before it and no digit
- * after it, so "$5 and $6" is not math. Inline math stays on one line.
+ * after it, so "$5 and $6" is not math. Inline math stays on one line. A
+ * code span binds tighter (as in CommonMark): a '$' inside one closes
+ * nothing, so "$5 and `$x$`" is no math.
  */
 static size_t dollar_close(struct pre *p, size_t from)
 {
@@ -455,6 +457,20 @@ static size_t dollar_close(struct pre *p, size_t from)
 	for (k = from; k < p->len && s[k] != '\n'; k++) {
 		if (s[k] == '\\') {
 			k++;
+			continue;
+		}
+		if (s[k] == '`') {
+			size_t n = 0, close;
+
+			while (k + n < p->len && s[k + n] == '`')
+				n++;
+			close = tick_close(p, k + n, n);
+			if (close == NONE)
+				k += n - 1; /* literal backticks */
+			else if (!memchr(s + k, '\n', close - k))
+				k = close + n - 1;
+			else
+				return NONE; /* the span runs past the line, as math may not */
 			continue;
 		}
 		if (s[k] == '$' && k > from && !is_space(s[k - 1]) &&

@@ -32,6 +32,7 @@
  *    that folder. The breadcrumbs lead there instead, one click away.
  */
 #include "site/layout.h"
+#include "markdown/markdown.h"
 #include "util/hash.h"
 #include "util/unicode.h"
 #include "vault/vault.h"
@@ -120,12 +121,21 @@ static int is_home(const struct layout_site *site, const char *url)
 	return url && strncmp(url, site->url_prefix, n) == 0 && strcmp(url + n, "/") == 0;
 }
 
+static void deferred_script(struct buf *out, const char *url)
+{
+	if (!url)
+		return;
+	buf_adds(out, "<script src=\"");
+	add_html(out, url);
+	buf_adds(out, "\" defer></script>\n");
+}
+
 /*
  * The document head. description and url may be NULL; url (root-relative,
  * with prefix) gives the canonical link when the site has a base_url.
  */
 static void head(struct buf *out, const struct layout_site *site, enum page_kind kind,
-		 const char *title, const char *description, const char *url)
+		 const char *title, const char *description, const char *url, unsigned features)
 {
 	const char *lang = site->language && site->language[0] ? site->language : "en";
 
@@ -185,11 +195,21 @@ static void head(struct buf *out, const struct layout_site *site, enum page_kind
 		buf_adds_html(out, site->feed_url);
 		buf_adds(out, "\">\n");
 	}
+	if ((features & MD_HAS_MATH) && site->katex_css_url) {
+		buf_adds(out, "<link rel=\"stylesheet\" href=\"");
+		add_html(out, site->katex_css_url);
+		buf_adds(out, "\">\n");
+	}
 	buf_adds(out, "<script>");
 	buf_adds(out, theme_script);
-	buf_adds(out, "</script>\n<script src=\"");
-	add_html(out, site->js_url);
-	buf_adds(out, "\" defer></script>\n</head>\n");
+	buf_adds(out, "</script>\n");
+	/* deferred scripts run in document order: quire.js finds them loaded */
+	if (features & MD_HAS_MATH)
+		deferred_script(out, site->katex_js_url);
+	if (features & MD_HAS_DIAGRAM)
+		deferred_script(out, site->mermaid_js_url);
+	deferred_script(out, site->js_url);
+	buf_adds(out, "</head>\n");
 }
 
 /* The search box; value, when set, is the query it shows. */
@@ -440,7 +460,7 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 	size_t i, at;
 
 	buf_grow(out, note->body_len + 4096);
-	head(out, site, PAGE_NOTE, note->title, note->description, note->url);
+	head(out, site, PAGE_NOTE, note->title, note->description, note->url, note->features);
 	body_open(out, site, top != 0, note->folder);
 	buf_adds(out, "<article class=\"note");
 	for (i = 0; i < note->ncssclasses; i++) {
@@ -474,7 +494,7 @@ void layout_listing_page(const struct layout_site *site, const char *folder, con
 {
 	size_t i;
 
-	head(out, site, PAGE_LISTING, title, NULL, NULL);
+	head(out, site, PAGE_LISTING, title, NULL, NULL, 0);
 	body_open(out, site, 0, folder);
 	buf_adds(out, "<article class=\"listing\">\n<header class=\"note-header\">\n");
 	if (!folder) {
@@ -525,7 +545,7 @@ void layout_listing_page(const struct layout_site *site, const char *folder, con
 
 void layout_not_found_page(const struct layout_site *site, struct buf *out)
 {
-	head(out, site, PAGE_NOT_FOUND, "Page not found", NULL, NULL);
+	head(out, site, PAGE_NOT_FOUND, "Page not found", NULL, NULL, 0);
 	body_open(out, site, 0, NULL);
 	buf_adds(out, "<article class=\"not-found\">\n<header class=\"note-header\">\n"
 		      "<p class=\"not-found-code\">404</p>\n"

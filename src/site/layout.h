@@ -30,6 +30,8 @@ struct layout_site {
 	const char *tree_url;   /* explorer tree JSON URL, with prefix */
 	const char *search_url; /* search page URL with prefix ("/search"), or NULL when there is none */
 	const char *feed_url;   /* site RSS feed URL with prefix, or NULL when there is none */
+	/* KaTeX's and Mermaid's files (vendor.h), linked from the pages that need them, or NULL */
+	const char *katex_css_url, *katex_js_url, *mermaid_js_url;
 };
 
 struct layout_link {
@@ -62,6 +64,7 @@ struct layout_note {
 	const char *folder;        /* the note's vault folder ("a/b", "" at the root), for the
 				      explorer to open its way there; NULL: none */
 	int title_repeated;        /* the body opens with an h1 of the title: not shown twice */
+	unsigned features;         /* MD_HAS_* of the body: math and diagrams load their scripts */
 };
 
 /* An item in a generated listing page (tag page, folder page, search results). */

@@ -417,6 +417,7 @@ struct budget {
 	size_t bytes;     /* embedded bytes left */
 	int refused;      /* embeds left out so far */
 	int too_deep;     /* embeds cut at RENDER_MAX_EMBED_DEPTH so far */
+	unsigned features; /* MD_HAS_* of the notes embedded so far */
 };
 
 static int over_budget(struct site *s, struct budget *b, const struct site_note *top,
@@ -544,6 +545,7 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 			continue;
 		if (list)
 			buf_adds(out, list == 'u' ? "<ul>\n" : "<ol>\n");
+		budget->features |= t->md.features;
 		compose(s, t, ts, te, out, path, depth + 1, depth ? line : ref->line, NULL, budget);
 		if (list)
 			buf_adds(out, list == 'u' ? "\n</ul>" : "\n</ol>");
@@ -563,7 +565,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	size_t k, ntoc = 0, ntags = 0, len, at;
 	struct page *p;
 	char *bytes, *folder = NULL;
-	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0, 0 };
+	struct budget budget = { s->cfg.max_embeds, s->cfg.max_embed_bytes, 0, 0, 0 };
 
 	diag_forget(&s->diags, n->note.path, DIAG_EMBED);
 	/*
@@ -618,6 +620,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	ln.title_repeated = n->md.nheadings && n->md.headings[0].start == 0 &&
 			    n->md.headings[0].level == 1 &&
 			    strcasecmp(n->md.headings[0].text, n->note.title) == 0;
+	ln.features = n->md.features | budget.features;
 	ln.toc = toc;
 	ln.ntoc = ntoc;
 	ln.backlinks = back;

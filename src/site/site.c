@@ -12,6 +12,7 @@
 #include "site/hosts.h"
 #include "site/render.h"
 #include "site/theme.h"
+#include "site/vendor.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/gzip.h"
@@ -74,12 +75,58 @@ void site_keys_release(struct map *m)
 
 static const char *asset_type(const char *name)
 {
-	const char *dot = strrchr(name, '.');
+	const char *dot = strrchr(name, '.'), *slash = strrchr(name, '/');
 	if (dot && strcmp(dot, ".css") == 0)
 		return "text/css; charset=utf-8";
 	if (dot && strcmp(dot, ".js") == 0)
 		return "text/javascript; charset=utf-8";
+	if (dot && strcmp(dot, ".woff2") == 0)
+		return "font/woff2";
+	if (strcmp(slash ? slash + 1 : name, "LICENSE") == 0)
+		return "text/plain; charset=utf-8";
 	return vault_content_type(name);
+}
+
+/*
+ * KaTeX and Mermaid (vendor.h) as immutable pages under /_quire/vendor/,
+ * at URLs that carry their version; the layout links them from the pages
+ * that need them. Their gzip bytes were made at build time.
+ */
+static void load_vendor(struct site *s)
+{
+	static const char *const wanted[3] = { "/katex.min.css", "/katex.min.js", "/mermaid.min.js" };
+	const char **slot[3] = { &s->layout.katex_css_url, &s->layout.katex_js_url,
+				 &s->layout.mermaid_js_url };
+	const struct vendor_file *f;
+	size_t k;
+
+	for (f = vendor_files; f->name; f++) {
+		struct buf url = BUF_INIT;
+		char *body = xmalloc(f->len + 1);
+		struct page *p;
+
+		buf_addf(&url, "/_quire/vendor/%s", f->name);
+		if (gzip_inflate_to(f->gz, f->gz_len, body, f->len) < 0) {
+			log_error("%s: the copy compiled into quire is damaged", url.ptr);
+			free(body);
+			buf_release(&url);
+			continue;
+		}
+		p = page_new(PAGE_ASSET, url.ptr, url.len);
+		p->content_type = asset_type(f->name);
+		p->immutable = 1;
+		page_set_body_gz(p, body, f->len, xmemdup(f->gz, f->gz_len), f->gz_len);
+		site_page_put(s, p);
+		page_unref(p);
+		for (k = 0; k < 3; k++) {
+			size_t n = strlen(f->name), w = strlen(wanted[k]);
+			if (n > w && strcmp(f->name + n - w, wanted[k]) == 0 && !s->asset_urls[8 + k]) {
+				s->asset_urls[8 + k] = site_make_href(s, url.ptr);
+				*slot[k] = s->asset_urls[8 + k];
+			}
+		}
+		buf_release(&url);
+	}
 }
 
 /* Theme files as immutable pages at content-hashed URLs. */
@@ -197,6 +244,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 		s->layout.search_url = s->asset_urls[5];
 	}
 	load_assets(s);
+	load_vendor(s);
 
 	if (s->cfg.robots) {
 		buf_adds(&b, s->cfg.robots);
@@ -412,7 +460,7 @@ void site_free(struct site *s)
 	}
 	free(s->gz_pending);
 	page_unref(s->not_found);
-	for (i = 0; i < 8; i++)
+	for (i = 0; i < sizeof(s->asset_urls) / sizeof(*s->asset_urls); i++)
 		free(s->asset_urls[i]);
 	resolver_free(s->resolver);
 	derived_free(s->derived);

@@ -59,6 +59,22 @@ int page_set_body(struct page *p, char *body, size_t len, int level)
 	return 0;
 }
 
+void page_set_body_gz(struct page *p, char *body, size_t len, char *gz, size_t gz_len)
+{
+	page_set_body(p, body, len, 0);
+	if (!gz || gz_len + 32 >= len) {
+		free(gz);
+		return;
+	}
+	hash_etag(gz, gz_len, p->gz_etag);
+	p->gz = gz;
+	p->gz_len = gz_len;
+	if (!atomic_load_explicit(&keep_identity, memory_order_relaxed)) {
+		free(p->body);
+		p->body = NULL;
+	}
+}
+
 void page_set_body_later(struct page *p, char *body, size_t len, int level)
 {
 	page_set_body(p, body, len, 0);

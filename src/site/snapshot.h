@@ -105,6 +105,12 @@ struct page *page_new(enum page_kind kind, const char *path, size_t path_len);
 int page_set_body(struct page *p, char *body, size_t len, int level);
 
 /*
+ * page_set_body() with gzip bytes made beforehand (gz, gz_len: taken too;
+ * dropped when not smaller), for files compressed at build time.
+ */
+void page_set_body_gz(struct page *p, char *body, size_t len, char *gz, size_t gz_len);
+
+/*
  * page_set_body() without the gzip bytes: they are left for page_gzipped()
  * (gz_later keeps the level), so that a change is served before it is
  * compressed (site_gzip_pending()).

@@ -238,6 +238,51 @@ async function run(browser, base) {
   check(/^Results 21 to \d+ of \d+$/.test(await desk.$eval('.search-total', (p) => p.textContent)),
     'page 2 starts at the 21st result');
 
+  /* math typeset by KaTeX and diagrams drawn by Mermaid, served by quire itself */
+  check(await visit(desk, base + '/writing/formatting') === 200, 'the formatting note answers');
+  await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
+    .catch(() => {});
+  const typeset = await desk.evaluate(() => {
+    const maths = [...document.querySelectorAll('.note-body .math')];
+    return {
+      maths: maths.length,
+      katex: maths.filter((m) => m.querySelector('.katex')).length,
+      display: document.querySelectorAll('.note-body .katex-display').length,
+      raw: maths.filter((m) => /^\\[([]/.test(m.textContent.trim())).length,
+      dollars: /\$[^$]*\$/.test(document.querySelector('.note-body').innerText
+        .replace(/`[^`]*`/g, '').split('\n').filter((l) => !/^\s*(The cost|\$\$)/.test(l))
+        .join('\n').replace(/\$\.\.\.\$|\$\$\.\.\.\$\$/g, '')),
+      svgs: document.querySelectorAll('.note-body pre.mermaid svg').length,
+      nodes: document.querySelectorAll('.note-body pre.mermaid svg .node').length,
+      scripts: [...document.scripts].map((x) => x.src).filter(Boolean),
+    };
+  });
+  check(typeset.maths >= 4 && typeset.katex === typeset.maths && typeset.raw === 0,
+    `every formula is typeset by KaTeX, none left as source: ${JSON.stringify(typeset)}`);
+  check(typeset.display >= 1, 'display math is typeset as a block');
+  check(typeset.svgs === 1 && typeset.nodes >= 5, 'the mermaid diagram is drawn (5 nodes)');
+  check(typeset.scripts.every((u) => u.startsWith(base + '/_quire/')),
+    'KaTeX and Mermaid come from quire itself: ' + JSON.stringify(typeset.scripts));
+  await desk.screenshot({ path: join(shots, 'math-diagram-desktop.png'), fullPage: true });
+  const fill = () => desk.evaluate(() => {
+    const r = document.querySelector('pre.mermaid svg .node rect, pre.mermaid svg .node polygon');
+    return r ? getComputedStyle(r).fill : '';
+  });
+  const fillBefore = await fill();
+  await desk.click('.theme-toggle');
+  await desk.waitForFunction((f) => {
+    const r = document.querySelector('pre.mermaid svg .node rect, pre.mermaid svg .node polygon');
+    return r && getComputedStyle(r).fill !== f;
+  }, { timeout: 10000 }, fillBefore).catch(() => {});
+  const fillAfter = await fill();
+  check(fillAfter !== '' && fillAfter !== fillBefore,
+    `the diagram is drawn again in the other colour scheme (${fillBefore} -> ${fillAfter})`);
+  await desk.click('.theme-toggle'); /* back as it was */
+  await axe(desk, 'a note with math and a diagram');
+  await visit(desk, base + '/writing/links');
+  check(await desk.evaluate(() => [...document.scripts].every((x) => !/vendor/.test(x.src))),
+    'a note without math or diagrams loads neither KaTeX nor Mermaid');
+
   /* dark mode */
   await visit(desk, base + '/writing/links');
   const before = await desk.evaluate(() => getComputedStyle(document.body).backgroundColor);
