@@ -283,7 +283,7 @@ static void test_ref_lines(void)
 static void test_no_resolver(void)
 {
 	struct md_result r = MD_RESULT_INIT;
-	struct md_options opt = { NULL, NULL, NULL, 0, 0, 0 };
+	struct md_options opt = { NULL, NULL, NULL, 0, 0, 0, 0 };
 
 	CHECK_INT(md_render("[[Note]] #tag ![[Note]]\n", 24, &opt, &r), 0);
 	CHECK_INT(r.nrefs, 2);
@@ -903,7 +903,7 @@ static void test_table_guard(void)
 static void test_hard_breaks(void)
 {
 	static const char src[] = "one\ntwo\\\nthree\n\n> quoted\n> lines\n\n![[image.png]]\n![[image.png]]\n";
-	struct md_options opt = { resolve_fake, NULL, "", 1, 1, 0 };
+	struct md_options opt = { resolve_fake, NULL, "", 1, 1, 0, 0 };
 	struct md_result r = MD_RESULT_INIT;
 
 	CHECK_INT(md_render(src, strlen(src), &opt, &r), 0);
@@ -955,6 +955,168 @@ static int render_stdin(void)
 	return 0;
 }
 
+/* The highlighted HTML of one fenced block (the note body "```lang\n" code "```"), or "". */
+static char *highlighted(const char *lang, const char *code)
+{
+	struct md_options opt;
+	struct md_result r = MD_RESULT_INIT;
+	struct buf md = BUF_INIT;
+	char *out;
+
+	memset(&opt, 0, sizeof(opt));
+	opt.url_prefix = "";
+	opt.first_line = 1;
+	opt.highlight = 1;
+	buf_addf(&md, "```%s\n%s```\n", lang, code);
+	out = md_render(md.ptr, md.len, &opt, &r) == 0 ? xstrdup(r.html.ptr) : xstrdup("");
+	md_result_release(&r);
+	buf_release(&md);
+	return out;
+}
+
+/* The text of html's <code> element with the highlighter's spans taken out: what was escaped. */
+static char *unspanned(const char *html)
+{
+	const char *p = strstr(html, "<code"), *end = strstr(html, "</code>");
+	struct buf b = BUF_INIT;
+
+	if (!p || !end)
+		return xstrdup("");
+	p = strchr(p, '>') + 1;
+	while (p < end) {
+		if (!strncmp(p, "<span class=\"hl-", 16)) {
+			p = strchr(p, '>') + 1;
+		} else if (!strncmp(p, "</span>", 7)) {
+			p += 7;
+		} else {
+			buf_addc(&b, *p++);
+		}
+	}
+	return buf_detach(&b, NULL);
+}
+
+/* Whether highlighting code as lang only added spans around its escaped text. */
+static int only_spans(const char *lang, const char *code, const char *html)
+{
+	struct buf want = BUF_INIT;
+	char *got = unspanned(html);
+	int ok;
+
+	buf_add_html(&want, code, strlen(code));
+	ok = strcmp(got, want.ptr) == 0;
+	if (!ok)
+		fprintf(stderr, "  %s: the text changed:\n%s\n  against\n%s\n", lang, got, want.ptr);
+	free(got);
+	buf_release(&want);
+	return ok;
+}
+
+static int has_all(const char *html, const char *const *want)
+{
+	int ok = 1;
+
+	for (; *want; want++) {
+		if (!strstr(html, *want)) {
+			fprintf(stderr, "  missing %s in:\n%s\n", *want, html);
+			ok = 0;
+		}
+	}
+	return ok;
+}
+
+/*
+ * Code blocks in the shared corpora's languages come out with their tokens
+ * in spans, HTML-escaped; an unknown language, or highlight off, stays
+ * plain; unclosed strings, comments and tags end at the block's end.
+ */
+static void test_highlight(void)
+{
+	static const struct {
+		const char *lang, *code;
+		const char *want[9];
+	} cases[] = {
+		{ "powershell",
+		  "# list\nGet-ChildItem -Path $env:TEMP | Where-Object { $_.Length -gt 1KB }\n"
+		  "[string]$s = \"a `\"b`\" $x\"; foreach ($i in 1..3) { $true }\n<# block #>\n",
+		  { "<span class=\"hl-c\"># list</span>", "<span class=\"hl-f\">Get-ChildItem</span>",
+		    "<span class=\"hl-a\">-Path</span>", "<span class=\"hl-v\">$env:TEMP</span>",
+		    "<span class=\"hl-t\">string</span>", "<span class=\"hl-k\">foreach</span>",
+		    "<span class=\"hl-l\">$true</span>", "<span class=\"hl-c\">&lt;# block #&gt;</span>" } },
+		{ "ps1", "$h = @'\nhere 'string'\n'@\nWrite-Output $h\n",
+		  { "<span class=\"hl-s\">@'\nhere 'string'\n'@</span>",
+		    "<span class=\"hl-f\">Write-Output</span>", NULL } },
+		{ "bash", "# comment\nfor f in *.md; do echo \"$f\" 'raw $x'; done # end\necho a#b\n",
+		  { "<span class=\"hl-c\"># comment</span>", "<span class=\"hl-k\">for</span>",
+		    "<span class=\"hl-s\">&quot;$f&quot;</span>", "<span class=\"hl-s\">'raw $x'</span>",
+		    "<span class=\"hl-k\">done</span>", "<span class=\"hl-c\"># end</span>", "a#b", NULL } },
+		{ "csharp", "// note\nusing System;\npublic class A { string s = @\"C:\\x\"\"\"; int n = 0x1F; }\n",
+		  { "<span class=\"hl-c\">// note</span>", "<span class=\"hl-k\">using</span>",
+		    "<span class=\"hl-k\">class</span>", "<span class=\"hl-s\">@&quot;C:\\x&quot;&quot;&quot;</span>",
+		    "<span class=\"hl-n\">0x1F</span>", NULL } },
+		{ "c", "#include <stdio.h>\nint main(void) { return printf(\"%d\\n\", 42); /* x */ }\n",
+		  { "<span class=\"hl-m\">#include &lt;stdio.h&gt;</span>", "<span class=\"hl-k\">int</span>",
+		    "<span class=\"hl-f\">printf</span>", "<span class=\"hl-s\">&quot;%d\\n&quot;</span>",
+		    "<span class=\"hl-n\">42</span>", "<span class=\"hl-c\">/* x */</span>", NULL } },
+		{ "js", "const x = `t ${a}`; // c\nif (x === null) fetch('/u');\n",
+		  { "<span class=\"hl-k\">const</span>", "<span class=\"hl-s\">`t ${a}`</span>",
+		    "<span class=\"hl-l\">null</span>", "<span class=\"hl-f\">fetch</span>",
+		    "<span class=\"hl-s\">'/u'</span>", NULL } },
+		{ "python", "@cache\ndef f(x=None):\n    \"\"\"doc\n    string\"\"\"\n    return 1.5e3  # c\n",
+		  { "<span class=\"hl-m\">@cache</span>", "<span class=\"hl-k\">def</span>",
+		    "<span class=\"hl-f\">f</span>", "<span class=\"hl-l\">None</span>",
+		    "<span class=\"hl-s\">&quot;&quot;&quot;doc\n    string&quot;&quot;&quot;</span>",
+		    "<span class=\"hl-n\">1.5e3</span>", "<span class=\"hl-c\"># c</span>", NULL } },
+		{ "json", "{\"name\": \"quire\", \"n\": -1.5, \"ok\": true, \"v\": null}\n",
+		  { "<span class=\"hl-a\">&quot;name&quot;</span>", "<span class=\"hl-s\">&quot;quire&quot;</span>",
+		    "<span class=\"hl-n\">-1.5</span>", "<span class=\"hl-l\">true</span>",
+		    "<span class=\"hl-l\">null</span>", NULL } },
+		{ "yaml", "---\ntitle: \"Home\" # c\ntags:\n  - a\ncount: 3\ndraft: false\nref: *anchor\n",
+		  { "<span class=\"hl-m\">---</span>", "<span class=\"hl-a\">title</span>",
+		    "<span class=\"hl-s\">&quot;Home&quot;</span>", "<span class=\"hl-c\"># c</span>",
+		    "<span class=\"hl-n\">3</span>", "<span class=\"hl-l\">false</span>",
+		    "<span class=\"hl-v\">*anchor</span>", NULL } },
+		{ "xml", "<?xml version=\"1.0\"?>\n<!-- c -->\n<a href=\"x\">&amp; t</a>\n",
+		  { "<span class=\"hl-m\">&lt;?xml version=&quot;1.0&quot;?&gt;</span>",
+		    "<span class=\"hl-c\">&lt;!-- c --&gt;</span>", "<span class=\"hl-g\">a</span>",
+		    "<span class=\"hl-a\">href</span>", "<span class=\"hl-s\">&quot;x&quot;</span>",
+		    "<span class=\"hl-l\">&amp;amp;</span>", NULL } },
+		{ "css", "/* c */\n@media print { body { color: #fff; margin: 0.5em } }\n",
+		  { "<span class=\"hl-c\">/* c */</span>", "<span class=\"hl-k\">@media</span>",
+		    "<span class=\"hl-a\">color</span>", "<span class=\"hl-n\">#fff</span>",
+		    "<span class=\"hl-n\">0.5em</span>", NULL } },
+		{ "sql", "SELECT name FROM notes WHERE title = 'it''s' -- c\n",
+		  { "<span class=\"hl-k\">SELECT</span>", "<span class=\"hl-k\">FROM</span>",
+		    "<span class=\"hl-s\">'it''s'</span>", "<span class=\"hl-c\">-- c</span>", NULL } },
+	};
+	static const char *const unclosed[] = { "powershell", "bash", "c", "js", "python", "json",
+		"yaml", "xml", "css", "sql" };
+	size_t i;
+	char *h;
+
+	for (i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		h = highlighted(cases[i].lang, cases[i].code);
+		if (!has_all(h, cases[i].want) || !only_spans(cases[i].lang, cases[i].code, h)) {
+			fprintf(stderr, "  (%s)\n", cases[i].lang);
+			test_current_failed = 1;
+		}
+		free(h);
+	}
+	/* unknown languages and no language: plain, escaped */
+	h = highlighted("brainfuck", "<x> \"y\"\n");
+	CHECK(strstr(h, "<code class=\"language-brainfuck\">&lt;x&gt; &quot;y&quot;\n</code>") &&
+	      !strstr(h, "<span"));
+	free(h);
+	h = highlighted("", "<x> # y\n");
+	CHECK(strstr(h, "<code>&lt;x&gt; # y\n</code>") && !strstr(h, "<span"));
+	free(h);
+	/* unclosed: no hang, everything kept, nothing unescaped */
+	for (i = 0; i < sizeof(unclosed) / sizeof(*unclosed); i++) {
+		h = highlighted(unclosed[i], "a \"b <c '/* <!-- `x @' [d\n$\n");
+		CHECK(only_spans(unclosed[i], "a \"b <c '/* <!-- `x @' [d\n$\n", h));
+		free(h);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const specs[] = { "commonmark-basics.txt", "wikilinks.txt", "embeds.txt",
@@ -989,5 +1151,6 @@ int main(int argc, char **argv)
 	RUN(test_table_guard);
 	RUN(test_hard_breaks);
 	RUN(test_threads);
+	RUN(test_highlight);
 	return test_done();
 }

@@ -177,7 +177,7 @@ struct rendered {
 
 static double render_bytes(const struct buf *src, struct rendered *r)
 {
-	struct md_options opt = { resolve_all, NULL, "", 1, 0, 0 };
+	struct md_options opt = { resolve_all, NULL, "", 1, 0, 0, 0 };
 	double t0 = cpu_now();
 
 	memset(&r->note, 0, sizeof(r->note));
@@ -185,6 +185,7 @@ static double render_bytes(const struct buf *src, struct rendered *r)
 	r->md = (struct md_result)MD_RESULT_INIT;
 	note_parse(&r->note, "case.md", src->ptr, src->len, 0, &r->diags);
 	opt.first_line = r->note.body_line;
+	opt.highlight = 1; /* as the site renders */
 	r->rc = md_render(r->note.body, r->note.body_len, &opt, &r->md);
 	return cpu_now() - t0;
 }
@@ -483,6 +484,25 @@ static void c_backticks(const struct rendered *r, size_t n)
 	CHECK(contains(&r->md.html, "end</p>"));
 }
 BYTES_CASE(r_backticks, c_backticks)
+
+/*
+ * Highlighted code (src/markdown/highlight.c): a PowerShell block of n
+ * lines that open strings, here-strings, comments, types and variables
+ * they never close, each line one more for its scanner to look past.
+ */
+static void *b_highlight(size_t n)
+{
+	return repeat("```powershell\n", "Get-Item -Path $x \"a `\" <# [b.c @' ${d\n", n,
+		      "```\n", "", 0, "");
+}
+
+static void c_highlight(const struct rendered *r, size_t n)
+{
+	(void)n;
+	CHECK(contains(&r->md.html, "<span class=\"hl-f\">Get-Item</span>"));
+	CHECK(contains(&r->md.html, "</code></pre>"));
+}
+BYTES_CASE(r_highlight, c_highlight)
 
 /* cmark's staircase: "e`" "e``" "e```" ... to n bytes */
 static void *b_backtick_stairs(size_t n)
@@ -1103,6 +1123,7 @@ static const struct pcase cases[] = {
 	{ "callout in a deep quote", 160000, 1000000, b_deep_callout, r_deep_callout, drop_buf,
 	  NULL },
 	{ "backticks", 2560000, 10000000, b_backticks, r_backticks, drop_buf, NULL },
+	{ "highlighted code, unclosed", 40000, 400000, b_highlight, r_highlight, drop_buf, NULL },
 	{ "backtick staircase (bytes)", 4 * MB, 4 * MB, b_backtick_stairs, r_backtick_stairs,
 	  drop_buf, NULL },
 	{ "table columns", 2000, 80000, b_table_wide, r_table_wide, drop_buf, NULL },

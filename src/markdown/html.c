@@ -16,6 +16,7 @@
  * and cmark-gfm's own footnote markup needs both.
  */
 #include "markdown/markdown.h"
+#include "markdown/highlight.h"
 #include "markdown/markdown-int.h"
 #include "markdown/sanitize.h"
 #include "util/unicode.h"
@@ -680,6 +681,8 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 		md_add_html_exp(c, o, lit, len, PH_RAW);
 		tag_close(c, a, "</pre>");
 	} else {
+		int lang = c->opt && c->opt->highlight ? hl_find(info, first) : -1;
+
 		tag_open(c, a, "<pre");
 		if (!infolen) {
 			buf_adds(o, "><code>");
@@ -688,7 +691,14 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 			buf_add_html(o, info, first);
 			buf_adds(o, "\">");
 		}
-		md_add_html_exp(c, o, lit, len, PH_RAW);
+		if (lang >= 0) {
+			struct buf raw = BUF_INIT;
+			md_pre_expand(&c->pre, &raw, lit, len, PH_RAW);
+			hl_write(o, lang, raw.ptr ? raw.ptr : "", raw.len);
+			buf_release(&raw);
+		} else {
+			md_add_html_exp(c, o, lit, len, PH_RAW);
+		}
 		tag_close(c, a, "</code></pre>");
 	}
 	buf_addc(o, '\n');

@@ -165,7 +165,7 @@ static void ctx_release(struct ctx *c)
 
 int md_render(const char *src, size_t len, const struct md_options *opt, struct md_result *res)
 {
-	static const struct md_options defaults = { NULL, NULL, "", 1, 0, 0 };
+	static const struct md_options defaults = { NULL, NULL, "", 1, 0, 0, 0 };
 	/* no "tagfilter": raw HTML goes through sanitize_html() instead */
 	/* no "tasklist": tasks are found by md_annotate (any status character, in any container) */
 	static const char *const extensions[] = { "table", "strikethrough", "autolink" };

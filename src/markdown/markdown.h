@@ -100,6 +100,11 @@ struct md_options {
 	 * moves then changes the pages linking to it, not their fragments.
 	 */
 	int url_slots;
+	/*
+	 * 1: fenced code in a language highlight.h knows is written with its
+	 * tokens in spans (quire.yml highlight:, on by default).
+	 */
+	int highlight;
 };
 
 /* A place in md_result.html where the composer inserts an embedded note. */

@@ -161,6 +161,7 @@ void render_note_body(struct site *s, struct site_note *n)
 	opt.first_line = n->note.body_line;
 	opt.hard_breaks = !s->cfg.strict_line_breaks;
 	opt.url_slots = 1;
+	opt.highlight = !s->cfg.plain_code;
 	if (md_render(n->note.body ? n->note.body : "", n->note.body_len, &opt, &n->md) < 0) {
 		diag_addk(&s->diags, DIAG_LINK, DIAG_ERROR, n->note.path, 0,
 			  "could not parse the Markdown");

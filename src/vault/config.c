@@ -241,6 +241,13 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 					 "strict_line_breaks must be true or false");
 			else
 				cfg->strict_line_breaks = b;
+		} else if (strcmp(key, "highlight") == 0) {
+			int b = yml_bool(v);
+			if (b < 0)
+				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+					 "highlight must be true or false");
+			else
+				cfg->plain_code = !b;
 		} else if (strcmp(key, "home") == 0) {
 			/* a note's path from the vault's root, ".md" optional, as a link writes it */
 			if ((s = scalar(v, key, diags))) {
@@ -266,7 +273,7 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
 				 "unknown setting '%s' (known: title, base_url, language, publish, "
 				 "ignore, feed_items, max_embeds, max_embed_size, csp, frame_src, "
-				 "strict_line_breaks, home, robots, hosts)",
+				 "strict_line_breaks, highlight, home, robots, hosts)",
 				 key);
 		}
 	}

@@ -283,6 +283,27 @@ async function run(browser, base) {
   check(await desk.evaluate(() => [...document.scripts].every((x) => !/vendor/.test(x.src))),
     'a note without math or diagrams loads neither KaTeX nor Mermaid');
 
+  /* code highlighted by the server: without script, in colours of its own */
+  await desk.setJavaScriptEnabled(false);
+  check(await visit(desk, base + '/reference/quire-yml') === 200, 'the quire.yml note answers');
+  const code = await desk.evaluate(() => {
+    const block = document.querySelector('code.language-yaml');
+    const key = block && block.querySelector('.hl-a');
+    const comment = block && block.querySelector('.hl-c');
+    return {
+      key: key ? key.textContent : null,
+      keyColour: key ? getComputedStyle(key).color : null,
+      plainColour: block ? getComputedStyle(block).color : null,
+      comment: comment ? getComputedStyle(comment).fontStyle : null,
+    };
+  });
+  await desk.setJavaScriptEnabled(true);
+  check(code.key && code.keyColour !== code.plainColour && code.comment === 'italic',
+    'a YAML block is highlighted with JavaScript off (keys coloured, comments in italics): ' +
+    JSON.stringify(code));
+  await visit(desk, base + '/reference/quire-yml');
+  await axe(desk, 'a note with highlighted code');
+
   /* dark mode */
   await visit(desk, base + '/writing/links');
   const before = await desk.evaluate(() => getComputedStyle(document.body).backgroundColor);

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static int ready;
 	struct diag_list diags;
 	struct note n;
-	struct md_options opt = { resolve, NULL, "/p", 1, 0, 0 };
+	struct md_options opt = { resolve, NULL, "/p", 1, 0, 0, 0 };
 	struct md_result res = MD_RESULT_INIT;
 
 	if (!ready) {
@@ -43,6 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	note_parse(&n, "fuzz.md", (const char *)data, size, 0, &diags);
 	opt.first_line = n.body_line;
 	opt.url_slots = (int)(size & 1); /* as the site renders, or with URLs written */
+	opt.highlight = (int)((size >> 1) & 1); /* code blocks highlighted, or plain */
 	md_render(n.body, n.body_len, &opt, &res);
 	for (size_t k = 0; k < res.nslots; k++) {
 		/* in order, inside the fragment, each naming a resolved reference */
