@@ -27,6 +27,8 @@ enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
 
 /* Matches considered when choosing a snippet's window (snippet.c). */
 #define SNIP_HITS_MAX 64
+#define SNIP_SPAN 200  /* bytes after a match where other terms count */
+#define SNIP_BYTES 240 /* a snippet's bytes at most, from its anchor on */
 
 /* The fewest characters of a substring, and of a word worth listing in vocab. */
 #define SUBSTRING_MIN 3

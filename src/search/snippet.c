@@ -19,12 +19,10 @@
 
 #include <sqlite3.h>
 
-/* The snippet: words around the anchor, bytes at most (whole words win). */
-#define SNIP_SPAN 200         /* bytes after a match where other terms count */
+/* The snippet: words around the anchor, bytes at most (whole words win); SNIP_SPAN, SNIP_BYTES: search-int.h. */
 #define SNIP_WORDS_BEFORE 6
 #define SNIP_BYTES_BEFORE 60
 #define SNIP_WORDS 30
-#define SNIP_BYTES 240
 
 struct hit_map {
 	struct hit *hits;

@@ -172,6 +172,13 @@ static int scan_token(void *p, int tflags, const char *tok, int n, int start, in
 				 to, -1);
 		}
 	}
+	/*
+	 * One term: its first match anchors the snippet (search_emit_snippet()
+	 * keeps the first of the windows that score best), which ends within
+	 * SNIP_BYTES of it; the text past that need not be tokenized.
+	 */
+	if (sc->nterms == 1 && sc->n > 0 && start > sc->hits[0].start + SNIP_SPAN + SNIP_BYTES)
+		return SQLITE_DONE;
 	return sc->n == SNIP_HITS_MAX ? SQLITE_DONE : SQLITE_OK;
 }
 
