@@ -221,6 +221,8 @@ static void listing_html(struct site *s, const struct listing *l, const struct l
 				 v[n - 1]->note.title);
 	}
 	note_items((const struct site_note *const *)v, n, items + nlead, dates);
+	/* sized at once: grown from nothing, a page of 100 items was copied a dozen times */
+	buf_grow(&html, 8192 + intro.len + 384 * (nlead + n));
 	layout_listing_page(&s->layout, folder, page_title.ptr, intro.len ? intro.ptr : NULL,
 			    items, nlead + n, &html);
 	put_text(s, PAGE_GENERATED, p ? p->key : key0, "text/html; charset=utf-8", &html);

@@ -500,11 +500,19 @@ static void update_note(struct site *s, struct site_note *n)
 		folder->index = n;
 		folder_head(d, folder->parent);
 	}
-	/* sitemap shard */
-	if (n->listed->shard >= 0 && (!listed || changed)) {
+	/*
+	 * sitemap shard: it shows the URL (which picks the shard) and the
+	 * date, not the title or the summary a retitle or an edit changes
+	 */
+	if (n->listed->shard >= 0 && (!listed || !n->listed->url || strcmp(n->listed->url, n->url))) {
 		notevec_take(&d->shards[n->listed->shard], n);
 		shard_dirty(d, n->listed->shard);
 		n->listed->shard = -1;
+	} else if (n->listed->shard >= 0 && changed) {
+		char date[11];
+		site_note_date(n, date);
+		if (strcmp(date, n->listed->date) != 0)
+			shard_dirty(d, n->listed->shard);
 	}
 	if (listed && n->listed->shard < 0 && d->nshards) {
 		n->listed->shard = shard_of(d, n->url);
