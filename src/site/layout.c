@@ -432,24 +432,32 @@ static void toc_entries(struct buf *out, const struct layout_note *note, int top
 	buf_adds(out, "</ul>\n");
 }
 
-/* Beside the note on a wide screen. */
-static void toc(struct buf *out, const struct layout_note *note, int top)
+/*
+ * Beside the note on a wide screen: the same entries as the folded one,
+ * copied from out[from, to).
+ */
+static void toc(struct buf *out, size_t from, size_t to)
 {
 	buf_adds(out, "<aside class=\"toc toc-side\" aria-label=\"On this page\">\n"
 		      "<h2 class=\"toc-title\">On this page</h2>\n");
-	toc_entries(out, note, top);
+	buf_grow(out, to - from); /* out->ptr stays put while it copies from itself */
+	buf_add(out, out->ptr + from, to - from);
 	buf_adds(out, "</aside>\n");
 }
 
 /*
  * Before the note's text, folded, on a narrow screen (the stylesheet shows
- * one of the two): at the end of a long page it was out of reach.
+ * one of the two): at the end of a long page it was out of reach. Sets
+ * *from and *to around its entries, for toc().
  */
-static void toc_folded(struct buf *out, const struct layout_note *note, int top)
+static void toc_folded(struct buf *out, const struct layout_note *note, int top, size_t *from,
+		       size_t *to)
 {
 	buf_adds(out, "<details class=\"toc toc-folded\">\n"
 		      "<summary class=\"toc-title\">On this page</summary>\n");
+	*from = out->len;
 	toc_entries(out, note, top);
+	*to = out->len;
 	buf_adds(out, "</details>\n");
 }
 
@@ -457,7 +465,7 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 			struct buf *out)
 {
 	int top = toc_top(note);
-	size_t i, at;
+	size_t i, at, toc_from = 0, toc_to = 0;
 
 	buf_grow(out, note->body_len + 4096);
 	head(out, site, PAGE_NOTE, note->title, note->description, note->url, note->features);
@@ -472,7 +480,7 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 	buf_adds(out, "\">\n");
 	note_header(out, site, note);
 	if (top)
-		toc_folded(out, note, top);
+		toc_folded(out, note, top, &toc_from, &toc_to);
 	buf_adds(out, note->title_repeated ? "<div class=\"note-body title-repeated\">\n"
 					   : "<div class=\"note-body\">\n");
 	at = out->len;
@@ -482,7 +490,7 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 	backlinks(out, note);
 	buf_adds(out, "</article>\n</main>\n");
 	if (top)
-		toc(out, note, top);
+		toc(out, toc_from, toc_to);
 	buf_adds(out, "</div>\n");
 	body_close(out, site);
 	return at;
