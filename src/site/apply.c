@@ -446,21 +446,30 @@ static void remove_note(struct work *w, struct site_note *n)
  * both, and listed once. A note that was both would be unlinked from the
  * indexes, parsed back into the name index, and freed with it still there.
  */
+/* Keeps the first place of each note in v (the seen marks, cleared again). */
+static void unique(struct notevec *v)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < v->n; i++)
+		if (!v->v[i]->seen) {
+			v->v[i]->seen = 1;
+			v->v[kept++] = v->v[i];
+		}
+	v->n = kept;
+	for (i = 0; i < kept; i++)
+		v->v[i]->seen = 0;
+}
+
 void apply_settle(struct notevec *v, int removed)
 {
 	size_t i, kept = 0;
 
-	for (i = 0; i < v->n; i++) {
-		struct site_note *n = v->v[i];
-		int on = removed ? n->removed : n->reparse;
-		if (on && !n->seen) {
-			n->seen = 1;
-			v->v[kept++] = n;
-		}
-	}
+	for (i = 0; i < v->n; i++)
+		if (removed ? v->v[i]->removed : v->v[i]->reparse)
+			v->v[kept++] = v->v[i];
 	v->n = kept;
-	for (i = 0; i < kept; i++)
-		v->v[i]->seen = 0;
+	unique(v);
 }
 
 static void remove_file(struct work *w, struct site_file *f)
@@ -784,18 +793,13 @@ static void resolve_names(struct site *s, struct work *w)
 	size_t i = 0, j;
 	void *v;
 
-	/* each mentioning note once, however many of the names it mentions (a folder moved) */
 	while (map_next(&w->names, &i, NULL, NULL, &v)) {
 		const char *key = v;
 		const struct notevec *m = map_get(&s->mentions, key, strlen(key));
 		for (j = 1; m && j < m->n; j++)
-			if (!m->v[j]->seen) {
-				m->v[j]->seen = 1;
-				notevec_push(&todo, m->v[j]);
-			}
+			notevec_push(&todo, m->v[j]);
 	}
-	for (j = 0; j < todo.n; j++)
-		todo.v[j]->seen = 0;
+	unique(&todo); /* each once, however many of the names it mentions (a folder moved) */
 	for (j = 0; j < todo.n; j++)
 		apply_resolve_again(s, w, todo.v[j]);
 	free(todo.v);
@@ -988,21 +992,6 @@ static void settle_urls(struct site *s, struct work *w)
 	}
 }
 
-/* Each changed note once (a note parsed or moved in place may have a new URL too). */
-static void settle_changed(struct notevec *v)
-{
-	size_t i, kept = 0;
-
-	for (i = 0; i < v->n; i++)
-		if (!v->v[i]->seen) {
-			v->v[i]->seen = 1;
-			v->v[kept++] = v->v[i];
-		}
-	v->n = kept;
-	for (i = 0; i < kept; i++)
-		v->v[i]->seen = 0;
-}
-
 /*
  * What lists the changed notes (parsed, removed, or moved to another URL):
  * their search rows (staged, written by site_search_flush() once the
@@ -1024,7 +1013,7 @@ static void update_derived(struct site *s, struct work *w)
 		notevec_push(&changed, w->moved.v[i]);
 	for (i = 0; i < w->nreloc; i++)
 		notevec_push(&changed, w->reloc[i].n);
-	settle_changed(&changed);
+	unique(&changed); /* a note parsed or moved in place may have a new URL too */
 	sitesearch_stage(s, changed.v, changed.n);
 	for (i = 0; i < w->rerender.n; i++)
 		if (!sitesearch_text_wanted(s, w->rerender.v[i]))

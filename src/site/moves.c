@@ -5,14 +5,13 @@
  * in one change is the same note moved (a folder renamed: every note in
  * it). The note known before takes the new path in place, and keeps its
  * parse, its rendered fragment, its backlinks and its place in every
- * index. What depends on where it is
- * follows: its URL (urls.c: pages linking to it are composed again), its
- * links written relative to its folder (resolved again: a changed target
- * is taken over, a changed kind renders it), its page (composed again:
- * breadcrumbs), the listings and sitemaps (derived.c), its search row
- * (moved with its text, sitesearch.c) and its diagnostics. Reading and
- * rendering a hundred notes that only moved was most of a folder
- * rename's cost. A note with routes (hosts.c keeps claimants in path
+ * index. What depends on where it is follows: its URL (urls.c: pages
+ * linking to it are composed again), its links written relative to its
+ * folder (resolved again: a changed target is taken over, a changed kind
+ * renders it), its page (composed again: breadcrumbs), the listings and
+ * sitemaps (derived.c), its search row (moved with its text,
+ * sitesearch.c) and its diagnostics. Reading and rendering a hundred notes
+ * that only moved was most of a folder rename's cost. A note with routes (hosts.c keeps claimants in path
  * order) is left to the ordinary way: deleted and added.
  */
 #include "site/render.h"

@@ -197,18 +197,18 @@ void urls_assign(struct site *s, struct work *w)
 	site_keys_release(&w->url_groups);
 }
 
-/*
- * The URL a published note asks for, before collisions: from its slug or
- * its path. A slug may not claim one of quire's own URLs (an error; the
- * note keeps its path's URL); a path that leads to one is served beside it
- * (a warning naming where).
- */
 /* Whether n is the note quire.yml's home: names: the site's root, as with "slug: /". */
 static int is_home(const struct site *s, const struct site_note *n)
 {
 	return s->cfg.home && strcmp(n->note.path, s->cfg.home) == 0;
 }
 
+/*
+ * The URL a published note asks for, before collisions: from its slug or
+ * its path. A slug may not claim one of quire's own URLs (an error; the
+ * note keeps its path's URL); a path that leads to one is served beside it
+ * (a warning naming where).
+ */
 char *urls_base_of(struct site *s, const struct site_note *n)
 {
 	int home = is_home(s, n);

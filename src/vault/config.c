@@ -57,6 +57,17 @@ int config_set_base_url(struct config *cfg, const char *url)
 	return 0;
 }
 
+/* Sets *dst from a true or false, or reports that key wants one (and leaves *dst). */
+static void set_flag(int *dst, const struct yml_node *v, const char *key, struct diag_list *diags)
+{
+	int b = yml_bool(v);
+
+	if (b < 0)
+		diag_add(diags, DIAG_ERROR, FILE_NAME, v->line, "'%s' must be true or false", key);
+	else
+		*dst = b;
+}
+
 static char *scalar(const struct yml_node *v, const char *key, struct diag_list *diags)
 {
 	if (v->type != YML_SCALAR) {
@@ -125,12 +136,7 @@ static void load_hosts(struct config *cfg, const struct yml_node *v, struct diag
 			const char *name = hk->type == YML_SCALAR ? hk->value : "";
 
 			if (strcmp(name, "open") == 0) {
-				int b = yml_bool(hv);
-				if (b < 0)
-					diag_add(diags, DIAG_ERROR, FILE_NAME, hv->line,
-						 "'open' must be true or false");
-				else
-					h->open = b;
+				set_flag(&h->open, hv, "open", diags);
 			} else if (strcmp(name, "title") == 0) {
 				free(h->title);
 				h->title = scalar(hv, "title", diags);
@@ -235,19 +241,11 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 				}
 			}
 		} else if (strcmp(key, "strict_line_breaks") == 0) {
-			int b = yml_bool(v);
-			if (b < 0)
-				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
-					 "strict_line_breaks must be true or false");
-			else
-				cfg->strict_line_breaks = b;
+			set_flag(&cfg->strict_line_breaks, v, key, diags);
 		} else if (strcmp(key, "highlight") == 0) {
-			int b = yml_bool(v);
-			if (b < 0)
-				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
-					 "highlight must be true or false");
-			else
-				cfg->plain_code = !b;
+			int on = !cfg->plain_code;
+			set_flag(&on, v, key, diags);
+			cfg->plain_code = !on;
 		} else if (strcmp(key, "home") == 0) {
 			/* a note's path from the vault's root, ".md" optional, as a link writes it */
 			if ((s = scalar(v, key, diags))) {
