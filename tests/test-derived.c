@@ -4,6 +4,7 @@
  * Sitemaps are validated with xmllint against the protocol's schema
  * (tests/data/sitemap.xsd, siteindex.xsd), feeds are parsed by xmllint; contents are checked
  * item by item, after edits too, and no unpublished note appears in any.
+ * The graph's documents are read entry by entry.
  */
 #include "lib/tv.h"
 
@@ -12,6 +13,7 @@
 #include "lib/test.h"
 #include "util/xalloc.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -355,6 +357,172 @@ static void test_tag_pages(void)
 	tv_remove(v);
 }
 
+/* ---- the graph's documents ---------------------------------------------------- */
+
+/* The documents /_quire/graph.json names, in order (NULL-terminated; the caller frees the array). */
+static const struct page **graph_docs(const struct site *s)
+{
+	const struct page *index = page(s, "/_quire/graph.json"), **docs = NULL;
+	const char *p, *end;
+	size_t n = 0;
+
+	if (!index)
+		return xcalloc(1, sizeof(*docs));
+	end = index->body + index->body_len;
+	for (p = index->body; (p = memmem(p, (size_t)(end - p), "\"/_quire/graph/", 15)); ) {
+		const char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
+		char *key = xstrndup(p + 1, (size_t)(q - p - 1));
+		docs = xrealloc(docs, (n + 2) * sizeof(*docs));
+		docs[n] = page(s, key);
+		CHECK(docs[n] != NULL); /* every document named is served */
+		n++;
+		free(key);
+		p = q + 1;
+	}
+	if (!docs)
+		docs = xcalloc(1, sizeof(*docs));
+	docs[n] = NULL;
+	return docs;
+}
+
+/* A note's entry in the graph ("{"u":...]}"), or NULL; the caller frees it. */
+static char *graph_entry(const struct site *s, const char *url)
+{
+	const struct page **docs = graph_docs(s), **d;
+	char want[256], *out = NULL;
+
+	snprintf(want, sizeof(want), "{\"u\":\"%s\",", url);
+	for (d = docs; *d && !out; d++) {
+		const char *p = memmem((*d)->body, (*d)->body_len, want, strlen(want)), *q;
+		if (p && (q = memmem(p, (*d)->body_len - (size_t)(p - (*d)->body), "]}", 2)))
+			out = xstrndup(p, (size_t)(q + 2 - p));
+	}
+	free(docs);
+	return out;
+}
+
+/* How many of the graph's documents hold needle. */
+static size_t graph_count(const struct site *s, const char *needle)
+{
+	const struct page **docs = graph_docs(s), **d;
+	size_t n = 0;
+
+	for (d = docs; *d; d++)
+		n += memmem((*d)->body, (*d)->body_len, needle, strlen(needle)) != NULL;
+	free(docs);
+	return n;
+}
+
+static int entry_is(const struct site *s, const char *url, const char *want)
+{
+	char *e = graph_entry(s, url);
+	int ok = e && strcmp(e, want) == 0;
+	if (!ok)
+		fprintf(stderr, "  graph entry of %s: %s, not %s\n", url, e ? e : "(none)", want);
+	free(e);
+	return ok;
+}
+
+/*
+ * Each published note is in the graph once, with the published notes it
+ * links to or embeds, in its order, each once, never itself; no
+ * unpublished note appears anywhere in it. A change rewrites the
+ * document of the notes whose entry changed, and nothing else; a fresh
+ * load writes the same bytes.
+ */
+static void test_graph_documents(void)
+{
+	char *v = tv_new();
+	const struct page **before, **after;
+	struct site *s, *full;
+	const char *path;
+	size_t i, changed = 0, ndocs = 0;
+
+	tv_write(v, "index.md", "# Home\n\n[[A]], [[B]], [[Draft]] and [[Missing]].\n");
+	tv_write(v, "A.md", "[[B]], [[B|again]], ![[B]], [[A#Top]], [[Nowhere]], [text](B.md).\n");
+	tv_write(v, "B.md", "---\ntitle: Bee \"quoted\"\n---\nNo links.\n");
+	tv_write(v, "Draft.md", "---\ndraft: true\n---\n[[A]] SECRETWORD\n");
+	for (i = 0; i < 300; i++) {
+		char name[32], body[64];
+		snprintf(name, sizeof(name), "f/n%03zu.md", i);
+		snprintf(body, sizeof(body), "[[A]] and [[f/n%03zu]].\n", (i + 1) % 300);
+		tv_write(v, name, body);
+	}
+	s = load(v);
+	CHECK(entry_is(s, "/", "{\"u\":\"/\",\"t\":\"index\",\"l\":[\"/a\",\"/b\"]}"));
+	CHECK(entry_is(s, "/a", "{\"u\":\"/a\",\"t\":\"A\",\"l\":[\"/b\"]}"));
+	CHECK(entry_is(s, "/b", "{\"u\":\"/b\",\"t\":\"Bee \\\"quoted\\\"\",\"l\":[]}"));
+	CHECK(entry_is(s, "/f/n007", "{\"u\":\"/f/n007\",\"t\":\"n007\",\"l\":[\"/a\",\"/f/n008\"]}"));
+	CHECK(graph_count(s, "draft") == 0 && graph_count(s, "SECRET") == 0);
+	before = graph_docs(s);
+	for (i = 0; before[i]; i++)
+		ndocs++;
+	CHECK(ndocs >= 4); /* a shard's graph is cut in parts */
+	for (i = 0; i < 300; i++) {
+		/* every published note is in the graph */
+		char url[32];
+		snprintf(url, sizeof(url), "{\"u\":\"/f/n%03zu\"", i);
+		CHECK(graph_count(s, url) == 1);
+	}
+
+	/* an edit of a note's text alone: no document written again */
+	tv_write(v, "B.md", "---\ntitle: Bee \"quoted\"\n---\nStill no links, more text.\n");
+	path = "B.md";
+	site_apply(s, &path, 1);
+	after = graph_docs(s);
+	for (i = 0; before[i]; i++)
+		changed += after[i] != before[i];
+	CHECK(changed == 0);
+	free(after);
+
+	/* a link added: that note's document alone */
+	tv_write(v, "B.md", "---\ntitle: Bee \"quoted\"\n---\nNow [[f/n000]].\n");
+	site_apply(s, &path, 1);
+	after = graph_docs(s);
+	for (i = 0, changed = 0; before[i]; i++)
+		changed += after[i] != before[i];
+	CHECK(changed == 1);
+	CHECK(entry_is(s, "/b", "{\"u\":\"/b\",\"t\":\"Bee \\\"quoted\\\"\",\"l\":[\"/f/n000\"]}"));
+	free(after);
+
+	/* the draft published: it joins, and the home page's entry names it */
+	tv_write(v, "Draft.md", "[[A]] now public\n");
+	path = "Draft.md";
+	site_apply(s, &path, 1);
+	CHECK(entry_is(s, "/", "{\"u\":\"/\",\"t\":\"index\",\"l\":[\"/a\",\"/b\",\"/draft\"]}"));
+	CHECK(entry_is(s, "/draft", "{\"u\":\"/draft\",\"t\":\"Draft\",\"l\":[\"/a\"]}"));
+
+	/* A renamed: every entry that links it follows (its referrers were composed) */
+	{
+		char from[4096], to[4096];
+		snprintf(from, sizeof(from), "%s/A.md", v);
+		snprintf(to, sizeof(to), "%s/Alpha.md", v);
+		CHECK(rename(from, to) == 0);
+	}
+	{
+		const char *two[2] = { "A.md", "Alpha.md" };
+		site_apply(s, two, 2);
+	}
+	CHECK(graph_entry(s, "/a") == NULL);
+	CHECK(entry_is(s, "/f/n007", "{\"u\":\"/f/n007\",\"t\":\"n007\",\"l\":[\"/f/n008\"]}"));
+	CHECK(graph_count(s, "\"/a\"") == 0);
+
+	/* the same bytes as a fresh load */
+	full = load(v);
+	{
+		const struct page **x = graph_docs(s), **y = graph_docs(full);
+		for (i = 0; x[i] && y[i]; i++)
+			CHECK(x[i]->body_len == y[i]->body_len && !memcmp(x[i]->body, y[i]->body, x[i]->body_len));
+		CHECK(!x[i] && !y[i]);
+		free(x);
+		free(y);
+	}
+	site_free(full);
+	free(before);
+	site_free(s);
+	tv_remove(v);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -366,6 +534,7 @@ int main(void)
 	RUN(test_sitemaps);
 	RUN(test_tree_documents);
 	RUN(test_tag_pages);
+	RUN(test_graph_documents);
 	tv_remove(vault);
 	return test_done();
 }

@@ -1019,7 +1019,7 @@ static void update_derived(struct site *s, struct work *w)
 		if (!sitesearch_text_wanted(s, w->rerender.v[i]))
 			buf_release(&w->rerender.v[i]->md.text);
 	t = clock_ms();
-	derived_update(s, changed.v, changed.n);
+	derived_update(s, changed.v, changed.n, w->recompose.v, w->recompose.n);
 	s->derived_ms = clock_ms() - t;
 	t = clock_ms();
 	hosts_update(s, changed.v, changed.n);

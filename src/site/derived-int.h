@@ -8,10 +8,12 @@
 #include "site/feeds.h"
 #include "site/listing.h"
 #include "site/model.h"
+#include "util/hash.h"
 #include "util/map.h"
 #include "util/oset.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct derived_tag {
 	char *key;             /* lowercased, as tag links write it */
@@ -47,11 +49,11 @@ struct derived {
 	struct derived_folder **dirty_folders;
 	size_t ndirty_folders, adirty_folders;
 	int tree_started;      /* the root's document was written once */
-	struct notevec *shards;
-	int *shard_dirty;
+	struct notevec *shards; /* listed notes by a hash of their URL: sitemaps, graph */
+	int *shard_dirty;      /* SHARD_SITEMAP, and a bit per graph document */
 	size_t nshards;
 	size_t nlisted;
-	int tag_index_dirty, site_feed_dirty, sitemap_index_dirty;
+	int tag_index_dirty, site_feed_dirty, sitemap_index_dirty, graph_index_dirty;
 	struct map folder_by_url; /* listing URL -> struct derived_folder * */
 	struct oset by_date;   /* every listed note, newest first: the site's feed */
 };
@@ -65,7 +67,29 @@ static inline void derived_sort(void *v, size_t n, size_t size,
 		qsort(v, n, size, cmp);
 }
 
+/*
+ * What of a shard is to be written: its sitemap, and its graph documents.
+ * A shard's graph is cut in GRAPH_PARTS documents (by other bits of the
+ * same hash), so that one note's change rewrites about a hundred entries.
+ */
+#define GRAPH_PARTS 4
+enum { SHARD_SITEMAP = 1, SHARD_GRAPH_ALL = ((1 << GRAPH_PARTS) - 1) << 1 };
+
+/* The graph document of its shard that a note at url is in: 0 to GRAPH_PARTS - 1. */
+static inline int derived_graph_part(const char *url)
+{
+	return (int)((hash64(url, strlen(url)) >> 40) & (GRAPH_PARTS - 1));
+}
+
+/* Its bit in a shard's dirty mask. */
+static inline int derived_graph_bit(const char *url)
+{
+	return 2 << derived_graph_part(url);
+}
+
 /* derived.c */
+/* The published notes n links to or embeds, in its order, each once, itself left out. */
+void derived_graph_links(const struct site_note *n, struct notevec *out);
 const char *derived_summary(const struct site_note *n);
 void derived_newest(const struct oset *o, size_t k, struct notevec *out);
 char *derived_folder_url(const struct derived_folder *f);
@@ -78,6 +102,9 @@ void derived_render_tag_index(struct site *s);
 void derived_render_folder(struct site *s, struct derived_folder *f, int listing, int with_feed);
 void derived_render_shard(struct site *s, size_t i);
 void derived_render_sitemap_index(struct site *s);
+/* The graph documents marked in shard_dirty (the marks are left to the caller). */
+void derived_render_graphs(struct site *s);
+void derived_render_graph_index(struct site *s);
 void derived_write_feeds(struct site *s, const char *key, const char *title, const char *home,
 		  struct site_note *const *v, size_t n, int with_atom);
 

@@ -14,6 +14,7 @@
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/oset.h"
+#include "util/parallel.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
@@ -578,6 +579,113 @@ void derived_render_shard(struct site *s, size_t i)
 	free(origin);
 	buf_release(&b);
 	buf_release(&key);
+}
+
+/*
+ * The graph, cut like the sitemap and finer: /_quire/graph/<i>-<part>.json
+ * lists the notes of shard i in that part (derived_graph_part()),
+ * {"notes": [{"u": URL, "t": title, "l": [URLs it links to]}]}, in URL
+ * order; /_quire/graph.json names the documents. The theme's graph
+ * page reads them all and draws the notes with the most links; links
+ * point one way (a note's backlinks are the links of others), so a change
+ * to one note's links or title rewrites its own shard only.
+ */
+/* One graph document's bytes: the notes of shard i (sorted by URL) in part. */
+static void graph_doc(const struct notevec *l, int part, struct buf *b)
+{
+	struct notevec links = { 0 };
+	size_t k, j, m = 0;
+
+	buf_adds(b, "{\"notes\":[");
+	for (k = 0; k < l->n; k++) {
+		const struct site_note *n = l->v[k];
+		if (derived_graph_part(n->url) != part)
+			continue;
+		buf_adds(b, m++ ? ",\n{\"u\":\"" : "\n{\"u\":\"");
+		buf_adds_json(b, n->href);
+		buf_adds(b, "\",\"t\":\"");
+		buf_adds_json(b, n->note.title);
+		buf_adds(b, "\",\"l\":[");
+		derived_graph_links(n, &links);
+		for (j = 0; j < links.n; j++) {
+			buf_adds(b, j ? ",\"" : "\"");
+			buf_adds_json(b, links.v[j]->href);
+			buf_addc(b, '"');
+		}
+		buf_adds(b, "]}");
+	}
+	buf_adds(b, "]}\n");
+	free(links.v);
+}
+
+struct graph_jobs {
+	struct site *s;
+	const int *parts;      /* shard * GRAPH_PARTS + part, for each document */
+	struct buf *out;
+};
+
+static void graph_job(void *arg, size_t i)
+{
+	struct graph_jobs *c = arg;
+	int at = c->parts[i];
+	graph_doc(&c->s->derived->shards[at / GRAPH_PARTS], at % GRAPH_PARTS, &c->out[i]);
+}
+
+/*
+ * The documents of the dirty graph parts: built in parallel (a folder
+ * moved rewrites the entries of every note linking into it), put in order.
+ */
+void derived_render_graphs(struct site *s)
+{
+	struct derived *d = s->derived;
+	struct graph_jobs c = { s, NULL, NULL };
+	struct buf key = BUF_INIT;
+	int *parts = NULL;
+	size_t i, n = 0;
+	int k;
+
+	for (i = 0; i < d->nshards; i++) {
+		if (!(d->shard_dirty[i] & SHARD_GRAPH_ALL))
+			continue;
+		derived_sort(d->shards[i].v, d->shards[i].n, sizeof(*d->shards[i].v), cmp_notes_url);
+		for (k = 0; k < GRAPH_PARTS; k++) {
+			if (d->shard_dirty[i] & (2 << k)) {
+				parts = xrealloc(parts, (n + 1) * sizeof(*parts));
+				parts[n++] = (int)(i * GRAPH_PARTS) + k;
+			}
+		}
+	}
+	c.parts = parts;
+	c.out = xcalloc(n + 1, sizeof(*c.out));
+	parallel_for(n, s->threads, graph_job, &c);
+	for (i = 0; i < n; i++) {
+		buf_reset(&key);
+		buf_addf(&key, "/_quire/graph/%d-%d.json", parts[i] / GRAPH_PARTS, parts[i] % GRAPH_PARTS);
+		put_text(s, PAGE_GENERATED, key.ptr, "application/json", &c.out[i]);
+		buf_release(&c.out[i]);
+	}
+	free(c.out);
+	free(parts);
+	buf_release(&key);
+}
+
+void derived_render_graph_index(struct site *s)
+{
+	struct buf b = BUF_INIT;
+	size_t i;
+	int j;
+
+	buf_adds(&b, "{\"shards\":[");
+	for (i = 0; i < s->derived->nshards; i++) {
+		for (j = 0; j < GRAPH_PARTS; j++) {
+			buf_adds(&b, i || j ? ",\"" : "\"");
+			buf_adds_json(&b, s->cfg.url_prefix);
+			buf_addf(&b, "/_quire/graph/%zu-%d.json\"", i, j);
+		}
+	}
+	buf_adds(&b, "]}\n");
+	put_text(s, PAGE_GENERATED, "/_quire/graph.json", "application/json", &b);
+	buf_release(&b);
 }
 
 void derived_render_sitemap_index(struct site *s)

@@ -9,7 +9,9 @@
  * only the resources concerned; then it renders just those.
  *
  * Sitemap shards are chosen by hash, not by order, so adding a note changes
- * one shard and not every shard after it. The number of shards is a power
+ * one shard and not every shard after it. The graph's documents are cut
+ * along the same shards (with or without base_url), each rewritten when
+ * what it shows of a member changed: title, URL, the notes it links to. The number of shards is a power
  * of two picked from the note count alone (about 250 to 500 URLs each, far
  * from the limit of 1,000), so a fresh load and a long run of edits agree
  * on it; crossing a threshold reshuffles every shard, which is rare.
@@ -326,10 +328,104 @@ static int shard_of(const struct derived *d, const char *url)
 	return (int)(hash64(url, strlen(url)) & (d->nshards - 1));
 }
 
-static void shard_dirty(struct derived *d, int i)
+/* A shard's sitemap (SHARD_SITEMAP), graph documents (derived_graph_bit()), or both, to write. */
+static void shard_dirty(struct derived *d, int i, int what)
 {
 	if (i >= 0 && (size_t)i < d->nshards)
-		d->shard_dirty[i] = 1;
+		d->shard_dirty[i] |= what;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * In the order the note names them (its text's order: a full load and
+ * any run of edits agree on it), each once: a few links are checked
+ * against those kept, many are sorted by address to find the repeats.
+ */
+void derived_graph_links(const struct site_note *n, struct notevec *out)
+{
+	size_t k, j, i;
+
+	out->n = 0;
+	for (k = 0; n->refs && k < n->md.nrefs; k++) {
+		struct site_note *t = n->refs[k].target;
+		if (n->refs[k].kind == MD_TARGET_NOTE && t != n && t->published && !t->removed &&
+		    t->href)
+			notevec_push(out, t);
+	}
+	if (out->n <= 32) {
+		for (k = 0, j = 0; k < out->n; k++) {
+			for (i = 0; i < j && out->v[i] != out->v[k]; i++)
+				;
+			if (i == j)
+				out->v[j++] = out->v[k];
+		}
+		out->n = j;
+		return;
+	}
+	{
+		struct site_note **uniq = xmemdup(out->v, out->n * sizeof(*out->v));
+		unsigned char *used;
+		size_t nu = 0;
+		qsort(uniq, out->n, sizeof(*uniq), cmp_ptr);
+		for (k = 0; k < out->n; k++)
+			if (!nu || uniq[nu - 1] != uniq[k])
+				uniq[nu++] = uniq[k];
+		used = xcalloc(nu, 1);
+		for (k = 0, j = 0; k < out->n; k++) {
+			struct site_note **at = bsearch(&out->v[k], uniq, nu, sizeof(*uniq), cmp_ptr);
+			if (!used[at - uniq]) {
+				used[at - uniq] = 1;
+				out->v[j++] = out->v[k];
+			}
+		}
+		out->n = j;
+		free(uniq);
+		free(used);
+	}
+}
+
+/*
+ * A hash of what the graph shows of a note: its title, its URL and the
+ * URLs of the notes it links to. A note composed again (a link that now
+ * points elsewhere, a target that moved) rewrites its shard's graph
+ * document only when this changed.
+ */
+static uint64_t graph_signature(const struct site_note *n, struct notevec *links)
+{
+	struct buf b = BUF_INIT;
+	uint64_t h;
+	size_t k;
+
+	derived_graph_links(n, links);
+	buf_adds(&b, n->note.title);
+	buf_addc(&b, 0);
+	buf_adds(&b, n->href);
+	for (k = 0; k < links->n; k++) {
+		buf_addc(&b, 0);
+		buf_adds(&b, links->v[k]->href);
+	}
+	h = hash64(b.ptr, b.len);
+	buf_release(&b);
+	return h ? h : 1;
+}
+
+/* A listed note's graph entry may have changed: its shard's document is written if it did. */
+static void graph_check(struct derived *d, struct site_note *n, struct notevec *links)
+{
+	uint64_t g;
+
+	if (!n->listed || !n->listed->sig || n->removed || !n->published)
+		return;
+	g = graph_signature(n, links);
+	if (g != n->listed->gsig) {
+		n->listed->gsig = g;
+		shard_dirty(d, n->listed->shard, derived_graph_bit(n->url));
+	}
 }
 
 /*
@@ -506,18 +602,19 @@ static void update_note(struct site *s, struct site_note *n)
 	 */
 	if (n->listed->shard >= 0 && (!listed || !n->listed->url || strcmp(n->listed->url, n->url))) {
 		notevec_take(&d->shards[n->listed->shard], n);
-		shard_dirty(d, n->listed->shard);
+		shard_dirty(d, n->listed->shard, SHARD_SITEMAP | derived_graph_bit(n->listed->url));
 		n->listed->shard = -1;
+		n->listed->gsig = 0;
 	} else if (n->listed->shard >= 0 && changed) {
 		char date[11];
 		site_note_date(n, date);
 		if (strcmp(date, n->listed->date) != 0)
-			shard_dirty(d, n->listed->shard);
+			shard_dirty(d, n->listed->shard, SHARD_SITEMAP);
 	}
 	if (listed && n->listed->shard < 0 && d->nshards) {
 		n->listed->shard = shard_of(d, n->url);
 		notevec_push(&d->shards[n->listed->shard], n);
-		shard_dirty(d, n->listed->shard);
+		shard_dirty(d, n->listed->shard, SHARD_SITEMAP | derived_graph_bit(n->url));
 	}
 	/* a derived page may want the URL the note left, or yield to the one it took */
 	if (n->listed->url && (!listed || strcmp(n->listed->url, n->url) != 0)) {
@@ -547,12 +644,17 @@ static void reshard(struct site *s, size_t k)
 {
 	struct derived *d = s->derived;
 	struct buf key = BUF_INIT;
-	size_t i;
+	size_t i, j;
 
 	for (i = k; i < d->nshards; i++) {
 		buf_reset(&key);
 		buf_addf(&key, "/sitemap-%zu.xml", i);
 		derived_del_generated(s, key.ptr);
+		for (j = 0; j < GRAPH_PARTS; j++) {
+			buf_reset(&key);
+			buf_addf(&key, "/_quire/graph/%zu-%zu.json", i, j);
+			derived_del_generated(s, key.ptr);
+		}
 	}
 	for (i = 0; i < d->nshards; i++)
 		free(d->shards[i].v);
@@ -562,7 +664,7 @@ static void reshard(struct site *s, size_t k)
 	d->shards = xcalloc(k, sizeof(*d->shards));
 	d->shard_dirty = xcalloc(k, sizeof(*d->shard_dirty));
 	for (i = 0; i < k; i++)
-		d->shard_dirty[i] = 1;
+		d->shard_dirty[i] = SHARD_SITEMAP | SHARD_GRAPH_ALL;
 	for (i = 0; i < s->nnotes; i++) {
 		struct site_note *n = s->notes[i];
 		if (!n->listed)
@@ -574,6 +676,7 @@ static void reshard(struct site *s, size_t k)
 		}
 	}
 	d->sitemap_index_dirty = 1;
+	d->graph_index_dirty = 1;
 	buf_release(&key);
 }
 
@@ -582,9 +685,11 @@ size_t derived_shards(const struct site *s)
 	return s->cfg.base_url[0] ? s->derived->nshards : 0;
 }
 
-void derived_update(struct site *s, struct site_note *const *changed, size_t n)
+void derived_update(struct site *s, struct site_note *const *changed, size_t n,
+		    struct site_note *const *composed, size_t ncomposed)
 {
 	struct derived *d = s->derived;
+	struct notevec links = { 0 };
 	size_t i;
 	int feeds = s->cfg.base_url[0] != '\0';
 
@@ -592,8 +697,13 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		reshard(s, 1);
 	for (i = 0; i < n; i++)
 		update_note(s, changed[i]);
-	if (feeds && shard_count(d->nlisted) != d->nshards)
+	if (shard_count(d->nlisted) != d->nshards)
 		reshard(s, shard_count(d->nlisted));
+	for (i = 0; i < n; i++)
+		graph_check(d, changed[i], &links);
+	for (i = 0; i < ncomposed; i++)
+		graph_check(d, composed[i], &links);
+	free(links.v);
 
 	for (i = 0; i < d->ndirty_tags; i++) {
 		struct derived_tag *t = d->dirty_tags[i];
@@ -621,12 +731,16 @@ void derived_update(struct site *s, struct site_note *const *changed, size_t n)
 		f->dirty = f->feed_dirty = f->queued = 0;
 	}
 	d->ndirty_folders = 0;
+	derived_render_graphs(s);
+	for (i = 0; i < d->nshards; i++) {
+		if (feeds && (d->shard_dirty[i] & SHARD_SITEMAP))
+			derived_render_shard(s, i);
+		d->shard_dirty[i] = 0;
+	}
+	if (d->graph_index_dirty)
+		derived_render_graph_index(s);
+	d->graph_index_dirty = 0;
 	if (feeds) {
-		for (i = 0; i < d->nshards; i++) {
-			if (d->shard_dirty[i])
-				derived_render_shard(s, i);
-			d->shard_dirty[i] = 0;
-		}
 		if (d->sitemap_index_dirty)
 			derived_render_sitemap_index(s);
 		if (d->site_feed_dirty) {

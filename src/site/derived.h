@@ -1,8 +1,9 @@
 /*
  * derived.h: what a site needs beside its pages, kept current change by
  * change: tag pages and the tag index, listings of folders that have no
- * index note, sitemap shards and their index, and RSS and Atom feeds for
- * the site, each folder and each tag.
+ * index note, sitemap shards and their index, the graph's documents (cut
+ * like the sitemap), and RSS and Atom feeds for the site, each folder and
+ * each tag.
  *
  * Each resource is rebuilt only when what it lists changes: derived.c
  * remembers under which tags, folder and sitemap shard each note is
@@ -26,10 +27,13 @@ void derived_free(struct derived *d);
 
 /*
  * Brings every derived resource up to date after site_apply() changed the
- * notes in changed (parsed again, removed, or moved to another URL).
- * Removed notes must still be readable; they are unregistered here.
+ * notes in changed (parsed again, removed, or moved to another URL) and
+ * composed the notes in composed (whose links may now point elsewhere:
+ * the graph shows them). Removed notes must still be readable; they are
+ * unregistered here.
  */
-void derived_update(struct site *s, struct site_note *const *changed, size_t n);
+void derived_update(struct site *s, struct site_note *const *changed, size_t n,
+		    struct site_note *const *composed, size_t ncomposed);
 
 /* The number of sitemap shards (/sitemap-0.xml ...) the main site has. */
 size_t derived_shards(const struct site *s);

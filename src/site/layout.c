@@ -257,6 +257,11 @@ static void body_open(struct buf *out, const struct layout_site *site, int has_t
 			buf_addc(out, '"');
 		}
 	}
+	if (site->graph_url) {
+		buf_adds(out, " data-graph=\"");
+		buf_adds_html(out, site->graph_url);
+		buf_addc(out, '"');
+	}
 	buf_adds(out, ">\n<a class=\"skip-link\" href=\"#quire-main\">Skip to content</a>\n"
 		      "<header class=\"site-header\"><div class=\"site-header-inner\">\n"
 		      "<button class=\"icon-button nav-toggle\" type=\"button\" "
@@ -285,6 +290,11 @@ static void body_close(struct buf *out, const struct layout_site *site)
 	buf_adds(out, "\">");
 	buf_adds_html(out, site->title);
 	buf_adds(out, "</a>");
+	if (site->graph_url) {
+		buf_adds(out, " \xc2\xb7 <a href=\"");
+		buf_adds_html(out, site->graph_url);
+		buf_adds(out, "\">Graph</a>");
+	}
 	if (site->feed_url) {
 		buf_adds(out, " \xc2\xb7 <a href=\"");
 		buf_adds_html(out, site->feed_url);
@@ -548,6 +558,25 @@ void layout_listing_page(const struct layout_site *site, const char *folder, con
 	if (nitems)
 		buf_adds(out, "</ul>\n");
 	buf_adds(out, "</article>\n</main>\n</div>\n");
+	body_close(out, site);
+}
+
+void layout_graph_page(const struct layout_site *site, struct buf *out)
+{
+	head(out, site, PAGE_LISTING, "Graph", NULL, NULL, 0);
+	body_open(out, site, 0, NULL);
+	buf_adds(out, "<article class=\"graph-page\">\n<header class=\"note-header\">\n");
+	breadcrumbs(out, site, "", 0, "Graph");
+	buf_adds(out, "<h1 class=\"note-title\">Graph</h1>\n</header>\n"
+		      "<div class=\"graph graph-global\" data-src=\"");
+	buf_adds_html(out, site->graph_data_url);
+	buf_adds(out, "\">\n<p class=\"graph-status\" role=\"status\">"
+		      "Every page and the links between them. The graph is drawn by the "
+		      "page's script; without it, the explorer and the ");
+	buf_adds(out, "<a href=\"");
+	add_html(out, site->url_prefix);
+	buf_adds(out, "/tags/\">tags</a> list every page.</p>\n</div>\n"
+		      "</article>\n</main>\n</div>\n");
 	body_close(out, site);
 }
 

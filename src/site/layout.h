@@ -30,6 +30,8 @@ struct layout_site {
 	const char *tree_url;   /* explorer tree JSON URL, with prefix */
 	const char *search_url; /* search page URL with prefix ("/search"), or NULL when there is none */
 	const char *feed_url;   /* site RSS feed URL with prefix, or NULL when there is none */
+	const char *graph_url;  /* the graph page's URL with prefix, or NULL: none */
+	const char *graph_data_url; /* the graph's index document (derived.c), with prefix */
 	/* KaTeX's and Mermaid's files (vendor.h), linked from the pages that need them, or NULL */
 	const char *katex_css_url, *katex_js_url, *mermaid_js_url;
 };
@@ -105,6 +107,13 @@ void layout_listing_page(const struct layout_site *site, const char *folder, con
  * The caller frees it.
  */
 char *layout_csp(const char *frame_src);
+
+/*
+ * Appends the graph page: the whole site's notes and links, drawn by the
+ * theme's script from graph_data_url's documents; without script, a
+ * pointer to the explorer and the tag index.
+ */
+void layout_graph_page(const struct layout_site *site, struct buf *out);
 
 /* Appends the themed 404 page. */
 void layout_not_found_page(const struct layout_site *site, struct buf *out);

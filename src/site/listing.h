@@ -59,6 +59,7 @@ struct listed {
 	int shard;            /* sitemap shard, or -1 */
 	char *url;            /* the URL it was listed under */
 	uint64_t sig;         /* hash of what listings show of it (0: not listed) */
+	uint64_t gsig;        /* hash of what the graph shows of it (derived.c), 0: not yet */
 	char date[11];        /* the date its feeds order it by, while listed */
 	char *title;          /* the title its listings order it by, while listed */
 	char *path;           /* and the path (a note that moved leaves its old place) */

@@ -154,7 +154,7 @@ struct site {
 	struct page *not_found;
 	char *headers;            /* security headers for every response (see snapshot.h) */
 	struct layout_site layout;
-	char *asset_urls[11];     /* owned strings behind layout's URLs */
+	char *asset_urls[13];     /* owned strings behind layout's URLs */
 	int threads;
 	unsigned long applies;    /* site_apply() calls so far */
 	size_t npublished;        /* published notes */

@@ -120,6 +120,8 @@ static const struct {
 	{ " src=\"", ESC_HTML },
 	{ " action=\"", ESC_HTML },
 	{ " data-tree=\"", ESC_HTML },
+	{ " data-graph=\"", ESC_HTML },
+	{ " data-src=\"", ESC_HTML },
 	{ " content=\"", ESC_HTML },
 	{ "\"url\":\"", ESC_JSON },
 };

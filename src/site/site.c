@@ -238,6 +238,12 @@ struct site *site_new(const char *path, const struct site_options *opt)
 		s->asset_urls[6] = buf_detach(&b, NULL);
 		s->layout.feed_url = s->asset_urls[6];
 	}
+	buf_addf(&b, "%s/_quire/graph", s->cfg.url_prefix);
+	s->asset_urls[11] = buf_detach(&b, NULL);
+	s->layout.graph_url = s->asset_urls[11];
+	buf_addf(&b, "%s/_quire/graph.json", s->cfg.url_prefix);
+	s->asset_urls[12] = buf_detach(&b, NULL);
+	s->layout.graph_data_url = s->asset_urls[12];
 	if (opt && opt->search) {
 		buf_addf(&b, "%s/search", s->cfg.url_prefix);
 		s->asset_urls[5] = buf_detach(&b, NULL);
@@ -256,6 +262,10 @@ struct site *site_new(const char *path, const struct site_options *opt)
 			buf_addf(&b, "Sitemap: %s/sitemap.xml\n", s->cfg.base_url);
 	}
 	p = text_page(PAGE_GENERATED, "/robots.txt", "text/plain; charset=utf-8", &b);
+	site_page_put(s, p);
+	page_unref(p);
+	layout_graph_page(&s->layout, &b);
+	p = text_page(PAGE_GENERATED, "/_quire/graph", "text/html; charset=utf-8", &b);
 	site_page_put(s, p);
 	page_unref(p);
 	layout_not_found_page(&s->layout, &b);

@@ -215,6 +215,16 @@ void buf_add_json(struct buf *b, const char *s, size_t len)
 	buf_grow(b, len);
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
+		size_t run = i;
+		/* the bytes that need no escape, copied as one run */
+		while (run < len && (unsigned char)s[run] >= 0x20 && s[run] != '"' && s[run] != '\\' &&
+		       s[run] != '<')
+			run++;
+		if (run > i) {
+			buf_add(b, s + i, run - i);
+			i = run - 1;
+			continue;
+		}
 		switch (c) {
 		case '"': buf_add(b, "\\\"", 2); break;
 		case '\\': buf_add(b, "\\\\", 2); break;

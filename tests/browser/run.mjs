@@ -12,10 +12,13 @@
  * meet it: breadcrumbs and folder links navigate, the explorer's folder
  * names are links, the table of contents is reachable at 375 px wide, the
  * title is not shown twice, typing a prefix in the search box shows
- * results, /search pages through them, dark mode switches, and on every
+ * results, /search pages through them, the local graph shows a note's
+ * neighbours and a second hop, the graph page draws every note and is
+ * used by mouse and keyboard, dark mode switches, and on every
  * page: no console error, no failed request, no request leaving the
  * server. axe-core (pinned) checks the home page, a note, a tag page,
- * /search and a folder page for serious or critical violations.
+ * /search, a folder page and the graph page for serious or critical
+ * violations.
  * Screenshots of a few pages at desktop and phone widths go to
  * $QUIRE_ARTIFACTS (default: build/browser-shots under the current
  * directory).
@@ -304,6 +307,76 @@ async function run(browser, base) {
   await visit(desk, base + '/reference/quire-yml');
   await axe(desk, 'a note with highlighted code');
 
+  /* the graph: a note's neighbours below it, a second hop, a click opens a note */
+  await visit(desk, base + '/writing/links');
+  await desk.evaluate(() => document.querySelector('.graph-local').scrollIntoView());
+  await desk.waitForFunction(() => document.querySelectorAll('.graph-local a.graph-node').length > 0 &&
+    !/Reading/.test(document.querySelector('.graph-local .graph-status').textContent), { timeout: 10000 })
+    .catch(() => null);
+  await new Promise((r) => setTimeout(r, 500)); /* the neighbours' titles are read once in view */
+  const local = await desk.evaluate(() => {
+    const nodes = [...document.querySelectorAll('.graph-local a.graph-node')];
+    const path = (u) => decodeURIComponent(new URL(u, location.href).pathname);
+    const hrefs = new Set(nodes.map((a) => path(a.getAttribute('href'))));
+    const linked = [...document.querySelectorAll('.note-body a.internal:not(.broken):not(.attachment), .backlinks a')]
+      .map((a) => path(a.getAttribute('href'))).filter((p) => p !== location.pathname);
+    const current = document.querySelector('.graph-local a.graph-node.current');
+    return {
+      nodes: nodes.length,
+      current: current && current.getAttribute('href'),
+      missing: linked.filter((p) => !hrefs.has(p)),
+      extra: [...hrefs].filter((p) => p !== location.pathname && !linked.includes(p)),
+      labels: nodes.map((a) => a.textContent),
+      status: document.querySelector('.graph-local .graph-status').textContent,
+    };
+  });
+  check(local.nodes >= 5 && local.current === '/writing/links' && !local.missing.length &&
+    !local.extra.length, 'the local graph shows the note, every note it links to and every note ' +
+    'linking to it, and nothing else: ' + JSON.stringify(local));
+  check(local.labels.includes('Link resolution') && !local.labels.includes('link-resolution'),
+    'its nodes are named by the notes\' titles, not the links\' text: ' + JSON.stringify(local.labels));
+  await desk.click('.graph-local .graph-hops');
+  await desk.waitForFunction((n) => document.querySelectorAll('.graph-local a.graph-node').length > n,
+    { timeout: 10000 }, local.nodes).catch(() => null);
+  const hops = await desk.$$eval('.graph-local a.graph-node', (a) => a.length);
+  check(hops > local.nodes, `two hops show more notes (${local.nodes} -> ${hops})`);
+  await desk.screenshot({ path: join(shots, 'graph-local-desktop.png'), fullPage: true });
+  const target = await desk.$eval('.graph-local a.graph-node:not(.current)', (a) => a.getAttribute('href'));
+  await Promise.all([desk.waitForNavigation({ waitUntil: 'networkidle0' }),
+    desk.click(`.graph-local a.graph-node[href="${target}"] circle`)]);
+  check(new URL(desk.url()).pathname === target, 'a click on a node of the graph opens its note: ' + target);
+
+  /* the whole graph: every note, by keyboard too */
+  const footerGraph = await desk.$eval('.site-footer a[href$="/_quire/graph"]', (a) => a.getAttribute('href'))
+    .catch(() => null);
+  check(footerGraph === '/_quire/graph', 'every page links the graph page in its footer');
+  check(await visit(desk, base + '/_quire/graph') === 200, 'the graph page answers');
+  await desk.waitForFunction(() => /links$/.test(document.querySelector('.graph-global .graph-status').textContent),
+    { timeout: 20000 }).catch(() => null);
+  const whole = await desk.evaluate(() => ({
+    status: document.querySelector('.graph-global .graph-status').textContent,
+    nodes: document.querySelectorAll('.graph-global a.graph-node').length,
+    edges: (document.querySelector('.graph-global .graph-edges').getAttribute('d').match(/M/g) || []).length,
+  }));
+  const notes = Number((/^([\d,]+) notes/.exec(whole.status) || [0, '0'])[1].replace(/,/g, ''));
+  check(notes >= 270 && whole.nodes === notes && whole.edges >= 50,
+    'the graph page draws every note and the links between them: ' + JSON.stringify(whole));
+  const box = await desk.$eval('.graph-global .graph-svg', (s) => s.getAttribute('viewBox'));
+  await desk.click('.graph-global .graph-button[aria-label="Zoom in"]');
+  const zoomed = await desk.$eval('.graph-global .graph-svg', (s) => s.getAttribute('viewBox'));
+  check(Number(zoomed.split(' ')[2]) < Number(box.split(' ')[2]), `zoom in narrows the view (${box} -> ${zoomed})`);
+  await desk.evaluate(() => document.querySelector('.graph-global .graph-svg').focus());
+  await desk.keyboard.press('ArrowRight');
+  const panned = await desk.$eval('.graph-global .graph-svg', (s) => s.getAttribute('viewBox'));
+  check(Number(panned.split(' ')[0]) > Number(zoomed.split(' ')[0]), 'the arrow keys move the view');
+  await desk.screenshot({ path: join(shots, 'graph-desktop.png') });
+  await axe(desk, 'the graph page');
+  await desk.keyboard.press('Tab');
+  const focused = await desk.evaluate(() => document.activeElement.getAttribute('href'));
+  await Promise.all([desk.waitForNavigation({ waitUntil: 'networkidle0' }), desk.keyboard.press('Enter')]);
+  check(focused && new URL(desk.url()).pathname === focused,
+    'Tab reaches a note of the graph and Enter opens it: ' + focused);
+
   /* dark mode */
   await visit(desk, base + '/writing/links');
   const before = await desk.evaluate(() => getComputedStyle(document.body).backgroundColor);
@@ -343,6 +416,11 @@ async function run(browser, base) {
   await phone.screenshot({ path: join(shots, 'note-phone.png') });
   await visit(phone, base + '/');
   await phone.screenshot({ path: join(shots, 'home-phone.png') });
+  await visit(phone, base + '/_quire/graph');
+  await phone.waitForSelector('.graph-global a.graph-node', { timeout: 20000 }).catch(() => null);
+  await phone.screenshot({ path: join(shots, 'graph-phone.png') });
+  check(await phone.evaluate(() => document.querySelector('.graph-global .graph-svg').getBoundingClientRect().width <= 375),
+    'at 375 px the graph fits the screen');
   check(phone.problems.length === 0, 'phone pages: no console error, failed or outside request: ' +
     JSON.stringify(phone.problems.slice(0, 5)));
 }
