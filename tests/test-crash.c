@@ -145,12 +145,21 @@ static void *writer(void *arg)
 		struct resp r;
 
 		make_content(p, &content);
-		/* allowed from now on: it may land even if no answer comes */
-		if (p->nallowed < MAX_ALLOWED) {
-			buf_reset(&p->allowed[p->nallowed]);
-			buf_add(&p->allowed[p->nallowed], content.ptr, content.len);
-			p->nallowed++;
+		/*
+		 * Allowed from now on: it may land even if no answer comes. The
+		 * newest send is always kept; when the list is full the oldest
+		 * unacknowledged one gives way (it was answered, with an error, so
+		 * it did not land: only the send in flight at the kill may have).
+		 */
+		if (p->nallowed == MAX_ALLOWED) {
+			struct buf gone = p->allowed[1];
+			memmove(&p->allowed[1], &p->allowed[2], (MAX_ALLOWED - 2) * sizeof(gone));
+			p->allowed[MAX_ALLOWED - 1] = gone;
+			p->nallowed--;
 		}
+		buf_reset(&p->allowed[p->nallowed]);
+		buf_add(&p->allowed[p->nallowed], content.ptr, content.len);
+		p->nallowed++;
 		buf_reset(&target);
 		buf_adds(&target, "/api/v1/files/");
 		buf_adds(&target, p->path);
@@ -167,7 +176,8 @@ static void *writer(void *arg)
 			atomic_fetch_add(&acked_total, 1);
 			note_version((uint64_t)body_u64(r.body.ptr, "version"));
 		} else {
-			fprintf(stderr, "  PUT %s: %d %s\n", p->path, r.status, r.body.ptr);
+			fprintf(stderr, "  PUT %s (seq %lu): %d %s\n", p->path, p->seq, r.status,
+				r.body.ptr ? r.body.ptr : "");
 		}
 		resp_free(&r);
 		k += THREADS;
@@ -180,6 +190,19 @@ static void *writer(void *arg)
 }
 
 /* ---- checks ---- */
+
+/* The first line of some content, for messages (at most 60 bytes; a static buffer). */
+static const char *first_line(const struct buf *b)
+{
+	static char line[64];
+	size_t n = 0;
+
+	while (n < b->len && n < 60 && b->ptr[n] != '\n')
+		n++;
+	memcpy(line, b->ptr, n);
+	line[n] = '\0';
+	return line;
+}
 
 /* Each path holds one of its allowed contents, whole. Returns the paths checked. */
 static int check_disk(void)
@@ -204,9 +227,15 @@ static int check_disk(void)
 				ok = disk.len == p->allowed[j].len &&
 				     memcmp(disk.ptr, p->allowed[j].ptr, disk.len) == 0;
 		}
-		if (!ok)
-			fprintf(stderr, "  %s: %zu bytes on disk match none of %d allowed versions\n",
-				p->path, disk.len, p->nallowed);
+		if (!ok) {
+			/* which send it was (each starts with its "seq N"), and which were allowed */
+			fprintf(stderr, "  %s: %zu bytes on disk (%s) match none of %d allowed versions:",
+				p->path, disk.len, present ? first_line(&disk) : "absent", p->nallowed);
+			for (j = 0; j < p->nallowed; j++)
+				fprintf(stderr, " [%d] %zu bytes (%s)%s", j, p->allowed[j].len,
+					first_line(&p->allowed[j]), j == 0 && p->acked ? " acknowledged" : "");
+			fprintf(stderr, "\n");
+		}
 		CHECK(ok);
 		/* what is on disk is now the only allowed content */
 		if (ok && present) {
