@@ -30,17 +30,23 @@ static struct site_server srv;
 static char url[64];
 static const char *quire_bin;
 
-static void start_server(void)
+/* The server; again on the port it had (a restart) when listen is set. */
+static void start_server_on(const char *listen)
 {
 	struct syncapi_options so;
 	struct site_server_options o = { .threads = 2, .max_body_size = SYNCAPI_DEFAULT_MAX_UPLOAD,
-					 .sync = &so };
+					 .sync = &so, .listen = listen };
 
 	memset(&so, 0, sizeof(so));
 	so.vault = server_vault;
 	so.token = TOKEN;
 	site_server_start(&srv, server_vault, &o);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
+}
+
+static void start_server(void)
+{
+	start_server_on(NULL);
 }
 
 static void stop_server(void)
@@ -353,6 +359,132 @@ static void test_conflict(void)
 	buf_release(&p);
 }
 
+/* ---- --watch ---- */
+
+/* Waits until the page at url shows text (or 404s, when text is NULL); the ms it took, or -1. */
+static double until_page(const char *page_url, const char *text, double timeout_s)
+{
+	struct buf b = BUF_INIT;
+	double t0 = now_s();
+	int st;
+
+	for (;;) {
+		st = fetch_page(srv.port, page_url, &b);
+		if (text ? st == 200 && b.ptr && strstr(b.ptr, text) : st == 404)
+			break;
+		if (now_s() - t0 > timeout_s) {
+			buf_release(&b);
+			return -1;
+		}
+		usleep(2000);
+	}
+	buf_release(&b);
+	return (now_s() - t0) * 1000;
+}
+
+/* Waits until the running client printed s. */
+static int until_said(const struct run *r, const char *s, double timeout_s)
+{
+	struct buf out = BUF_INIT;
+	double t0 = now_s();
+	int found = 0;
+
+	while (!found && now_s() - t0 < timeout_s) {
+		buf_reset(&out);
+		found = read_file(r->out_path, &out) == 0 && out.ptr && strstr(out.ptr, s);
+		if (!found)
+			usleep(5000);
+	}
+	if (!found)
+		fprintf(stderr, "  the client did not say '%s':\n%s", s, out.ptr ? out.ptr : "");
+	buf_release(&out);
+	return found;
+}
+
+/*
+ * quire sync --watch: a save is live at once, a deletion and a folder
+ * moved reach the site, a change made on the server is reported as a
+ * conflict and kept, the server away and back gets what changed
+ * meanwhile (and keeps what changed there), and Ctrl-C stops it.
+ */
+static void test_watch(void)
+{
+	const char *const watch[] = { "--watch", NULL };
+	const char *server_text = "# Beta\n\nBeta, edited on the server.\n";
+	char listen[32];
+	struct buf b = BUF_INIT, p = BUF_INIT;
+	struct run r;
+	double ms;
+
+	spawn(&r, watch, NULL);
+	CHECK(until_said(&r, "watching ", 20));
+
+	/* a new note, saved: live */
+	tv_write(client_vault, "notes/watched.md", "# Watched\n\nSaved while watching.\n");
+	ms = until_page("/notes/watched", "Saved while watching.", 10);
+	CHECK(ms >= 0);
+	fprintf(stderr, "  a note saved locally was live on the server after %.0f ms\n", ms);
+	CHECK(until_said(&r, "uploaded notes/watched.md", 5));
+
+	/* deleted locally: gone there */
+	tv_unlink(client_vault, "notes/watched.md");
+	CHECK(until_page("/notes/watched", NULL, 10) >= 0);
+	CHECK(until_said(&r, "deleted notes/watched.md", 5));
+
+	/* a folder moved: its notes at their new URLs */
+	{
+		struct buf from = BUF_INIT, to = BUF_INIT;
+		buf_addf(&from, "%s/journal", client_vault);
+		buf_addf(&to, "%s/diary", client_vault);
+		CHECK(rename(from.ptr, to.ptr) == 0);
+		buf_release(&from);
+		buf_release(&to);
+	}
+	CHECK(until_page("/diary/2024/day-one", "First entry.", 10) >= 0);
+	CHECK(until_said(&r, "deleted journal/2024/day one.md", 5));
+
+	/* changed on the server, then here: a conflict, the server's bytes kept */
+	{
+		/* another client's edit, through the API */
+		struct resp put;
+		CHECK(fetch_request(srv.port, "PUT", "/api/v1/files/projects/beta.md",
+				    "Authorization: Bearer " TOKEN "\r\n", server_text,
+				    strlen(server_text), &put) == 0);
+		CHECK(put.status == 200 || put.status == 201);
+		resp_free(&put);
+	}
+	CHECK(until_page("/projects/beta", "edited on the server", 10) >= 0);
+	tv_write(client_vault, "projects/beta.md", "# Beta\n\nBeta, a later local edit.\n");
+	CHECK(until_said(&r, "conflict: projects/beta.md", 10));
+	buf_addf(&p, "%s/projects/beta.md", server_vault);
+	CHECK(read_file(p.ptr, &b) == 0 && strcmp(b.ptr, server_text) == 0);
+
+	/* the server away: what is saved meanwhile arrives when it is back */
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", srv.port);
+	stop_server();
+	tv_write(client_vault, "notes/while-away.md", "# While away\n\nWritten while the server was down.\n");
+	CHECK(until_said(&r, "server away", 10));
+	usleep(300 * 1000);
+	start_server_on(listen);
+	CHECK(srv.port > 0);
+	CHECK(until_page("/notes/while-away", "Written while the server was down.", 20) >= 0);
+	CHECK(until_said(&r, "server back", 10));
+	/* the conflict still stands: not sent in the pass after the absence */
+	buf_reset(&b);
+	CHECK(read_file(p.ptr, &b) == 0 && strcmp(b.ptr, server_text) == 0);
+
+	CHECK(kill(r.pid, SIGINT) == 0);
+	finish(&r);
+	CHECK_INT(r.status, 1); /* projects/beta.md was left unsent */
+	CHECK(out_has(&r, "stopped watching"));
+	CHECK(!strstr(r.out.ptr, "Sanitizer"));
+	run_free(&r);
+	/* as it was, for the tests after */
+	tv_write(client_vault, "projects/beta.md", server_text);
+	buf_release(&b);
+	buf_release(&p);
+}
+
 static void test_bad_token(void)
 {
 	struct syncapi_stats s0 = stats();
@@ -436,6 +568,7 @@ int main(void)
 	RUN(test_delete);
 	RUN(test_interrupted);
 	RUN(test_conflict);
+	RUN(test_watch);
 	RUN(test_bad_token);
 
 	stop_server();

@@ -51,6 +51,7 @@ struct derived {
 	int tree_started;      /* the root's document was written once */
 	struct notevec *shards; /* listed notes by a hash of their URL: sitemaps, graph */
 	int *shard_dirty;      /* SHARD_SITEMAP, and a bit per graph document */
+	unsigned char *shard_sorted; /* its notes are in URL order (a note in or out clears it) */
 	size_t nshards;
 	size_t nlisted;
 	int tag_index_dirty, site_feed_dirty, sitemap_index_dirty, graph_index_dirty;
@@ -95,6 +96,8 @@ void derived_newest(const struct oset *o, size_t k, struct notevec *out);
 char *derived_folder_url(const struct derived_folder *f);
 
 /* derived-pages.c */
+/* Shard i's notes, in URL order (sorted when a note came or went since). */
+const struct notevec *derived_shard(struct derived *d, size_t i);
 /* Removes the generated page at key, if the page there is one (not a note's). */
 void derived_del_generated(struct site *s, const char *key);
 void derived_render_tag(struct site *s, struct derived_tag *t, int listing, int with_feed);

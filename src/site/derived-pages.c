@@ -563,6 +563,15 @@ static int cmp_notes_url(const void *a, const void *b)
 	return strcmp((*(struct site_note *const *)a)->url, (*(struct site_note *const *)b)->url);
 }
 
+const struct notevec *derived_shard(struct derived *d, size_t i)
+{
+	if (!d->shard_sorted[i]) {
+		derived_sort(d->shards[i].v, d->shards[i].n, sizeof(*d->shards[i].v), cmp_notes_url);
+		d->shard_sorted[i] = 1;
+	}
+	return &d->shards[i];
+}
+
 void derived_render_shard(struct site *s, size_t i)
 {
 	struct notevec *l = &s->derived->shards[i];
@@ -571,7 +580,7 @@ void derived_render_shard(struct site *s, size_t i)
 	char *origin = main_origin(s);
 
 	buf_addf(&key, "/sitemap-%zu.xml", i);
-	derived_sort(l->v, l->n, sizeof(*l->v), cmp_notes_url);
+	derived_shard(s->derived, i);
 	e = entries_of(l->v, l->n);
 	feed_urlset(origin, e, l->n, &b);
 	put_text(s, PAGE_GENERATED, key.ptr, "application/xml; charset=utf-8", &b);
@@ -647,7 +656,7 @@ void derived_render_graphs(struct site *s)
 	for (i = 0; i < d->nshards; i++) {
 		if (!(d->shard_dirty[i] & SHARD_GRAPH_ALL))
 			continue;
-		derived_sort(d->shards[i].v, d->shards[i].n, sizeof(*d->shards[i].v), cmp_notes_url);
+		derived_shard(d, i);
 		for (k = 0; k < GRAPH_PARTS; k++) {
 			if (d->shard_dirty[i] & (2 << k)) {
 				parts = xrealloc(parts, (n + 1) * sizeof(*parts));

@@ -94,6 +94,7 @@ void derived_free(struct derived *d)
 		free(d->shards[i].v);
 	free(d->shards);
 	free(d->shard_dirty);
+	free(d->shard_sorted);
 	free(d->dirty_tags);
 	free(d->dirty_folders);
 	oset_release(&d->by_date);
@@ -353,8 +354,12 @@ void derived_graph_links(const struct site_note *n, struct notevec *out)
 	out->n = 0;
 	for (k = 0; n->refs && k < n->md.nrefs; k++) {
 		struct site_note *t = n->refs[k].target;
-		if (n->refs[k].kind == MD_TARGET_NOTE && t != n && t->published && !t->removed &&
-		    t->href)
+		/*
+		 * A link resolves to a note (MD_TARGET_NOTE) only while the note
+		 * is published; a note that goes or is unpublished has its
+		 * referrers resolved and rendered again before this runs.
+		 */
+		if (n->refs[k].kind == MD_TARGET_NOTE && t != n && t->published)
 			notevec_push(out, t);
 	}
 	if (out->n <= 32) {
@@ -602,6 +607,7 @@ static void update_note(struct site *s, struct site_note *n)
 	 */
 	if (n->listed->shard >= 0 && (!listed || !n->listed->url || strcmp(n->listed->url, n->url))) {
 		notevec_take(&d->shards[n->listed->shard], n);
+		d->shard_sorted[n->listed->shard] = 0;
 		shard_dirty(d, n->listed->shard, SHARD_SITEMAP | derived_graph_bit(n->listed->url));
 		n->listed->shard = -1;
 		n->listed->gsig = 0;
@@ -614,6 +620,7 @@ static void update_note(struct site *s, struct site_note *n)
 	if (listed && n->listed->shard < 0 && d->nshards) {
 		n->listed->shard = shard_of(d, n->url);
 		notevec_push(&d->shards[n->listed->shard], n);
+		d->shard_sorted[n->listed->shard] = 0;
 		shard_dirty(d, n->listed->shard, SHARD_SITEMAP | derived_graph_bit(n->url));
 	}
 	/* a derived page may want the URL the note left, or yield to the one it took */
@@ -660,9 +667,11 @@ static void reshard(struct site *s, size_t k)
 		free(d->shards[i].v);
 	free(d->shards);
 	free(d->shard_dirty);
+	free(d->shard_sorted);
 	d->nshards = k;
 	d->shards = xcalloc(k, sizeof(*d->shards));
 	d->shard_dirty = xcalloc(k, sizeof(*d->shard_dirty));
+	d->shard_sorted = xcalloc(k, 1);
 	for (i = 0; i < k; i++)
 		d->shard_dirty[i] = SHARD_SITEMAP | SHARD_GRAPH_ALL;
 	for (i = 0; i < s->nnotes; i++) {

@@ -11,7 +11,10 @@
 #define QUIRE_SYNCCLI_INT_H
 
 #include "util/buf.h"
+#include "util/diag.h"
 #include "util/hash.h"
+#include "util/map.h"
+#include "vault/vault.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,7 +23,6 @@
 struct event;
 struct event_base;
 struct evhttp_connection;
-struct map;
 
 enum op_kind { OP_PUT, OP_DELETE };
 
@@ -31,6 +33,9 @@ struct op {
 	char sha[SHA256_HEX_SIZE]; /* the local hash (PUT) */
 	char remote[SHA256_HEX_SIZE]; /* the server's hash, "" when new */
 	off_t size;
+	int status;                /* once answered: the HTTP status, 0 when the connection
+				      failed, -1 when it could not be sent (the file unreadable) */
+	char stored[SHA256_HEX_SIZE]; /* a PUT's answer: the hash of what the server stored */
 };
 
 struct conn_slot {
@@ -62,6 +67,64 @@ struct client {
 	int sync_done, sync_status;
 	struct buf sync_body;
 };
+
+/* A file of the server's manifest. */
+struct remote {
+	char *path;
+	char sha[SHA256_HEX_SIZE];
+	uint64_t size;
+	int seen;                  /* the local vault has this path */
+	int synced;                /* the local file had these bytes when last compared or
+				      sent: only such a file is deleted when it goes locally */
+};
+
+/* The local side's hashes (hash_cache_scan()). */
+struct hash_work {
+	struct hash_cache *cache;
+	int dirfd;
+	char (*sha)[SHA256_HEX_SIZE];
+	char *ok;
+};
+
+/* One run of the command: what the steps of sync_main() share. */
+struct run {
+	const char *token_file, *vault, *url;
+	int do_delete, dry, jobs, watch;
+	char *token;
+	struct client c;
+	struct vault_scan scan;
+	struct diag_list diags;
+	struct hash_work hw;       /* the local hashes; owns hw.cache and hw.dirfd (the vault) */
+	struct map remote;         /* path -> struct remote, from the server's manifest */
+	size_t unchanged, skipped, only_remote;
+	int64_t t0;
+	/*
+	 * With it, a pass does not upload a file for which it returns 1: the
+	 * local hash and the server's (from the manifest). --watch uses it so
+	 * that a pass after the server was away keeps the changes made there.
+	 */
+	int (*keep_remote)(void *ctx, const char *path, const char *local, const char *remote);
+	void *keep_ctx;
+};
+
+/*
+ * synccli.c: one whole pass, as a run of the command makes it: the local
+ * files hashed (through the hash cache, kept between passes), the
+ * manifest fetched, the plan made and run. The plan's outcomes are in
+ * c->ops (status) until the next pass. 0, or -1 when the vault or the
+ * server could not be read (printed).
+ */
+int synccli_pass(struct run *r);
+
+/*
+ * syncwatch.c: `quire sync --watch`, after the first pass (which failed
+ * when again is set: it is made again first): pushes what the file
+ * watcher reports until SIGINT or SIGTERM. Returns the exit status.
+ */
+int synccli_watch(struct run *r, int again);
+
+/* A new operation at the end of c's plan, zeroed. */
+struct op *synccli_add_op(struct client *c);
 
 /*
  * The event loop and jobs keep-alive connections to c->host:c->port.

@@ -189,6 +189,7 @@ static void op_cb(struct evhttp_request *req, void *arg)
 	struct buf msg = BUF_INIT;
 
 	s->op = NULL;
+	op->status = status;
 	c->running--;
 	c->done++;
 	if (op->kind == OP_PUT)
@@ -216,6 +217,8 @@ static void op_cb(struct evhttp_request *req, void *arg)
 		}
 		if (op->kind == OP_PUT) {
 			c->uploaded++;
+			if (sha.len == SHA256_HEX_SIZE - 1)
+				memcpy(op->stored, sha.ptr, SHA256_HEX_SIZE);
 			if (sha.len && strcmp(sha.ptr, op->sha) != 0)
 				say(c, "changed while syncing: %s (the server has what was read; "
 				       "run sync again)", op->path);
@@ -245,6 +248,7 @@ static void fail_op(struct conn_slot *s, struct op *op, const char *why)
 
 	c->failed++;
 	c->done++;
+	op->status = -1;
 	say(c, "failed: %s %s: %s", op->kind == OP_PUT ? "upload" : "delete", op->path, why);
 }
 

@@ -60,24 +60,12 @@ static const char sync_usage[] =
 	"  --token-file FILE   the API token (default: $QUIRE_TOKEN)\n"
 	"  --delete            also delete files the server has and VAULT does not\n"
 	"  --dry-run           print what would be done, change nothing\n"
-	"  --jobs N            requests at once (default 4)\n";
-
-struct remote {
-	char *path;
-	char sha[SHA256_HEX_SIZE];
-	uint64_t size;
-	int seen;                  /* the local vault has this path */
-};
+	"  --jobs N            requests at once (default 4)\n"
+	"  --watch             then stay running: push each change made in VAULT as it is\n"
+	"                      saved (a file deleted there is deleted on the server), report\n"
+	"                      conflicts, retry while the server is away; stop with Ctrl-C\n";
 
 /* ---- the local side ---- */
-
-/* The local side's hashes (hash_cache_scan()). */
-struct hash_work {
-	struct hash_cache *cache;
-	int dirfd;
-	char (*sha)[SHA256_HEX_SIZE];
-	char *ok;
-};
 
 /* ---- the manifest ---- */
 
@@ -245,20 +233,6 @@ static int env_ms(const char *name)
 	return v && *v ? atoi(v) : 0;
 }
 
-/* One run of the command: what the phases of sync_main() share. */
-struct run {
-	const char *token_file, *vault, *url;
-	int do_delete, dry, jobs;
-	char *token;
-	struct client c;
-	struct vault_scan scan;
-	struct diag_list diags;
-	struct hash_work hw;       /* the local hashes; owns hw.cache and hw.dirfd (the vault) */
-	struct map remote;         /* path -> struct remote, from the server's manifest */
-	size_t unchanged, skipped, only_remote;
-	int64_t t0;
-};
-
 static void run_init(struct run *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -279,6 +253,7 @@ static int parse_args(struct run *r, int argc, char **argv)
 		{ "delete", no_argument, NULL, 'd' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "watch", no_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -289,6 +264,7 @@ static int parse_args(struct run *r, int argc, char **argv)
 		case 't': r->token_file = optarg; break;
 		case 'd': r->do_delete = 1; break;
 		case 'n': r->dry = 1; break;
+		case 'w': r->watch = 1; break;
 		case 'j': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -303,6 +279,10 @@ static int parse_args(struct run *r, int argc, char **argv)
 		case 'h': fputs(sync_usage, stdout); return 0;
 		default: fputs(sync_usage, stderr); return 2;
 		}
+	}
+	if (r->watch && r->dry) {
+		fprintf(stderr, "quire sync: --watch and --dry-run do not go together\n");
+		return 2;
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "quire sync: VAULT and URL are required\n%s", sync_usage);
@@ -349,7 +329,8 @@ static int hash_local(struct run *r)
 	 * so the scan and the hashing see one folder.
 	 * Rejected: joining paths per file (the path is resolved again each time).
 	 */
-	hw->dirfd = open(r->vault, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (hw->dirfd < 0)
+		hw->dirfd = open(r->vault, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (hw->dirfd < 0) {
 		fprintf(stderr, "quire sync: %s: %s\n", r->vault, strerror(errno));
 		return -1;
@@ -359,9 +340,11 @@ static int hash_local(struct run *r)
 		fprintf(stderr, "quire sync: %s: %s (hashes are not remembered)\n", cache_file.ptr,
 			strerror(errno));
 	buf_adds(&cache_file, "/sync-cache");
-	hw->cache = hash_cache_new();
-	if (hash_cache_load(hw->cache, cache_file.ptr) < 0)
-		fprintf(stderr, "quire sync: starting with no remembered hashes\n");
+	if (!hw->cache) {
+		hw->cache = hash_cache_new();
+		if (hash_cache_load(hw->cache, cache_file.ptr) < 0)
+			fprintf(stderr, "quire sync: starting with no remembered hashes\n");
+	}
 	hw->sha = xcalloc(r->scan.n + 1, sizeof(*hw->sha));
 	hw->ok = xcalloc(r->scan.n + 1, 1);
 	pass = hash_cache_mark(hw->cache);
@@ -399,8 +382,7 @@ out:
 	return ret;
 }
 
-/* A new operation at the end of the plan, zeroed. */
-static struct op *add_op(struct client *c)
+struct op *synccli_add_op(struct client *c)
 {
 	struct op *op;
 
@@ -438,10 +420,13 @@ static void plan_uploads(struct run *r)
 		}
 		buf_release(&nfc);
 		if (rf && strcmp(rf->sha, r->hw.sha[k]) == 0) {
+			rf->synced = 1;
 			r->unchanged++;
 			continue;
 		}
-		op = add_op(c);
+		if (rf && r->keep_remote && r->keep_remote(r->keep_ctx, f->path, r->hw.sha[k], rf->sha))
+			continue;
+		op = synccli_add_op(c);
 		op->kind = OP_PUT;
 		op->path = f->path;
 		op->disk = f->disk;
@@ -469,7 +454,7 @@ static void plan_deletions(struct run *r)
 			r->only_remote++;
 			continue;
 		}
-		op = add_op(&r->c);
+		op = synccli_add_op(&r->c);
 		op->kind = OP_DELETE;
 		op->path = rf->path;
 		memcpy(op->remote, rf->sha, SHA256_HEX_SIZE);
@@ -564,6 +549,31 @@ static int report(struct run *r)
 	return c->failed || c->conflicts ? 1 : 0;
 }
 
+/* Forgets the last pass (scan, hashes, manifest, plan), keeping the hash cache and the vault open. */
+static void pass_reset(struct run *r)
+{
+	vault_scan_release(&r->scan);
+	r->scan = (struct vault_scan)VAULT_SCAN_INIT;
+	diag_list_release(&r->diags);
+	diag_list_init(&r->diags);
+	free(r->hw.sha);
+	free(r->hw.ok);
+	r->hw.sha = NULL;
+	r->hw.ok = NULL;
+	synccli_free_manifest(&r->remote);
+	r->c.nops = r->c.next = r->c.done = 0;
+	r->unchanged = r->skipped = r->only_remote = 0;
+}
+
+int synccli_pass(struct run *r)
+{
+	pass_reset(r);
+	if (hash_local(r) < 0 || fetch_manifest(r) < 0 || plan(r) < 0)
+		return -1;
+	run_plan(r);
+	return 0;
+}
+
 /* Frees what the run holds, wiping the token. */
 static void run_release(struct run *r)
 {
@@ -602,12 +612,18 @@ int sync_main(int argc, char **argv)
 	if (ret >= 0)
 		goto out;
 	ret = 1;
-	if (set_up_client(&r) < 0 || hash_local(&r) < 0 || synccli_connect(&r.c, r.jobs) < 0 ||
-	    fetch_manifest(&r) < 0 || plan(&r) < 0)
+	if (set_up_client(&r) < 0 || synccli_connect(&r.c, r.jobs) < 0)
 		goto out;
-	run_plan(&r);
+	if (synccli_pass(&r) < 0) {
+		if (!r.watch)
+			goto out;
+		ret = synccli_watch(&r, 1); /* the server may not be up yet: it retries */
+		goto out;
+	}
 	wait_published(&r);
 	ret = report(&r);
+	if (r.watch)
+		ret = synccli_watch(&r, 0);
 out:
 	run_release(&r);
 	fflush(stdout);

@@ -80,6 +80,7 @@ void site_server_start(struct site_server *s, const char *vault,
 	ho.slot = &s->slot;
 	ho.url_prefix = o->url_prefix;
 	ho.max_body_size = o->max_body_size;
+	ho.listen = o->listen;
 	if (test_server_new(&s->http, &ho) < 0 || !s->loader)
 		return;
 	s->port = s->http.port;

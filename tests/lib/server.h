@@ -70,6 +70,7 @@ struct site_server_options {
 	size_t max_body_size;               /* as in http_options */
 	double search_rate, search_burst;   /* with search_rate > 0: the search API */
 	const struct syncapi_options *sync; /* with it: the sync API */
+	const char *listen;                 /* as in http_options (127.0.0.1:0 when NULL) */
 };
 
 struct site_server {
