@@ -1003,6 +1003,10 @@
           for (const n of keep) shownG.node(n.url, n.title, true);
           for (const [a, b] of g.edges) if (keep.has(a) && keep.has(b)) shownG.edge(shownG.node(a.url), shownG.node(b.url));
         }
+        if (!g.nodes.length) {
+          status.textContent = 'No notes are published yet.';
+          return null;
+        }
         status.textContent = 'Placing ' + count(shownG.nodes.length, 'note') + '\u2026';
         return drawGraph(globalBox, shownG, null, 15).then(() => {
           status.textContent = (shownG === g ? count(g.nodes.length, 'note')
