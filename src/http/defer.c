@@ -45,6 +45,7 @@ struct http_deferred *http_request_defer(struct http_request *req)
 	d->w = w;
 	d->ev = req->ev;
 	d->kind = req->kind;
+	d->method_name = req->method_name;
 	d->head = req->head;
 	d->absolute = req->absolute;
 	d->status = 500;
@@ -168,6 +169,7 @@ static void request_of(struct worker *w, const struct http_deferred *d, struct h
 	r->w = w;
 	r->ev = d->ev;
 	r->kind = d->kind;
+	r->method_name = d->method_name;
 	r->head = d->head;
 	r->absolute = d->absolute;
 	r->uri = evhttp_request_get_uri(d->ev);

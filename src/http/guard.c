@@ -287,6 +287,9 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 	if (srv->policy && tlen >= srv->policy_len &&
 	    memcmp(sp + 1, srv->policy_prefix, srv->policy_len) == 0) {
 		buf_add(&method, h, mlen);
+		/* an extension method, renamed POST for evhttp (methods.c): its own name */
+		if (mlen == 4 && memcmp(h, "POST", 4) == 0)
+			head_field(h, (size_t)end.pos, srv->method_mark, &method);
 		buf_add(&target, sp + 1, tlen);
 		limit = srv->policy(srv->policy_ctx, method.ptr, target.ptr,
 				    head_field(h, (size_t)end.pos, "Authorization", &auth) ? auth.ptr

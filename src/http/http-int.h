@@ -1,6 +1,6 @@
 /*
  * http-int.h: what the files of the HTTP front share (http.c, request.c,
- * static.c, http_respond.c, defer.c, builtin.c, date.c; http.c's header
+ * static.c, http_respond.c, defer.c, builtin.c, date.c, methods.c; http.c's header
  * comment says which owns what). Private to src/http/: the public API is
  * http.h, and searchapi.c uses only that.
  *
@@ -32,6 +32,10 @@
 #include <event2/http.h>
 
 #define HTTP_DATE_SIZE 30 /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
+
+/* The start of the name of the header that carries an extension method (methods.c). */
+#define HTTP_METHOD_MARK "X-Quire-Method-"
+
 
 /* What a request was, for quire_requests_total{kind=...}. */
 enum kind { K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS, NKINDS };
@@ -80,6 +84,13 @@ struct conn {
 	double since;             /* when its current request began (guard.c), seconds */
 	uint64_t rx, tx;          /* the socket's bytes received and acknowledged then */
 	struct evbuffer_cb_entry *watch; /* on its input (guard.c), removed as it closes */
+	struct method_watch *methods; /* on its input (methods.c), freed as it closes */
+};
+
+/* A connection accepted and not yet adopted (http.c). */
+struct pending {
+	struct bufferevent *bev;
+	struct method_watch *methods;
 };
 
 /*
@@ -92,6 +103,7 @@ struct http_deferred {
 	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
 	struct http_deferred *qnext;       /* w->done queue */
 	enum kind kind;
+	const char *method_name;    /* the request's, static (for the access log) */
 	int head, absolute;
 	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
 	int status;
@@ -123,7 +135,7 @@ struct worker {
 	struct http_deferred *done_head, *done_tail; /* under done_lock */
 	struct http_deferred *deferred; /* taken over and not yet answered (loop thread) */
 	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
-	struct bufferevent **pending; /* accepted, not yet adopted */
+	struct pending *pending;  /* accepted, not yet adopted */
 	size_t npending, apending;
 	struct conn *conns;       /* adopted and open */
 	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
@@ -149,6 +161,8 @@ struct http_server {
 	char *access_log;
 	int log_fd;
 	size_t max_uri;
+	size_t max_head;          /* evhttp's limit on a request line and header block */
+	char method_mark[sizeof(HTTP_METHOD_MARK) + 32]; /* its name and 32 hex digits (methods.c) */
 	struct timeval read_tv, write_tv;
 	int grace_s;
 	struct worker **workers;
@@ -177,6 +191,7 @@ struct http_request {
 	struct worker *w;
 	struct evhttp_request *ev;
 	enum http_method method;
+	const char *method_name;  /* http_request_method_name(): static, or NULL */
 	int head;
 	const char *uri;          /* raw request target */
 	char *path;               /* decoded, without the prefix, in w->scratch */
@@ -316,6 +331,29 @@ int http_has_deferred(struct worker *w, struct evhttp_connection *con);
 void http_kill_deferred(struct worker *w);
 /* Frees the answers that came back after the loop stopped (needs done_lock). */
 void http_drop_late_answers(struct worker *w);
+
+/* methods.c */
+
+/*
+ * Draws the server's secret and writes the name of the header that carries
+ * an extension method into srv->method_mark. 0, or -1 (logged).
+ */
+int http_methods_init(struct http_server *srv);
+/* The extension method name[0, len) is (exact case), or HTTP_OTHER. */
+enum http_method http_methods_lookup(const char *name, size_t len);
+/* The name of a method of enum http_method (static), or NULL for HTTP_OTHER. */
+const char *http_methods_name(enum http_method m);
+/*
+ * Watches a connection's input (its socket bufferevent's, before evhttp
+ * reads anything) and rewrites the requests with extension methods as
+ * methods.c says. Returns the watch, or NULL (logged: the connection then
+ * works without extension methods). Free it with http_methods_unwatch()
+ * before the buffer goes.
+ */
+struct method_watch;
+struct method_watch *http_methods_watch(const struct http_server *srv, struct evbuffer *in);
+/* Stops watching and frees mw. Accepts NULL. */
+void http_methods_unwatch(struct method_watch *mw);
 
 /* builtin.c */
 

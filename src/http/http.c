@@ -27,7 +27,8 @@
  * snapshot (gzip, conditional requests, ranges, attachments); http_respond.c
  * writes every response and the access log; defer.c carries deferred
  * replies back to their loop; builtin.c has /healthz and /metrics;
- * date.c formats and parses HTTP dates. What they share is http-int.h.
+ * date.c formats and parses HTTP dates; methods.c lets extension methods
+ * (WebDAV's) through. What they share is http-int.h.
  *
  * Connections. libevent 2.1 has no per-server connection limit nor an
  * accept hook, so the bufferevent callback (evhttp_set_bevcb), which runs
@@ -38,6 +39,10 @@
  * the evhttp_connection through the bufferevent's callback argument and
  * sets the close callback that gives the slot back, the separate read and
  * write timeouts, and TCP_NODELAY.
+ *
+ * Extension methods. make_bev() also sets a watch on each connection's
+ * input (methods.c) that renames WebDAV's methods, which evhttp 2.1
+ * cannot name, before evhttp parses them.
  *
  * Stopping. A stop writes a byte to each loop's control pipe; the loop
  * closes its listening socket and its idle connections, answers what is
@@ -114,6 +119,7 @@ static void on_close(struct evhttp_connection *con, void *arg)
 	if (c->next)
 		c->next->prev = c->prev;
 	http_guard_forget(w, c);
+	http_methods_unwatch(c->methods); /* evhttp frees the bufferevent after this */
 	free(c);
 	atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
 	/* evhttp frees the requests still on con: a deferred one is dead */
@@ -158,7 +164,9 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 	}
 	bufferevent_incref(bev);
 	ALLOC_GROW(w->pending, w->npending + 1, w->apending);
-	w->pending[w->npending++] = bev;
+	w->pending[w->npending].bev = bev;
+	/* before evhttp can read a byte: the watch must see every one */
+	w->pending[w->npending++].methods = http_methods_watch(srv, bufferevent_get_input(bev));
 	event_active(w->adopt_ev, EV_TIMEOUT, 0);
 	return bev;
 }
@@ -174,7 +182,7 @@ static void adopt(evutil_socket_t fd, short what, void *arg)
 	size_t i;
 
 	for (i = 0; i < w->npending; i++) {
-		struct bufferevent *bev = w->pending[i];
+		struct bufferevent *bev = w->pending[i].bev;
 		void *con = NULL;
 		int one = 1, sfd;
 
@@ -183,6 +191,7 @@ static void adopt(evutil_socket_t fd, short what, void *arg)
 			struct conn *c = xcalloc(1, sizeof(*c));
 			c->w = w;
 			c->con = con;
+			c->methods = w->pending[i].methods;
 			c->next = w->conns;
 			if (w->conns)
 				w->conns->prev = c;
@@ -202,6 +211,7 @@ static void adopt(evutil_socket_t fd, short what, void *arg)
 			    setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 				log_debug("http: TCP_NODELAY: %s", strerror(errno));
 		} else {
+			http_methods_unwatch(w->pending[i].methods);
 			atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
 		}
 		(void)bufferevent_decref(bev); /* 1 when it was the last reference */
@@ -422,8 +432,10 @@ static void worker_free(struct worker *w)
 
 	if (!w)
 		return;
-	for (i = 0; i < w->npending; i++)
-		(void)bufferevent_decref(w->pending[i]);
+	for (i = 0; i < w->npending; i++) {
+		http_methods_unwatch(w->pending[i].methods);
+		(void)bufferevent_decref(w->pending[i].bev);
+	}
 	free(w->pending);
 	http_kill_deferred(w);
 	if (w->http)
@@ -536,8 +548,7 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	 * target over max_uri_length next to full headers, so that those get
 	 * their own answers (414, 431: http_on_request()).
 	 */
-	evhttp_set_max_headers_size(w->http, (ev_ssize_t)(srv->opt.max_header_size +
-							   srv->opt.max_uri_length + 1024));
+	evhttp_set_max_headers_size(w->http, (ev_ssize_t)srv->max_head);
 	evhttp_set_max_body_size(w->http, (ev_ssize_t)srv->opt.max_body_size);
 	/* every method reaches http_on_request, which answers 405 with Allow itself */
 	evhttp_set_allowed_methods(w->http, 0xffff);
@@ -609,6 +620,9 @@ struct http_server *http_server_new(const struct http_options *opt)
 	if (srv->opt.small_body_size > srv->opt.max_body_size)
 		srv->opt.small_body_size = srv->opt.max_body_size;
 	srv->max_uri = srv->opt.max_uri_length;
+	srv->max_head = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
+	if (http_methods_init(srv) < 0)
+		goto fail;
 	srv->read_tv.tv_sec = opt->read_timeout_s > 0 ? opt->read_timeout_s : DEFAULT_READ_TIMEOUT;
 	srv->write_tv.tv_sec = opt->write_timeout_s > 0 ? opt->write_timeout_s : DEFAULT_WRITE_TIMEOUT;
 	srv->grace_s = opt->shutdown_grace_s > 0 ? opt->shutdown_grace_s : DEFAULT_GRACE;

@@ -130,6 +130,12 @@ typedef size_t (*http_body_policy)(void *ctx, const char *method, const char *ta
 void http_server_set_body_policy(struct http_server *srv, const char *prefix,
 				 http_body_policy fn, void *ctx);
 
+/*
+ * Request methods. Besides evhttp's, the server accepts the extension
+ * methods of WebDAV (RFC 4918) listed here, with their bodies; any other
+ * method is HTTP_OTHER (TRACE and CONNECT, and those with no name the
+ * server knows, which the snapshot answers 501).
+ */
 enum http_method {
 	HTTP_GET,
 	HTTP_HEAD,
@@ -138,11 +144,24 @@ enum http_method {
 	HTTP_DELETE,
 	HTTP_PATCH,
 	HTTP_OPTIONS,
+	HTTP_PROPFIND,
+	HTTP_PROPPATCH,
+	HTTP_MKCOL,
+	HTTP_COPY,
+	HTTP_MOVE,
+	HTTP_LOCK,
+	HTTP_UNLOCK,
 	HTTP_OTHER,
 };
 
 /* Accessors; every pointer returned is valid until the handler returns. */
 enum http_method http_request_method(const struct http_request *req);
+/*
+ * The method's name as sent ("GET", "PROPFIND", "TRACE"), a static string;
+ * NULL for an HTTP_OTHER method whose name the server does not know
+ * (libevent keeps no name for a method it does not know either).
+ */
+const char *http_request_method_name(const struct http_request *req);
 /*
  * The percent-decoded path without the URL prefix, NUL-terminated; NULL
  * for a refused target passed to a raw handler.

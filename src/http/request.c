@@ -126,6 +126,11 @@ enum http_method http_request_method(const struct http_request *req)
 	return req->method;
 }
 
+const char *http_request_method_name(const struct http_request *req)
+{
+	return req->method_name;
+}
+
 const char *http_request_path(const struct http_request *req)
 {
 	return req->path;
@@ -339,6 +344,37 @@ static enum http_method map_method(enum evhttp_cmd_type t)
 	}
 }
 
+/*
+ * The request's method. An extension method reaches evhttp as a POST whose
+ * first header is the server's mark (methods.c), which no client can
+ * forge: the header is taken off and names the method.
+ */
+static void set_method(struct http_request *r)
+{
+	enum evhttp_cmd_type t = evhttp_request_get_command(r->ev);
+	struct evkeyvalq *hs;
+	struct evkeyval *kv;
+	enum http_method m;
+
+	r->method = map_method(t);
+	r->method_name = r->method != HTTP_OTHER ? http_methods_name(r->method) : NULL;
+	if (t == EVHTTP_REQ_TRACE || t == EVHTTP_REQ_CONNECT)
+		r->method_name = http_method_name(t);
+	if (t != EVHTTP_REQ_POST)
+		return;
+	hs = evhttp_request_get_input_headers(r->ev);
+	kv = hs->tqh_first;
+	if (!kv || strcmp(kv->key, r->w->srv->method_mark) != 0)
+		return;
+	m = http_methods_lookup(kv->value, strlen(kv->value));
+	if (evhttp_remove_header(hs, r->w->srv->method_mark) < 0) /* kv, the first of its name */
+		log_warn("http: cannot take the method header off");
+	if (m == HTTP_OTHER)
+		return; /* only methods.c writes it, with a name from its table */
+	r->method = m;
+	r->method_name = http_methods_name(m);
+}
+
 /* Answers 405 or 501 unless the request is a GET or HEAD; returns whether it is. */
 static int get_or_head(struct http_request *r)
 {
@@ -346,7 +382,7 @@ static int get_or_head(struct http_request *r)
 
 	if (r->method == HTTP_GET || r->method == HTTP_HEAD)
 		return 1;
-	known = strcmp(http_method_name(evhttp_request_get_command(r->ev)), "-") != 0;
+	known = r->method_name != NULL;
 	HDR_CONST(r, "Allow: GET, HEAD\r\n");
 	if (known)
 		http_respond_text(r, 405, "Method Not Allowed\n");
@@ -504,7 +540,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	r.w = w;
 	r.ev = ev;
 	r.kind = K_PAGE;
-	r.method = map_method(evhttp_request_get_command(ev));
+	set_method(&r);
 	r.head = r.method == HTTP_HEAD;
 	r.uri = evhttp_request_get_uri(ev);
 	if (!r.uri) {

@@ -102,7 +102,7 @@ static void log_request(struct http_request *r, int status, size_t bytes)
 	buf_add(&w->log, " - - [", 6);
 	buf_adds(&w->log, w->clf_date);
 	buf_add(&w->log, "] \"", 3);
-	buf_adds(&w->log, http_method_name(evhttp_request_get_command(r->ev)));
+	buf_adds(&w->log, r->method_name ? r->method_name : "-");
 	buf_addc(&w->log, ' ');
 	for (u = (const unsigned char *)(r->uri ? r->uri : "-"); *u; u++) {
 		if (*u < 0x20 || *u >= 0x7f || *u == '"' || *u == '\\')
