@@ -599,32 +599,82 @@ void derived_render_shard(struct site *s, size_t i)
  * point one way (a note's backlinks are the links of others), so a change
  * to one note's links or title rewrites its own shard only.
  */
-/* One graph document's bytes: the notes of shard i (sorted by URL) in part. */
-static void graph_doc(const struct notevec *l, int part, struct buf *b)
+/* A note's entry, fresh. */
+static void graph_entry(const struct site_note *n, struct notevec *links, struct buf *b)
+{
+	size_t j;
+
+	buf_adds(b, "{\"u\":\"");
+	buf_adds_json(b, n->href);
+	buf_adds(b, "\",\"t\":\"");
+	buf_adds_json(b, n->note.title);
+	buf_adds(b, "\",\"l\":[");
+	derived_graph_links(n, links);
+	for (j = 0; j < links->n; j++) {
+		buf_adds(b, j ? ",\"" : "\"");
+		buf_adds_json(b, links->v[j]->href);
+		buf_addc(b, '"');
+	}
+	buf_adds(b, "]}");
+}
+
+/*
+ * One graph document's bytes: the notes of a shard (sorted by URL) in
+ * part, one entry a line. The entry of a note whose graph hash did not
+ * change (listed->gdirty clear) is copied from the document as it was
+ * (old, its bytes, or NULL), found by its "u" near where it stood: a
+ * folder moved changes the entries of the notes linking into it, a few
+ * in each document, and the rest of each document costs a copy, not a
+ * walk over each note's links and their targets.
+ */
+static void graph_doc(const struct notevec *l, int part, const char *old, size_t old_len,
+		      struct buf *b)
 {
 	struct notevec links = { 0 };
-	size_t k, j, m = 0;
+	struct buf want = BUF_INIT;
+	const char *p = NULL, *end = old ? old + old_len : NULL;
+	size_t k, m = 0;
 
+	if (old && (p = memchr(old, '\n', old_len)))
+		p++; /* past {"notes":[ */
+	buf_grow(b, old_len + 256);
 	buf_adds(b, "{\"notes\":[");
 	for (k = 0; k < l->n; k++) {
-		const struct site_note *n = l->v[k];
+		struct site_note *n = l->v[k];
+		const char *q = p, *copy = NULL;
+		size_t copy_len = 0;
+		int tries;
 		if (derived_graph_part(n->url) != part)
 			continue;
-		buf_adds(b, m++ ? ",\n{\"u\":\"" : "\n{\"u\":\"");
-		buf_adds_json(b, n->href);
-		buf_adds(b, "\",\"t\":\"");
-		buf_adds_json(b, n->note.title);
-		buf_adds(b, "\",\"l\":[");
-		derived_graph_links(n, &links);
-		for (j = 0; j < links.n; j++) {
-			buf_adds(b, j ? ",\"" : "\"");
-			buf_adds_json(b, links.v[j]->href);
-			buf_addc(b, '"');
+		buf_adds(b, m++ ? ",\n" : "\n");
+		if (p && !n->listed->gdirty) {
+			buf_reset(&want);
+			buf_adds(&want, "{\"u\":\"");
+			buf_adds_json(&want, n->href);
+			buf_adds(&want, "\",");
+			for (tries = 0; q && q < end && tries < 8; tries++) {
+				const char *eol = memchr(q, '\n', (size_t)(end - q));
+				size_t len = eol ? (size_t)(eol - q) : (size_t)(end - q);
+				if (len && q[len - 1] == ',')
+					len--;
+				if (len >= want.len && !memcmp(q, want.ptr, want.len)) {
+					copy = q;
+					copy_len = len;
+					p = eol ? eol + 1 : end;
+					break;
+				}
+				q = eol ? eol + 1 : end;
+			}
 		}
-		buf_adds(b, "]}");
+		if (copy)
+			buf_add(b, copy, copy_len);
+		else
+			graph_entry(n, &links, b);
+		n->listed->gdirty = 0;
 	}
-	buf_adds(b, "]}\n");
+	buf_adds(b, "\n]}\n");
 	free(links.v);
+	buf_release(&want);
 }
 
 struct graph_jobs {
@@ -633,11 +683,27 @@ struct graph_jobs {
 	struct buf *out;
 };
 
+static void graph_key(int at, struct buf *key)
+{
+	buf_reset(key);
+	buf_addf(key, "/_quire/graph/%d-%d.json", at / GRAPH_PARTS, at % GRAPH_PARTS);
+}
+
 static void graph_job(void *arg, size_t i)
 {
 	struct graph_jobs *c = arg;
 	int at = c->parts[i];
-	graph_doc(&c->s->derived->shards[at / GRAPH_PARTS], at % GRAPH_PARTS, &c->out[i]);
+	struct buf key = BUF_INIT;
+	const struct page *cur;
+	const char *old = NULL;
+
+	graph_key(at, &key);
+	cur = map_gets(&c->s->pages, key.ptr);
+	if (cur && cur->kind == PAGE_GENERATED)
+		old = page_bytes(cur); /* a thread's own cache when it inflates */
+	graph_doc(&c->s->derived->shards[at / GRAPH_PARTS], at % GRAPH_PARTS, old,
+		  old ? cur->body_len : 0, &c->out[i]);
+	buf_release(&key);
 }
 
 /*
@@ -668,8 +734,7 @@ void derived_render_graphs(struct site *s)
 	c.out = xcalloc(n + 1, sizeof(*c.out));
 	parallel_for(n, s->threads, graph_job, &c);
 	for (i = 0; i < n; i++) {
-		buf_reset(&key);
-		buf_addf(&key, "/_quire/graph/%d-%d.json", parts[i] / GRAPH_PARTS, parts[i] % GRAPH_PARTS);
+		graph_key(parts[i], &key);
 		put_text(s, PAGE_GENERATED, key.ptr, "application/json", &c.out[i]);
 		buf_release(&c.out[i]);
 	}

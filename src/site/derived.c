@@ -429,6 +429,7 @@ static void graph_check(struct derived *d, struct site_note *n, struct notevec *
 	g = graph_signature(n, links);
 	if (g != n->listed->gsig) {
 		n->listed->gsig = g;
+		n->listed->gdirty = 1;
 		shard_dirty(d, n->listed->shard, derived_graph_bit(n->url));
 	}
 }

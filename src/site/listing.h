@@ -60,6 +60,7 @@ struct listed {
 	char *url;            /* the URL it was listed under */
 	uint64_t sig;         /* hash of what listings show of it (0: not listed) */
 	uint64_t gsig;        /* hash of what the graph shows of it (derived.c), 0: not yet */
+	int gdirty;           /* gsig changed since its graph document was written */
 	char date[11];        /* the date its feeds order it by, while listed */
 	char *title;          /* the title its listings order it by, while listed */
 	char *path;           /* and the path (a note that moved leaves its old place) */
