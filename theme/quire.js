@@ -877,12 +877,12 @@
 
   /* The notes a page links to and those linking to it, as read from its document. */
   function pageLinks(d, base) {
-    const out = [], seen = new Set();
+    const out = [], seen = new Set(), self = norm(new URL(base).pathname);
     const add = (a, dir) => {
       if (a.classList.contains('broken') || a.classList.contains('attachment')) return;
       let u;
       try { u = new URL(a.getAttribute('href'), base); } catch (e) { return; }
-      if (u.origin !== location.origin || norm(u.pathname) === norm(new URL(base).pathname)) return;
+      if (u.origin !== location.origin || norm(u.pathname) === self) return;
       const key = norm(u.pathname) + ' ' + dir;
       if (seen.has(key)) return;
       seen.add(key);

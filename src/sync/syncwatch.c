@@ -164,7 +164,6 @@ static void batch_release(struct batch *b)
  */
 struct base {
 	struct map files;
-	size_t kept, conflicts;
 };
 
 /* A file whose upload was refused (a conflict, a bad path): not sent again with these bytes. */
@@ -371,7 +370,6 @@ static void base_take(struct base *b, const struct map *remote)
 	void *v;
 
 	b->files = (struct map)MAP_INIT;
-	b->kept = b->conflicts = 0;
 	while (map_next(remote, &i, NULL, NULL, &v)) {
 		const struct remote *rf = v;
 		if (rf->synced) {
@@ -412,10 +410,9 @@ static int keep_changed(void *ctx, const char *path, const char *local, const ch
 		map_put(&w->stale, dup, strlen(dup), dup);
 	}
 	if (strcmp(sha, local) == 0) {
-		b->kept++;
 		printf("changed on the server: %s (kept; this side had not changed it)\n", path);
 	} else {
-		b->conflicts++;
+		refuse(w, path, local); /* left unsent: the exit status says so */
 		printf("conflict: %s: changed on both sides while the server was away; not "
 		       "overwritten\n", path);
 	}
