@@ -102,7 +102,7 @@ static void load_vendor(struct site *s)
 
 	for (f = vendor_files; f->name; f++) {
 		struct buf url = BUF_INIT;
-		char *body = xmalloc(f->len + 1);
+		char *body = xmalloc(f->len + 1), *gz;
 		struct page *p;
 
 		buf_addf(&url, "/_quire/vendor/%s", f->name);
@@ -115,7 +115,9 @@ static void load_vendor(struct site *s)
 		p = page_new(PAGE_ASSET, url.ptr, url.len);
 		p->content_type = asset_type(f->name);
 		p->immutable = 1;
-		page_set_body_gz(p, body, f->len, xmemdup(f->gz, f->gz_len), f->gz_len);
+		gz = xmalloc_lasting(f->gz_len);
+		memcpy(gz, f->gz, f->gz_len);
+		page_set_body_gz(p, body, f->len, gz, f->gz_len);
 		site_page_put(s, p);
 		page_unref(p);
 		for (k = 0; k < 3; k++) {

@@ -33,37 +33,29 @@ struct page *page_new(enum page_kind kind, const char *path, size_t path_len)
 
 int page_set_body(struct page *p, char *body, size_t len, int level)
 {
-	struct buf gz = BUF_INIT;
+	char *gz = NULL;
+	size_t gz_len = 0;
 
+	if (level && len >= 256 && !(gz = gzip_compress_lasting(body, len, level, &gz_len))) {
+		page_set_body_gz(p, body, len, NULL, 0);
+		return -1;
+	}
+	page_set_body_gz(p, body, len, gz, gz_len);
+	return 0;
+}
+
+void page_set_body_gz(struct page *p, char *body, size_t len, char *gz, size_t gz_len)
+{
 	free(p->body);
-	free(p->gz);
+	xfree_lasting(p->gz);
 	p->body = body;
 	p->body_len = len;
 	p->gz = NULL;
 	p->gz_len = 0;
 	hash_etag(body, len, p->etag);
 	p->gz_etag[0] = '\0';
-	if (!level || len < 256)
-		return 0;
-	if (gzip_compress(body, len, level, &gz) < 0)
-		return -1;
-	if (gz.len + 32 < len) {
-		hash_etag(gz.ptr, gz.len, p->gz_etag);
-		p->gz = buf_detach(&gz, &p->gz_len);
-		if (!atomic_load_explicit(&keep_identity, memory_order_relaxed)) {
-			free(p->body);
-			p->body = NULL;
-		}
-	}
-	buf_release(&gz);
-	return 0;
-}
-
-void page_set_body_gz(struct page *p, char *body, size_t len, char *gz, size_t gz_len)
-{
-	page_set_body(p, body, len, 0);
 	if (!gz || gz_len + 32 >= len) {
-		free(gz);
+		xfree_lasting(gz);
 		return;
 	}
 	hash_etag(gz, gz_len, p->gz_etag);
@@ -180,7 +172,7 @@ void page_unref(struct page *p)
 		return;
 	free(p->path);
 	free(p->body);
-	free(p->gz);
+	xfree_lasting(p->gz);
 	free(p->location);
 	free(p->file);
 	free(p);

@@ -79,7 +79,7 @@ struct page {
 	const char *content_type; /* static string, e.g. "text/html; charset=utf-8" */
 	char *body;               /* identity bytes; NULL for PAGE_FILE and PAGE_REDIRECT */
 	size_t body_len;
-	char *gz;                 /* gzip bytes, or NULL when gzip would not be smaller */
+	char *gz;                 /* gzip bytes (xmalloc_lasting()), or NULL when gzip would not be smaller */
 	size_t gz_len;
 	char etag[ETAG_SIZE];     /* strong ETag of the identity bytes, quoted */
 	char gz_etag[ETAG_SIZE];  /* strong ETag of the gzip bytes (a different representation) */
@@ -105,8 +105,9 @@ struct page *page_new(enum page_kind kind, const char *path, size_t path_len);
 int page_set_body(struct page *p, char *body, size_t len, int level);
 
 /*
- * page_set_body() with gzip bytes made beforehand (gz, gz_len: taken too;
- * dropped when not smaller), for files compressed at build time.
+ * page_set_body() with gzip bytes made beforehand (gz, gz_len: taken too,
+ * from xmalloc_lasting(); dropped when not smaller), for files compressed
+ * at build time.
  */
 void page_set_body_gz(struct page *p, char *body, size_t len, char *gz, size_t gz_len);
 

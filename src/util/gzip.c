@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 
 /*
@@ -59,28 +60,58 @@ static struct gz_thread *gz_thread(void)
 	return t;
 }
 
-int gzip_compress(const void *data, size_t len, int level, struct buf *out)
+/* Compresses into the thread's scratch buffer: the member's size, or 0 with a log line. */
+static size_t compress_scratch(struct gz_thread *t, const void *data, size_t len, int level)
 {
-	struct gz_thread *t = gz_thread();
 	size_t bound, n;
 
 	if (level < 0 || level > 12)
 		level = GZIP_LEVEL;
 	if (!t->c[level] && !(t->c[level] = libdeflate_alloc_compressor(level)))
-		return log_error("gzip: cannot make a compressor");
+		return log_error("gzip: cannot make a compressor"), 0;
 	bound = libdeflate_gzip_compress_bound(t->c[level], len);
 	buf_reset(&t->scratch);
 	buf_grow(&t->scratch, bound + 1);
 	n = libdeflate_gzip_compress(t->c[level], data, len, t->scratch.ptr, bound);
 	if (!n)
-		return log_error("gzip: compression failed");
+		log_error("gzip: compression failed");
+	return n;
+}
+
+/* a scratch buffer grown for one huge page is not kept */
+static void scratch_trim(struct gz_thread *t)
+{
+	if (t->scratch.cap > (1u << 22))
+		buf_release(&t->scratch);
+}
+
+int gzip_compress(const void *data, size_t len, int level, struct buf *out)
+{
+	struct gz_thread *t = gz_thread();
+	size_t n = compress_scratch(t, data, len, level);
+
+	if (!n)
+		return -1;
 	buf_reset(out);
 	buf_add(out, t->scratch.ptr, n);
 	buf_fit(out);
-	/* a scratch buffer grown for one huge page is not kept */
-	if (t->scratch.cap > (1u << 22))
-		buf_release(&t->scratch);
+	scratch_trim(t);
 	return 0;
+}
+
+char *gzip_compress_lasting(const void *data, size_t len, int level, size_t *gz_len)
+{
+	struct gz_thread *t = gz_thread();
+	size_t n = compress_scratch(t, data, len, level);
+	char *gz;
+
+	if (!n)
+		return NULL;
+	gz = xmalloc_lasting(n);
+	memcpy(gz, t->scratch.ptr, n);
+	*gz_len = n;
+	scratch_trim(t);
+	return gz;
 }
 
 int gzip_inflate_to(const void *data, size_t len, void *out, size_t out_len)

@@ -31,6 +31,13 @@
 int gzip_compress(const void *data, size_t len, int level, struct buf *out);
 
 /*
+ * The same member, in memory of the lasting arena (util/xalloc.h: freed
+ * with xfree_lasting()), for bytes a page keeps. Sets *gz_len; NULL with a
+ * log line on failure.
+ */
+char *gzip_compress_lasting(const void *data, size_t len, int level, size_t *gz_len);
+
+/*
  * Inflates a gzip member whose inflated size is known (out_len bytes,
  * exactly) into out. 0, or -1 with a log line.
  */

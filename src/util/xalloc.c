@@ -13,6 +13,34 @@ _Noreturn void xdie_oom(size_t size)
 	abort();
 }
 
+/*
+ * The lasting arena's defaults, weak: src/cmd/malloc-conf.c defines the
+ * two for the programs linked with jemalloc.
+ */
+__attribute__((weak)) void *quire_lasting_alloc(size_t size)
+{
+	return malloc(size);
+}
+
+__attribute__((weak)) void quire_lasting_free(void *ptr)
+{
+	free(ptr);
+}
+
+void *xmalloc_lasting(size_t size)
+{
+	void *p = quire_lasting_alloc(size ? size : 1);
+	if (!p)
+		xdie_oom(size);
+	return p;
+}
+
+void xfree_lasting(void *ptr)
+{
+	if (ptr)
+		quire_lasting_free(ptr);
+}
+
 void *xmalloc(size_t size)
 {
 	void *p = malloc(size ? size : 1);

@@ -19,6 +19,21 @@ char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 void *xmemdup(const void *p, size_t n);
 
+/*
+ * Memory that lives as long as the vault holds it: the compressed bytes of
+ * a page. xmalloc_lasting() takes it, xfree_lasting() (not free()) gives
+ * it back; NULL is accepted. Programs that hold a vault link jemalloc
+ * (src/cmd/malloc-conf.c), which then takes these from an arena of their
+ * own: a load allocates and frees far more than it keeps, and bytes kept
+ * among its temporaries would pin their slabs half empty. Elsewhere (the
+ * sanitizers' builds, the tests) it is the one heap.
+ */
+void *xmalloc_lasting(size_t size);
+void xfree_lasting(void *ptr);
+/* What the two call: malloc() and free() here, overridden by malloc-conf.c. */
+void *quire_lasting_alloc(size_t size);
+void quire_lasting_free(void *ptr);
+
 /* Aborts the process: called when memory cannot be had. */
 _Noreturn void xdie_oom(size_t size);
 
