@@ -84,28 +84,6 @@ void buf_setlen(struct buf *b, size_t len)
 	b->ptr[len] = '\0';
 }
 
-void buf_add(struct buf *b, const void *data, size_t len)
-{
-	if (!len)
-		return;
-	buf_grow(b, len);
-	memcpy(b->ptr + b->len, data, len);
-	b->len += len;
-	b->ptr[b->len] = '\0';
-}
-
-void buf_adds(struct buf *b, const char *s)
-{
-	buf_add(b, s, strlen(s));
-}
-
-void buf_addc(struct buf *b, int c)
-{
-	buf_grow(b, 1);
-	b->ptr[b->len++] = (char)c;
-	b->ptr[b->len] = '\0';
-}
-
 void buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 {
 	va_list cp;

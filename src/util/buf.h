@@ -48,9 +48,15 @@ static inline void buf_reset(struct buf *b)
 	buf_setlen(b, 0);
 }
 
-void buf_add(struct buf *b, const void *data, size_t len);
-void buf_adds(struct buf *b, const char *s);
-void buf_addc(struct buf *b, int c);
+/*
+ * The appends every writer calls hundreds of times a page, inline: a
+ * string literal's length is then known when compiling, and the room is
+ * checked without a call (buf_grow() only when it runs out). Out of line,
+ * strlen() of layout's literals was 16% of a folder rename's profile.
+ */
+static inline void buf_add(struct buf *b, const void *data, size_t len);
+static inline void buf_adds(struct buf *b, const char *s);
+static inline void buf_addc(struct buf *b, int c);
 void buf_addf(struct buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void buf_vaddf(struct buf *b, const char *fmt, va_list ap)
@@ -82,6 +88,27 @@ void buf_add_json(struct buf *b, const char *s, size_t len);
 static inline void buf_adds_json(struct buf *b, const char *s);
 
 #include <string.h>
+static inline void buf_add(struct buf *b, const void *data, size_t len)
+{
+	if (!len)
+		return;
+	if (b->cap - b->len <= len) /* cap 0: the shared empty string, always grown */
+		buf_grow(b, len);
+	memcpy(b->ptr + b->len, data, len);
+	b->len += len;
+	b->ptr[b->len] = '\0';
+}
+static inline void buf_adds(struct buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s));
+}
+static inline void buf_addc(struct buf *b, int c)
+{
+	if (b->cap - b->len <= 1)
+		buf_grow(b, 1);
+	b->ptr[b->len++] = (char)c;
+	b->ptr[b->len] = '\0';
+}
 static inline void buf_adds_html(struct buf *b, const char *s)
 {
 	buf_add_html(b, s, strlen(s));
