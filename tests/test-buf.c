@@ -84,6 +84,50 @@ static void test_escapes(void)
 	buf_release(&b);
 }
 
+/*
+ * buf_add_html() passes 8 bytes at a time where none needs escaping: every
+ * special byte at every place of strings of 0 to 40 bytes (and a NUL and
+ * bytes >= 0x80 beside them) comes out as the byte-by-byte escaping says.
+ */
+static void test_html_blocks(void)
+{
+	static const char specials[] = { '&', '<', '>', '"', '\0', '\xd0', 'a' };
+	struct buf got = BUF_INIT, want = BUF_INIT;
+	char s[41];
+	size_t len, at, k, i;
+	int bad = 0;
+
+	for (len = 0; len <= 40; len++) {
+		for (at = 0; at < (len ? len : 1); at++) {
+			for (k = 0; k < sizeof(specials); k++) {
+				for (i = 0; i < len; i++)
+					s[i] = (char)('a' + i % 26);
+				if (len) {
+					s[at] = specials[k];
+					s[len - 1 - at / 2] = specials[(k + 1) % sizeof(specials)];
+				}
+				buf_reset(&got);
+				buf_reset(&want);
+				buf_add_html(&got, s, len);
+				for (i = 0; i < len; i++) {
+					switch (s[i]) {
+					case '&': buf_adds(&want, "&amp;"); break;
+					case '<': buf_adds(&want, "&lt;"); break;
+					case '>': buf_adds(&want, "&gt;"); break;
+					case '"': buf_adds(&want, "&quot;"); break;
+					default: buf_addc(&want, s[i]);
+					}
+				}
+				if (got.len != want.len || memcmp(got.ptr, want.ptr, got.len) != 0)
+					bad++;
+			}
+		}
+	}
+	CHECK_INT(bad, 0);
+	buf_release(&got);
+	buf_release(&want);
+}
+
 static void test_map(void)
 {
 	struct map m = MAP_INIT, copy = MAP_INIT;
@@ -131,6 +175,7 @@ int main(void)
 	RUN(test_binary);
 	RUN(test_fit);
 	RUN(test_escapes);
+	RUN(test_html_blocks);
 	RUN(test_map);
 	return test_done();
 }
