@@ -18,6 +18,7 @@ folder equals a fresh full export byte for byte.
 Skips (77) when nginx is not installed.
 """
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -90,6 +91,35 @@ def compare(qport, nport, out):
     print("%d URLs compared, live against the export behind nginx" % n)
 
 
+NODE_SEARCH = r"""
+const fs = require('fs');
+const [file, base, query] = process.argv.slice(1);
+const src = fs.readFileSync(file, 'utf8');
+const block = src.slice(src.indexOf('/* static-search:begin'), src.indexOf('/* static-search:end */'));
+const staticSearcher = new Function(block + '; return staticSearcher;')();
+staticSearcher(base, (u) => fetch(u))(query, 8).then((r) => console.log(JSON.stringify(r)));
+"""
+
+
+def static_search(nport, out):
+    """The theme's static search (its block of quire.js, under node) against nginx."""
+    node = shutil.which("node")
+    if not node:
+        print("node not installed: the static search box is not tested")
+        return
+    js = os.path.join(ROOT, "theme", "quire.js")
+    for q, want in (("wikilink", "/writing/links"), ("Wikil", "/writing/links"),
+                    ("embed wikilink", "/writing/embeds"), ("callout", "/writing/callouts")):
+        r = subprocess.run([node, "-e", NODE_SEARCH, js, "http://127.0.0.1:%d" % nport, q],
+                           capture_output=True, text=True, timeout=60)
+        urls = [x["url"] for x in json.loads(r.stdout or "{}").get("results", [])] \
+            if r.returncode == 0 else []
+        check(want in urls, "static search for %r finds %s (got %s; %s)" %
+              (q, want, urls, r.stderr[-300:]))
+    st, _, body, _ = fetch(nport, CUSTOM, "/_quire/search/t/%s.json" % b"gu".hex())
+    check(st == 200 and b"/guide" in body, "the custom domain has its own search index")
+
+
 def tree(root):
     files = set()
     for d, _, names in os.walk(root):
@@ -140,6 +170,7 @@ def main():
         nport = free_port()
         procs.append(start_nginx(tmp, out, nport))
         compare(qport, nport, out)
+        static_search(nport, out)
         incremental(tmp, vault)
     finally:
         for p in procs:

@@ -7,7 +7,8 @@
  * own pages first (routes, its sitemap and robots.txt), then the theme and
  * attachments it shares with the main site, and for an open host every
  * page rendered for it. Redirects are gathered into redirects.map (nginx)
- * and _redirects (Netlify, Cloudflare Pages) beside each site's pages.
+ * and _redirects (Netlify, Cloudflare Pages) beside each site's pages,
+ * and its note pages into its static search index (export-search.c).
  */
 #include "cmd/export-int.h"
 #include "site/hosts.h"
@@ -33,7 +34,10 @@ static void nginx_quoted(struct buf *b, const char *s, size_t len)
 struct redirects {
 	struct buf map;    /* nginx: "/old" "/new"; (keys: decoded, as $uri is) */
 	struct buf netlify; /* /old /new 301 (encoded) */
+	const struct page **notes; /* the site's note pages, for its search index */
+	size_t nnotes, anotes;
 };
+#define REDIRECTS_INIT { BUF_INIT, BUF_INIT, NULL, 0, 0 }
 
 static void add_redirect(struct redirects *r, const char *prefix, const struct page *p)
 {
@@ -54,7 +58,9 @@ static void add_redirect(struct redirects *r, const char *prefix, const struct p
 	buf_release(&key);
 }
 
-static void add_redirect_files(struct export_list *l, const char *base, struct redirects *r)
+/* The redirect maps and the search index of one site. */
+static void finish_site(struct export_list *l, const char *base, const char *prefix,
+			struct redirects *r)
 {
 	struct buf rel = BUF_INIT;
 	size_t len;
@@ -67,6 +73,8 @@ static void add_redirect_files(struct export_list *l, const char *base, struct r
 	len = r->netlify.len;
 	export_add(l, rel.ptr, NULL, REP_BUF, buf_detach(&r->netlify, NULL), len);
 	buf_release(&rel);
+	export_collect_search(l, base, prefix, r->notes, r->nnotes);
+	free(r->notes);
 }
 
 static void add(struct export_list *l, const char *base, struct redirects *r,
@@ -74,12 +82,19 @@ static void add(struct export_list *l, const char *base, struct redirects *r,
 {
 	if (p->kind == PAGE_REDIRECT && export_safe_key(p->path))
 		add_redirect(r, prefix, p);
+	if (p->kind == PAGE_NOTE && export_safe_key(p->path)) {
+		if (r->nnotes == r->anotes) {
+			r->anotes = r->anotes ? 2 * r->anotes : 64;
+			r->notes = xrealloc(r->notes, r->anotes * sizeof(*r->notes));
+		}
+		r->notes[r->nnotes++] = p;
+	}
 	export_add_page(l, base, p);
 }
 
 static void collect_main(struct export_list *l, const struct snapshot *snap, const char *prefix)
 {
-	struct redirects r = { BUF_INIT, BUF_INIT };
+	struct redirects r = REDIRECTS_INIT;
 	struct ptable_iter it = PTABLE_ITER_INIT;
 	const struct page *p;
 
@@ -93,14 +108,13 @@ static void collect_main(struct export_list *l, const struct snapshot *snap, con
 	}
 	if (snap->not_found)
 		export_add_page(l, "", snap->not_found);
-	add_redirect_files(l, "", &r);
-	export_collect_search(l, snap, "");
+	finish_site(l, "", prefix, &r);
 }
 
 static void collect_host(struct export_list *l, const struct snapshot *snap,
 			 struct snapshot_host *h)
 {
-	struct redirects r = { BUF_INIT, BUF_INIT };
+	struct redirects r = REDIRECTS_INIT;
 	struct ptable_iter it = PTABLE_ITER_INIT;
 	struct buf base = BUF_INIT;
 	const struct page *p;
@@ -122,7 +136,7 @@ static void collect_host(struct export_list *l, const struct snapshot *snap,
 	p = h->not_found ? h->not_found : snap->not_found;
 	if (p)
 		export_add_page(l, base.ptr, p);
-	add_redirect_files(l, base.ptr, &r);
+	finish_site(l, base.ptr, "", &r);
 	buf_release(&base);
 }
 

@@ -40,8 +40,13 @@ void export_add_page(struct export_list *l, const char *base, const struct page 
 /* export-collect.c: every output of snap (every host, redirect maps, search). */
 void export_collect(struct export_list *l, const struct snapshot *snap, const char *prefix);
 
-/* export-search.c: the static search index under base + "_quire/search/". */
-void export_collect_search(struct export_list *l, const struct snapshot *snap, const char *base);
+/*
+ * export-search.c: the static search index of the n note pages (sorted
+ * here) of one site, under base + "_quire/search/"; prefix goes before
+ * each URL.
+ */
+void export_collect_search(struct export_list *l, const char *base, const char *prefix,
+			   const struct page **pages, size_t n);
 
 int export_mkdirs(const char *path);
 void export_redirect_html(const struct page *p, struct buf *out);
