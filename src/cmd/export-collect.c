@@ -10,6 +10,7 @@
  * and _redirects (Netlify, Cloudflare Pages) beside each site's pages,
  * and its note pages into its static search index (export-search.c).
  */
+#include "cmd/export.h"
 #include "cmd/export-int.h"
 #include "site/hosts.h"
 #include "util/xalloc.h"

@@ -25,6 +25,7 @@
  * BM25 (needs document lengths and frequencies in every shard: the server
  * ranks, the static fallback lists title matches first).
  */
+#include "cmd/export.h"
 #include "cmd/export-int.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"

@@ -16,7 +16,6 @@
  */
 #include "cmd/export.h"
 #include "cmd/export-int.h"
-#include "cmd/export.h"
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/files.h"
