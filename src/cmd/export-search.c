@@ -97,32 +97,64 @@ static const char *find(const char *s, const char *end, const char *what)
 	return NULL;
 }
 
+/* Whether the code point at text is a letter or digit; *n gets its length (at least 1). */
+static int alnum_at(const char *text, size_t left, int *n)
+{
+	unsigned char c = (unsigned char)*text;
+	int32_t cp;
+
+	*n = 1;
+	if (c < 0x80) /* the common case, without utf8proc */
+		return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+	*n = utf8_decode(text, left, &cp);
+	if (*n <= 0) {
+		*n = 1;
+		return 0;
+	}
+	return unicode_is_alnum(cp);
+}
+
+/* The lowercase of an ASCII term into out (len < 65), or a new string from utf8_lower(). */
+static char *lower(const char *s, size_t len, char out[65], int *ascii)
+{
+	size_t i;
+
+	for (i = 0; i < len && !((unsigned char)s[i] & 0x80); i++)
+		out[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+	*ascii = i == len;
+	if (*ascii) {
+		out[len] = '\0';
+		return out;
+	}
+	return utf8_lower(s, len);
+}
+
 /* Adds note i to the posting list of each term of text. */
 static void add_terms(struct map *terms, const char *text, size_t len, size_t i)
 {
 	size_t at = 0;
+	char small[65];
 
 	while (at < len) {
 		size_t start = at, end;
-		int32_t cp;
-		int n;
+		int n = 1, ascii;
 		char *low;
 		struct term *t;
 
-		while (at < len && (n = utf8_decode(text + at, len - at, &cp)) > 0 && unicode_is_alnum(cp))
+		while (at < len && alnum_at(text + at, len - at, &n))
 			at += (size_t)n;
 		end = at;
 		if (at < len)
-			at += (n = utf8_decode(text + at, len - at, &cp)) > 0 ? (size_t)n : 1;
+			at += (size_t)n;
 		if (end == start || end - start > 64)
 			continue;
-		low = utf8_lower(text + start, end - start);
+		low = lower(text + start, end - start, small, &ascii);
 		t = map_gets(terms, low);
 		if (!t) {
 			t = xcalloc(1, sizeof(*t));
-			t->word = low;
-			map_put(terms, low, strlen(low), t);
-		} else {
+			t->word = ascii ? xstrdup(low) : low;
+			map_put(terms, t->word, strlen(t->word), t);
+		} else if (!ascii) {
 			free(low);
 		}
 		if (t->n && t->notes[t->n - 1] == i)

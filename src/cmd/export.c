@@ -167,9 +167,10 @@ void export_add_page(struct export_list *l, const char *base, const struct page 
 	if (p->kind == PAGE_FILE) {
 		export_add(l, rel.ptr, p, REP_FILE, NULL, 0);
 	} else if (p->kind == PAGE_REDIRECT) {
+		size_t len;
 		export_redirect_html(p, &html);
-		export_add(l, rel.ptr, p, REP_BUF, html.ptr, html.len);
-		html.ptr = NULL;
+		len = html.len;
+		export_add(l, rel.ptr, p, REP_BUF, buf_detach(&html, NULL), len);
 	} else if (page_bytes(p)) {
 		export_add(l, rel.ptr, p, REP_BODY, NULL, 0);
 		if (p->gz) {
