@@ -209,9 +209,18 @@ static void diff_host(struct diff *d, const struct snapshot *was, const struct s
 		      const struct snapshot_host *h)
 {
 	const struct snapshot_host *a = host_in(was, h->name), *b = host_in(now, h->name);
+	struct buf key = BUF_INIT;
 
 	d->host = h;
 	diff_maps(d, a ? &a->pages : NULL, b ? &b->pages : NULL);
+	if (!h->name[0] || (a && b && a->open == b->open && strcmp(a->title, b->title) == 0 &&
+			    strcmp(a->origin, b->origin) == 0))
+		return;
+	/* the host itself changed (quire.yml): its pages rendered on request carry its key */
+	buf_addf(&key, "host-%s", h->name);
+	purge_set_add(d->ps, &d->ps->keys, key.ptr, key.len);
+	add_host(d->ps, h->name);
+	buf_release(&key);
 }
 
 /* Each host's own pages (routes, its sitemap), in either snapshot. */
