@@ -20,6 +20,9 @@ on free ports and are stopped at the end.
   3. Deletes a note the same way: its page, cached as a 200, is a 404
      through Varnish, and again everything else matches quire, with
      hits for what did not change.
+  4. Edits the note routed to the custom domain (its pages there are the
+     host's own, purged by host and path), and creates a note where a 404
+     was cached: both fresh through Varnish, everything else a hit.
 
 Skips (77) when varnishd or the xkey vmod is not installed.
 """
@@ -162,9 +165,27 @@ def run(tmp, qport, vport):
     gone = ("127.0.0.1", "/writing/callouts")
     check(fetch(vport, *gone)[0] == 200, "the note to delete is cached as a 200")
     settle(qport, write(qport, "writing/callouts.md"))
-    changed, _ = site.compare(before, "delete")
+    changed, before = site.compare(before, "delete")
     check(gone in changed, "the deleted note's page changed")
     check(fetch(vport, *gone)[0] == 404, "the deleted note is a 404 through Varnish")
+
+    # the note routed to the custom domain: its pages there are the host's own
+    routed = os.path.join(tmp, "vault", "publishing", "custom-domains.md")
+    with open(routed, "rb") as f:
+        src = f.read()
+    settle(qport, write(qport, "publishing/custom-domains.md", src + b"\n\nRouted edit.\n"))
+    changed, before = site.compare(before, "routed edit")
+    check((CUSTOM, "/") in changed and (CUSTOM, "/guide") in changed,
+          "the routed note's pages on %s changed" % CUSTOM)
+
+    # a new note where a 404 was cached: the 404 carries the key the page is purged by
+    new = ("127.0.0.1", "/writing/brand-new")
+    check(fetch(vport, *new, headers={"Accept-Encoding": "gzip"})[0] == 404, "a 404 before")
+    check(fetch(vport, *new, headers={"Accept-Encoding": "gzip"})[3] == "HIT", "the 404 is cached")
+    settle(qport, write(qport, "writing/brand-new.md", b"# Brand new\n\nA new note.\n"))
+    r = fetch(vport, *new, headers={"Accept-Encoding": "gzip"})
+    check(r[0] == 200 and r[3] == "MISS", "the new note is a 200 through Varnish at once")
+    site.compare(before, "create")
 
 
 def main():
