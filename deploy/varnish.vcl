@@ -8,6 +8,7 @@
 # replaced.
 vcl 4.1;
 
+import std;
 import xkey;
 
 backend quire {
@@ -32,6 +33,18 @@ sub vcl_recv {
 		}
 		# method: purge in quire.yml: one URL (and its Host) at a time
 		return (purge);
+	}
+	if (req.method == "BAN") {
+		# method: ban in quire.yml, for a Varnish without vmod xkey (drop
+		# the import and the xkey-purge branch): the objects whose keys
+		# match quire's regular expression (it holds no space) are banned
+		if (client.ip !~ purgers || !req.http.quire-ban) {
+			return (synth(403, "Forbidden"));
+		}
+		if (!std.ban("obj.http.Surrogate-Key ~ " + req.http.quire-ban)) {
+			return (synth(400, std.ban_error()));
+		}
+		return (synth(200, "Banned"));
 	}
 	# the sync API, search and metrics are answered by quire every time
 	if (req.url ~ "^/(api|metrics|healthz)(/|\?|$)") {

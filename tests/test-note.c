@@ -399,17 +399,19 @@ static void test_config_cdn(void)
 	char *dir = temp_vault("cache: {s_maxage: 600, stale_while_revalidate: 30}\npurge:\n"
 			       "  - varnish: http://127.0.0.1:6081\n"
 			       "  - varnish: http://cache:80\n    method: purge\n"
+			       "  - varnish: http://cache:81\n    method: ban\n"
 			       "  - webhook: http://relay/purge\n    header: 'Authorization: Bearer x'\n");
 
 	diag_list_init(&d);
 	CHECK_INT(config_load(&cfg, dir, &d), 0);
 	CHECK_INT(d.n, 0);
 	CHECK_INT(cfg.s_maxage, 600);
-	CHECK_INT(cfg.npurgers, 3);
+	CHECK_INT(cfg.npurgers, 4);
 	CHECK_INT(cfg.purgers[0].kind, PURGER_XKEY);
 	CHECK_INT(cfg.purgers[1].kind, PURGER_PURGE);
-	CHECK_INT(cfg.purgers[2].kind, PURGER_WEBHOOK);
-	CHECK_STR(cfg.purgers[2].header, "Authorization: Bearer x");
+	CHECK_INT(cfg.purgers[2].kind, PURGER_BAN);
+	CHECK_INT(cfg.purgers[3].kind, PURGER_WEBHOOK);
+	CHECK_STR(cfg.purgers[3].header, "Authorization: Bearer x");
 	cc = config_cache_control(&cfg);
 	CHECK_STR(cc, "Cache-Control: public, max-age=0, s-maxage=600, "
 		      "stale-while-revalidate=30\r\n");

@@ -24,6 +24,10 @@ on free ports and are stopped at the end.
      host's own, purged by host and path), and creates a note where a 404
      was cached: both fresh through Varnish, everything else a hit.
 
+All of it runs twice: with quire.yml's purger sending xkey purges, and
+sending BANs of the same keys (the VCL's BAN branch, for a Varnish
+without the vmod).
+
 Skips (77) when varnishd or the xkey vmod is not installed.
 """
 import json
@@ -188,10 +192,9 @@ def run(tmp, qport, vport):
     site.compare(before, "create")
 
 
-def main():
-    if not shutil.which("varnishd") or not os.path.exists(XKEY):
-        print("varnishd or vmod xkey not installed: skipped")
-        return 77
+def scenario(method):
+    """The whole test with quire.yml's purger using method (xkey or ban)."""
+    print("-- method: %s" % method)
     tmp = tempfile.mkdtemp(prefix="quire-varnish-")
     procs = []
     try:
@@ -201,7 +204,7 @@ def main():
         qport, vport = free_port(), free_port()
         with open(os.path.join(vault, "quire.yml"), "a") as f:
             f.write("\ncache: {s_maxage: 3600, stale_while_revalidate: 30}\n"
-                    "purge:\n  - varnish: http://127.0.0.1:%d\n" % vport)
+                    "purge:\n  - varnish: http://127.0.0.1:%d\n    method: %s\n" % (vport, method))
         procs.append(start_varnish(tmp, vport, qport))
         procs.append(start_quire(vault, qport))
         settle(qport, 0)
@@ -214,6 +217,14 @@ def main():
             except subprocess.TimeoutExpired:
                 p.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    if not shutil.which("varnishd") or not os.path.exists(XKEY):
+        print("varnishd or vmod xkey not installed: skipped")
+        return 77
+    for method in ("xkey", "ban"):
+        scenario(method)
     return summary()
 
 

@@ -316,9 +316,15 @@ static void extra_header(struct buf *h, const struct config_purger *p)
 	}
 }
 
-/* xkey: the keys, a few thousand bytes of them a request. */
-static void send_xkey(struct purger *pg, const struct config_purger *p, const struct purge_set *ps)
+/*
+ * xkey: the keys, a few thousand bytes of them a request, in an xkey-purge
+ * header. ban: the same keys as one regular expression in a quire-ban
+ * header, "(^|[[:blank:]])(k1|k2)([[:blank:]]|$)" (keys are letters, digits
+ * and dashes; no space, which would end the argument of Varnish's ban).
+ */
+static void send_keys(struct purger *pg, const struct config_purger *p, const struct purge_set *ps)
 {
+	int ban = p->kind == PURGER_BAN;
 	struct buf h = BUF_INIT;
 	const char *key;
 	size_t i = 0, len, start;
@@ -327,15 +333,16 @@ static void send_xkey(struct purger *pg, const struct config_purger *p, const st
 	while (more) {
 		buf_reset(&h);
 		extra_header(&h, p);
-		buf_adds(&h, "xkey-purge:");
+		buf_adds(&h, ban ? "quire-ban: (^|[[:blank:]])(" : "xkey-purge: ");
 		start = h.len;
 		while (more && h.len - start + len < KEYS_PER_REQUEST) {
-			buf_addc(&h, ' ');
+			if (h.len > start)
+				buf_addc(&h, ban ? '|' : ' ');
 			buf_add(&h, key, len);
 			more = map_next(&ps->keys, &i, &key, &len, NULL);
 		}
-		buf_add(&h, "\r\n", 2);
-		send_one(pg, "PURGE", p->url, h.ptr, NULL, 0);
+		buf_adds(&h, ban ? ")([[:blank:]]|$)\r\n" : "\r\n");
+		send_one(pg, ban ? "BAN" : "PURGE", p->url, h.ptr, NULL, 0);
 	}
 	buf_release(&h);
 }
@@ -409,8 +416,8 @@ static void send_set(struct purger *pg, const struct purge_set *ps)
 	atomic_fetch_add(&pg->urls, ps->urls.len);
 	for (i = 0; i < pg->n && !stopping(pg); i++) {
 		const struct config_purger *p = &pg->list[i];
-		if (p->kind == PURGER_XKEY)
-			send_xkey(pg, p, ps);
+		if (p->kind == PURGER_XKEY || p->kind == PURGER_BAN)
+			send_keys(pg, p, ps);
 		else if (p->kind == PURGER_PURGE)
 			send_urls(pg, p, ps);
 		else

@@ -23,6 +23,8 @@
  * the purger's own takes everything queued at once (a burst of publishes
  * becomes one set), and sends it to every purger of quire.yml:
  *   xkey:    PURGE / with "xkey-purge: k1 k2 ..." (4 KB of keys a request)
+ *   ban:     BAN / with "quire-ban: <a regular expression of the keys>"
+ *            (the VCL bans objects whose Surrogate-Key matches; no vmod)
  *   purge:   PURGE of each URL, with its Host
  *   webhook: POST of {"version":N,"hosts":[...],"urls":[...],"keys":[...]}
  * with a blocking HTTP/1.1 client (plain http; one connection a request).

@@ -7,7 +7,8 @@
  *	  stale_while_revalidate: 60
  *	purge:
  *	  - varnish: http://127.0.0.1:6081
- *	    method: xkey                # or purge (one PURGE per URL and host)
+ *	    method: xkey                # or ban (a BAN of the keys, without vmod
+ *	                                # xkey), or purge (one PURGE per URL and host)
  *	  - webhook: http://127.0.0.1:9000/purge
  *	    header: "Authorization: Bearer secret"
  *
@@ -98,9 +99,11 @@ static int load_purger(struct config_purger *p, const struct yml_node *v, struct
 	if (method && p->kind != PURGER_WEBHOOK) {
 		if (method->type == YML_SCALAR && strcmp(method->value, "purge") == 0)
 			p->kind = PURGER_PURGE;
+		else if (method->type == YML_SCALAR && strcmp(method->value, "ban") == 0)
+			p->kind = PURGER_BAN;
 		else if (method->type != YML_SCALAR || strcmp(method->value, "xkey") != 0)
 			diag_add(diags, DIAG_ERROR, FILE_NAME, method->line,
-				 "method must be xkey or purge");
+				 "method must be xkey, ban or purge");
 	}
 	if (header && (header->type != YML_SCALAR || !strchr(header->value, ':') ||
 		       strpbrk(header->value, "\r\n"))) {

@@ -13,7 +13,7 @@
  *	hosts: {docs.example.com: {open: true, title: Docs}}
  *	cache: {s_maxage: 3600, stale_while_revalidate: 60}
  *	purge:
- *	  - varnish: http://127.0.0.1:6081   # method: xkey (default) or purge
+ *	  - varnish: http://127.0.0.1:6081   # method: xkey (default), ban or purge
  *	  - webhook: http://127.0.0.1:9000/purge
  *	    header: "Authorization: Bearer ..."
  *
@@ -43,6 +43,7 @@ struct config_host {
 enum purger_kind {
 	PURGER_XKEY,       /* Varnish with vmod xkey: PURGE with an xkey-purge header of keys */
 	PURGER_PURGE,      /* Varnish: PURGE of each URL that changed, per host */
+	PURGER_BAN,        /* Varnish: BAN with a regular expression of the keys (no vmod) */
 	PURGER_WEBHOOK,    /* POST of a JSON body: version, hosts, urls, keys */
 };
 
