@@ -390,8 +390,54 @@ static void test_config(void)
 	remove_vault(dir);
 }
 
+/* quire.yml's cache: and purge: (config-cdn.c), and the Cache-Control they give. */
+static void test_config_cdn(void)
+{
+	struct diag_list d;
+	struct config cfg;
+	char *cc;
+	char *dir = temp_vault("cache: {s_maxage: 600, stale_while_revalidate: 30}\npurge:\n"
+			       "  - varnish: http://127.0.0.1:6081\n"
+			       "  - varnish: http://cache:80\n    method: purge\n"
+			       "  - varnish: http://cache:81\n    method: ban\n"
+			       "  - webhook: http://relay/purge\n    header: 'Authorization: Bearer x'\n");
+
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_INT(d.n, 0);
+	CHECK_INT(cfg.s_maxage, 600);
+	CHECK_INT(cfg.npurgers, 4);
+	CHECK_INT(cfg.purgers[0].kind, PURGER_XKEY);
+	CHECK_INT(cfg.purgers[1].kind, PURGER_PURGE);
+	CHECK_INT(cfg.purgers[2].kind, PURGER_BAN);
+	CHECK_INT(cfg.purgers[3].kind, PURGER_WEBHOOK);
+	CHECK_STR(cfg.purgers[3].header, "Authorization: Bearer x");
+	cc = config_cache_control(&cfg);
+	CHECK_STR(cc, "Cache-Control: public, max-age=0, s-maxage=600, "
+		      "stale-while-revalidate=30\r\n");
+	free(cc);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+
+	/* bad values are errors, and the default (no-cache, no purger) stands */
+	dir = temp_vault("cache: {s_maxage: soon}\npurge:\n  - varnish: https://x\n"
+			 "  - webhook: http://y\n    header: nocolon\n  - 7\n");
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_INT(d.nerrors, 4);
+	CHECK_INT(cfg.s_maxage, -1);
+	CHECK(config_cache_control(&cfg) == NULL);
+	CHECK_INT(cfg.npurgers, 1); /* the webhook, without its bad header */
+	CHECK(cfg.purgers[0].header == NULL);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+}
+
 int main(void)
 {
+	RUN(test_config_cdn);
 	RUN(test_full_frontmatter);
 	RUN(test_no_frontmatter);
 	RUN(test_malformed);

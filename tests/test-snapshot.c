@@ -244,8 +244,66 @@ static void test_clone_shares_shards(void)
 	free(pages);
 }
 
+struct diff_seen {
+	char paths[8][32];
+	int was[8], now[8];
+	size_t n;
+};
+
+static void record(void *ctx, const char *path, size_t len, const struct page *was,
+		   const struct page *now)
+{
+	struct diff_seen *d = ctx;
+
+	if (d->n < 8 && len < 32) {
+		memcpy(d->paths[d->n], path, len);
+		d->paths[d->n][len] = '\0';
+		d->was[d->n] = was != NULL;
+		d->now[d->n] = now != NULL;
+	}
+	d->n++;
+}
+
+/* snapshot_diff() reports exactly the pages put, replaced and removed. */
+static void test_diff(void)
+{
+	enum { N = 3000 };
+	struct snapshot *a = snapshot_new(1), *b;
+	struct diff_seen d;
+	char path[32];
+	size_t k, i;
+
+	for (k = 0; k < N; k++) {
+		snprintf(path, sizeof(path), "/note-%zu", k);
+		snapshot_put(a, page_new(PAGE_NOTE, path, strlen(path)));
+	}
+	b = snapshot_clone(a);
+	memset(&d, 0, sizeof(d));
+	snapshot_diff(a, b, record, &d);
+	CHECK_INT(d.n, 0); /* a clone shares everything */
+	snapshot_put(b, page_new(PAGE_NOTE, "/note-5", 7));
+	snapshot_put(b, page_new(PAGE_NOTE, "/new", 4));
+	snapshot_remove(b, "/note-9", 7);
+	snapshot_diff(a, b, record, &d);
+	CHECK_INT(d.n, 3);
+	for (i = 0; i < d.n && i < 8; i++) {
+		if (strcmp(d.paths[i], "/note-5") == 0)
+			CHECK(d.was[i] && d.now[i]);
+		else if (strcmp(d.paths[i], "/new") == 0)
+			CHECK(!d.was[i] && d.now[i]);
+		else
+			CHECK(strcmp(d.paths[i], "/note-9") == 0 && d.was[i] && !d.now[i]);
+	}
+	memset(&d, 0, sizeof(d));
+	snapshot_diff(NULL, a, record, &d);
+	CHECK_INT(d.n, N); /* from nothing: every page is new */
+	snapshot_unref(a);
+	snapshot_unref(b);
+}
+
 int main(void)
 {
+	RUN(test_diff);
 	RUN(test_clone_shares_shards);
 	RUN(test_unheld_freed_at_publish);
 	RUN(test_reader_keeps_retired);

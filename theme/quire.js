@@ -1,7 +1,8 @@
 /*
  * quire.js: the default theme's behaviour. Every page works without it;
  * this adds the explorer tree (from <body data-tree>), live search (from
- * <body data-prefix> + /api/search), the theme toggle, link previews,
+ * <body data-prefix> + /api/search, or, in an export with no server, the
+ * static index under _quire/search/), the theme toggle, link previews,
  * heading anchors, copy buttons, the active toc entry, local dates, the
  * graph (local and whole), and KaTeX / Mermaid rendering on the pages that
  * load them.
@@ -339,9 +340,20 @@
         return;
       }
       ctrl = new AbortController();
-      fetch(prefix + '/api/search?q=' + encodeURIComponent(q) + '&limit=8', { signal: ctrl.signal })
-        .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
-        .then((data) => render(data, q))
+      const signal = ctrl.signal;
+      const asked = noApi ? Promise.reject(404)
+        : fetch(prefix + '/api/search?q=' + encodeURIComponent(q) + '&limit=8', { signal: signal })
+          .then((r) => (r.ok ? r.json() : Promise.reject(r.status)));
+      asked
+        .catch((e) => {
+          /* no server behind this page (an export): the static index answers */
+          if (signal.aborted || (e !== 404 && !(e instanceof TypeError))) throw e;
+          noApi = true;
+          return staticSearch(q, 8);
+        })
+        .then((data) => {
+          if (!signal.aborted) render(data, q);
+        })
         .catch(() => {});
     }
 
@@ -370,6 +382,53 @@
       if (!form.contains(e.relatedTarget)) show(false);
     });
   }
+  /* static-search:begin (tests/test-export.py runs this block under node)
+   * The export's search index (src/cmd/export-search.c): one shard of terms
+   * per word, fetched on demand and kept; the last word matches as a prefix.
+   * Notes whose title holds a word come first. */
+  function staticSearcher(base, get) {
+    const shards = new Map();
+    const enc = new TextEncoder();
+    function hex(word) {
+      return Array.from(enc.encode(word).slice(0, 2), (b) => b.toString(16).padStart(2, '0')).join('');
+    }
+    function fnv(s) {
+      let x = 2166136261;
+      for (const b of enc.encode(s)) x = Math.imul(x ^ b, 16777619) >>> 0;
+      return (x & 255).toString(16).padStart(2, '0');
+    }
+    function shard(name) {
+      if (!shards.has(name)) {
+        shards.set(name, get(base + '/_quire/search/' + name + '.json')
+          .then((r) => (r.ok ? r.json() : {})).catch(() => ({})));
+      }
+      return shards.get(name);
+    }
+    return async function (q, limit) {
+      const words = q.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+      let found = null;
+      for (let i = 0; i < words.length; i++) {
+        const w = words[i], last = i === words.length - 1;
+        const terms = await shard('t/' + hex(w));
+        const hits = new Set();
+        for (const t in terms) {
+          if (t === w || (last && w.length >= 2 && t.startsWith(w))) terms[t].forEach((u) => hits.add(u));
+        }
+        found = found ? new Set([...found].filter((u) => hits.has(u))) : hits;
+        if (!found.size) break;
+      }
+      const urls = found ? [...found] : [];
+      const all = await Promise.all(urls.map(async (u) => ({ url: u, title: (await shard('d/' + fnv(u)))[u] || u })));
+      const inTitle = (r) => words.some((w) => r.title.toLowerCase().includes(w));
+      all.sort((a, b) => (inTitle(b) - inTitle(a)) || (a.url < b.url ? -1 : a.url > b.url ? 1 : 0));
+      /* total: no "see all" link, there is no /search page to show them */
+      return { results: all.slice(0, limit), total: Math.min(all.length, limit) };
+    };
+  }
+  /* static-search:end */
+  const staticSearch = staticSearcher(prefix, (u) => fetch(u));
+  let noApi = false;
+
   const forms = doc.querySelectorAll('form.search');
   forms.forEach(liveSearch);
 

@@ -40,14 +40,20 @@ static const char check_usage[] =
 	"  --quiet       print only the summary\n";
 
 static const char export_usage[] =
-	"usage: quire export [--vault DIR] --out DIR [--base-url URL]\n"
+	"usage: quire export [--vault DIR] (--out DIR | --incremental DIR) [--base-url URL]\n"
 	"\n"
-	"Writes every page as the server would send it: <url>.html or <url>/index.html,\n"
-	"a .gz beside each, published attachments, theme assets under _quire/.\n"
+	"Writes everything the server serves as it would send it: <url>.html or\n"
+	"<url>/index.html, a .gz beside each, published attachments, theme assets,\n"
+	"feeds, sitemaps, the explorer's data, redirects (HTML pages, redirects.map\n"
+	"for nginx, _redirects), the static search index under _quire/search/, and\n"
+	"each custom domain under _hosts/<name>/. DIR/.quire-export lists what was\n"
+	"written; files of the last export that are gone are removed.\n"
 	"\n"
-	"  --vault DIR      the vault (default: the current folder)\n"
-	"  --out DIR        where to write (created if missing)\n"
-	"  --base-url URL   overrides base_url of quire.yml\n";
+	"  --vault DIR        the vault (default: the current folder)\n"
+	"  --out DIR          where to write (created if missing)\n"
+	"  --incremental DIR  write only the files whose bytes changed since the\n"
+	"                     export in DIR, and print each file written or removed\n"
+	"  --base-url URL     overrides base_url of quire.yml\n";
 
 static void print_diags(struct diag_list *d)
 {
@@ -126,12 +132,14 @@ static int cmd_export(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "vault", required_argument, NULL, 'v' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "incremental", required_argument, NULL, 'i' },
 		{ "base-url", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *vault = ".", *out = NULL;
-	struct site_options so = { .base_url = NULL };
+	struct site_options so = { .base_url = NULL, .search = 1 }; /* the search box: the static index answers it */
+	struct export_options eo = { 0, NULL, "" };
 	struct export_stats st;
 	struct snapshot *snap;
 	struct site *s;
@@ -141,6 +149,7 @@ static int cmd_export(int argc, char **argv)
 		switch (c) {
 		case 'v': vault = optarg; break;
 		case 'o': out = optarg; break;
+		case 'i': out = optarg, eo.incremental = 1, eo.log = stdout; break;
 		case 'b': so.base_url = optarg; break;
 		case 'h': fputs(export_usage, stdout); return 0;
 		default: fputs(export_usage, stderr); return 2;
@@ -159,10 +168,13 @@ static int cmd_export(int argc, char **argv)
 	if (s->diags.nerrors || s->diags.nwarnings)
 		fprintf(stderr, "%zu errors, %zu warnings: run quire check --vault %s\n",
 			s->diags.nerrors, s->diags.nwarnings, vault);
-	ret = export_snapshot(snap, out, &st);
+	eo.prefix = s->cfg.url_prefix;
+	ret = export_site(snap, out, &eo, &st);
 	if (ret == 0)
-		fprintf(stderr, "exported %zu pages and %zu attachments to %s: %zu files, %.1f MB\n",
-			snap->nnotes, snap->nattachments, out, st.files, (double)st.bytes / 1e6);
+		fprintf(stderr, "exported %zu pages and %zu attachments to %s: %zu files written "
+			"(%.1f MB), %zu unchanged, %zu removed\n",
+			snap->nnotes, snap->nattachments, out, st.files, (double)st.bytes / 1e6,
+			st.unchanged, st.removed);
 	snapshot_unref(snap);
 	site_free(s);
 	return ret < 0 ? 1 : 0;

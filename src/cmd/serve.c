@@ -9,6 +9,7 @@
  */
 #include "cmd/serve.h"
 #include "http/http.h"
+#include "http/purge.h"
 #include "http/searchapi.h"
 #include "site/loader.h"
 #include "site/site.h"
@@ -227,6 +228,7 @@ int serve_main(int argc, char **argv)
 	char *token = NULL;
 	size_t max_upload;
 	struct watch *watch = NULL;
+	struct purger *purger = NULL;
 	int ret = 1, watching, search_rate;
 
 	if ((ret = parse_args(argc, argv, &args)) != 0)
@@ -252,6 +254,13 @@ int serve_main(int argc, char **argv)
 	if (!loader)
 		goto out;
 	site = loader_site(loader);
+	/* quire.yml's purge: (read at start; a reload does not change the purgers) */
+	if ((purger = purger_new(site->cfg.purgers, site->cfg.npurgers))) {
+		loader_on_publish(loader, purger_on_publish, purger);
+		purger_all(purger, loader_version(loader)); /* the cache may hold a past run's pages */
+		ho.metrics = purger_metrics;
+		ho.metrics_ctx = purger;
+	}
 	ho.slot = &slot;
 	ho.url_prefix = site->cfg.url_prefix;
 	ho.handle_signals = 1;
@@ -307,6 +316,7 @@ out:
 	http_server_free(srv);
 	searchapi_free(search);
 	loader_free(loader);
+	purger_free(purger); /* after the loader, whose thread queues to it */
 	snapshot_slot_release(&slot);
 	if (token) {
 		memset(token, 0, strlen(token));

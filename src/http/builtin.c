@@ -140,6 +140,8 @@ static void metrics(struct http_request *req, void *ctx)
 		     "# TYPE quire_connections_slow_total counter\n"
 		     "quire_connections_slow_total %llu\n",
 		 (unsigned long long)refused_address, (unsigned long long)slow);
+	if (srv->opt.metrics)
+		srv->opt.metrics(srv->opt.metrics_ctx, &b);
 	http_reply_header(req, "Cache-Control", "no-store");
 	http_reply_buf(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
 }

@@ -56,6 +56,8 @@ struct http_options {
 	int handle_signals;            /* run installs SIGINT/SIGTERM (stop) and SIGHUP (reload) */
 	void (*on_reload)(void *ctx);  /* SIGHUP: called on the thread of http_server_run; may be NULL */
 	void *reload_ctx;
+	void (*metrics)(void *ctx, struct buf *out); /* appends more to /metrics, or NULL */
+	void *metrics_ctx;
 };
 
 struct http_server;

@@ -438,8 +438,10 @@ static int serve_other_host(struct http_request *r)
 		call_handler(r, h);
 	else if (!get_or_head(r))
 		;
-	else if ((p = hosts_page(r->snap, host, r->path, r->path_len)))
+	else if ((p = hosts_page(r->snap, host, r->path, r->path_len))) {
+		r->host_own = map_get(&host->pages, r->path, r->path_len) == p;
 		serve_page(r, p);
+	}
 	else if (host->not_found)
 		r->kind = K_NOTFOUND, serve_bytes(r, host->not_found, 404);
 	else

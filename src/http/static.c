@@ -23,6 +23,7 @@
  */
 #include "http/http.h"
 #include "http/http-int.h"
+#include "http/purge.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/unicode.h"
@@ -268,10 +269,18 @@ static void unref_page(const void *data, size_t len, void *arg)
 
 void http_cache_control(struct http_request *r, int immutable)
 {
-	if (immutable)
+	if (immutable) {
 		HDR_CONST(r, "Cache-Control: public, max-age=31536000, immutable\r\n");
+		return;
+	}
+	if (r->snap && r->snap->cache_control)
+		buf_adds(&r->w->hdr, r->snap->cache_control);
 	else
 		HDR_CONST(r, "Cache-Control: no-cache\r\n");
+	/* what a cache in front may be told to purge this response by (purge.h) */
+	if (r->snap)
+		purge_add_header(&r->w->hdr, r->host ? r->host->name : NULL, r->host_own, r->path,
+				 r->path_len, r->kind == K_PAGE, r->kind == K_NOTFOUND);
 }
 
 /*

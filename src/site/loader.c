@@ -53,6 +53,8 @@ struct loader {
 	dev_t search_dev;           /* the index file the writer has open */
 	ino_t search_ino;
 	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
+	void (*on_publish)(void *ctx, const struct snapshot *was, const struct snapshot *now);
+	void *on_publish_ctx;
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
 	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
 };
@@ -88,10 +90,14 @@ static struct timespec deadline_after(int ms)
 static void publish(struct loader *l, struct snapshot *snap)
 {
 	uint64_t v = snap->version;
+	struct snapshot *was = l->last;
 
-	snapshot_unref(l->last);
 	l->last = snapshot_ref(snap);
 	snapshot_publish(l->slot, snap);
+	/* after the swap: a cache that refetches at once gets the new bytes */
+	if (l->on_publish)
+		l->on_publish(l->on_publish_ctx, was, l->last);
+	snapshot_unref(was);
 	l->retired_held = snapshot_slot_reap(l->slot);
 	pthread_mutex_lock(&l->lock);
 	l->version = v;
@@ -243,6 +249,14 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 	publish(l, snap);
 	l->site->gzip_later = 1; /* the load compressed everything; changes are served first */
 	return l;
+}
+
+void loader_on_publish(struct loader *l,
+		       void (*fn)(void *ctx, const struct snapshot *was, const struct snapshot *now),
+		       void *ctx)
+{
+	l->on_publish = fn;
+	l->on_publish_ctx = ctx;
 }
 
 const struct site *loader_site(const struct loader *l)

@@ -32,6 +32,18 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 /* The site of the first load, for start-up figures. Owned by the loader; read it before loader_start(). */
 const struct site *loader_site(const struct loader *l);
 
+/*
+ * Calls fn on the loader thread each time a snapshot goes live, just
+ * after the swap: was is the snapshot it replaced (NULL for none), now
+ * the live one; both borrowed for the call. A snapshot republished with
+ * its gzip bytes comes too (its pages' ETags did not change). fn must be
+ * quick (it delays the next build): the purger only queues. Set it before
+ * loader_start(); NULL turns it off.
+ */
+void loader_on_publish(struct loader *l,
+		       void (*fn)(void *ctx, const struct snapshot *was, const struct snapshot *now),
+		       void *ctx);
+
 /* The search index's file when search is on (readers open it), or NULL. */
 const char *loader_search_path(const struct loader *l);
 

@@ -308,6 +308,7 @@ struct site *site_load(const char *path, const struct site_options *opt)
 struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 {
 	struct snapshot *snap;
+	char *cc;
 	size_t i = 0;
 	void *v;
 
@@ -330,6 +331,9 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 	site_keys_release(&s->dirty);
 	hosts_snapshot(s, snap);
 	snapshot_set_headers(snap, s->headers);
+	cc = config_cache_control(&s->cfg);
+	snapshot_set_cache_control(snap, cc);
+	free(cc);
 	snap->nnotes = s->npublished;
 	snap->nattachments = s->nserved_files;
 	snap->load_ms = s->load_ms;

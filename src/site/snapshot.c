@@ -364,6 +364,7 @@ struct snapshot *snapshot_clone(const struct snapshot *prev)
 	s->nnotes = prev->nnotes;
 	s->nattachments = prev->nattachments;
 	snapshot_set_headers(s, prev->headers);
+	snapshot_set_cache_control(s, prev->cache_control);
 	return s;
 }
 
@@ -407,6 +408,51 @@ void snapshot_set_headers(struct snapshot *s, const char *headers)
 	s->headers = headers ? xstrdup(headers) : NULL;
 }
 
+void snapshot_set_cache_control(struct snapshot *s, const char *line)
+{
+	free(s->cache_control);
+	s->cache_control = line ? xstrdup(line) : NULL;
+}
+
+/* The paths of leaf b whose page is not the same in leaf a, then those only in a. */
+static void diff_leaf(const struct ptable_leaf *la, const struct ptable_leaf *lb,
+		      void (*fn)(void *, const char *, size_t, const struct page *,
+				 const struct page *),
+		      void *ctx)
+{
+	const char *key;
+	size_t i = 0, len;
+	void *v;
+
+	while (lb && map_next(&lb->map, &i, &key, &len, &v)) {
+		const struct page *was = la ? map_get(&la->map, key, len) : NULL;
+		if (was != v)
+			fn(ctx, key, len, was, v);
+	}
+	i = 0;
+	while (la && map_next(&la->map, &i, &key, &len, &v))
+		if (!lb || !map_get(&lb->map, key, len))
+			fn(ctx, key, len, v, NULL);
+}
+
+void snapshot_diff(const struct snapshot *a, const struct snapshot *b,
+		   void (*fn)(void *ctx, const char *path, size_t len, const struct page *was,
+			      const struct page *now),
+		   void *ctx)
+{
+	static const struct ptable empty;
+	const struct ptable *ta = a ? &a->pages : &empty, *tb = &b->pages;
+	size_t k, j;
+
+	for (k = 0; k < PTABLE_NODES; k++) {
+		if (ta->nodes[k] == tb->nodes[k])
+			continue;
+		for (j = 0; j < PTABLE_LEAVES; j++)
+			if (leaf_at(ta, k, j) != leaf_at(tb, k, j))
+				diff_leaf(leaf_at(ta, k, j), leaf_at(tb, k, j), fn, ctx);
+	}
+}
+
 void snapshot_set_not_found(struct snapshot *s, struct page *p)
 {
 	page_unref(s->not_found);
@@ -421,6 +467,7 @@ void snapshot_unref(struct snapshot *s)
 	page_unref(s->not_found);
 	snapshot_hosts_free(s->hosts);
 	free(s->headers);
+	free(s->cache_control);
 	free(s);
 }
 

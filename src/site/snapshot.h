@@ -216,6 +216,8 @@ struct snapshot {
 	double load_ms;           /* how long building this snapshot took */
 	struct snapshot_hosts *hosts; /* custom domains and extra routes, or NULL when none */
 	char *headers;            /* "Name: value\r\n" lines every response carries, or NULL */
+	char *cache_control;      /* "Cache-Control: ...\r\n" for pages that are not immutable,
+				     or NULL for "no-cache" (quire.yml's cache: section) */
 };
 
 /* An empty snapshot, refs = 1. */
@@ -237,6 +239,21 @@ void snapshot_hosts_free(struct snapshot_hosts *hosts);
 
 /* Sets the headers every response from s carries (copied; NULL for none). */
 void snapshot_set_headers(struct snapshot *s, const char *headers);
+
+/* Sets the Cache-Control line of pages that are not immutable (copied; NULL: no-cache). */
+void snapshot_set_cache_control(struct snapshot *s, const char *line);
+
+/*
+ * Calls fn for each path whose page differs between a and b (a may be
+ * NULL: every page of b is new): was is a's page or NULL (put), now is
+ * b's page or NULL (removed). Pages are compared by pointer; nodes and
+ * leaves that a and b share are skipped, so the cost is that of what
+ * changed, not of the site. Both snapshots are borrowed.
+ */
+void snapshot_diff(const struct snapshot *a, const struct snapshot *b,
+		   void (*fn)(void *ctx, const char *path, size_t len, const struct page *was,
+			      const struct page *now),
+		   void *ctx);
 
 /* Replaces the 404 page, taking over the caller's reference. */
 void snapshot_set_not_found(struct snapshot *s, struct page *p);

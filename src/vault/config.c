@@ -267,11 +267,13 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 			}
 		} else if (strcmp(key, "hosts") == 0) {
 			load_hosts(cfg, v, diags);
+		} else if (config_load_cdn(cfg, key, v, diags)) {
+			;
 		} else {
 			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
 				 "unknown setting '%s' (known: title, base_url, language, publish, "
 				 "ignore, feed_items, max_embeds, max_embed_size, csp, frame_src, "
-				 "strict_line_breaks, highlight, home, robots, hosts)",
+				 "strict_line_breaks, highlight, home, robots, hosts, cache, purge)",
 				 key);
 		}
 	}
@@ -315,6 +317,8 @@ int config_load(struct config *cfg, const char *vault, struct diag_list *diags)
 	cfg->max_embeds = 1000;
 	cfg->max_embed_bytes = 4 << 20;
 	cfg->frame_src = xstrdup("https:");
+	cfg->s_maxage = -1;
+	cfg->stale_while_revalidate = -1;
 
 	buf_addf(&path, "%s/%s", vault, FILE_NAME);
 	if (read_file(path.ptr, &src) < 0) {
@@ -360,6 +364,7 @@ void config_release(struct config *cfg)
 		free(cfg->hosts[i].base_url);
 	}
 	free(cfg->hosts);
+	config_release_cdn(cfg);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -11,6 +11,11 @@
  *	  User-agent: *
  *	  Disallow: /private/
  *	hosts: {docs.example.com: {open: true, title: Docs}}
+ *	cache: {s_maxage: 3600, stale_while_revalidate: 60}
+ *	purge:
+ *	  - varnish: http://127.0.0.1:6081   # method: xkey (default), ban or purge
+ *	  - webhook: http://127.0.0.1:9000/purge
+ *	    header: "Authorization: Bearer ..."
  *
  * Every key is optional; flags on the command line override it. Unknown
  * keys and bad values are diagnostics with file and line, and the default
@@ -23,6 +28,8 @@
 
 #include "util/diag.h"
 
+struct yml_node;
+
 enum publish_mode { PUBLISH_ALL, PUBLISH_EXPLICIT };
 
 struct config_host {
@@ -30,6 +37,20 @@ struct config_host {
 	int open;          /* serves any published note, not only its routes */
 	char *title;       /* or NULL: the site's */
 	char *base_url;    /* or NULL: https://<name> */
+};
+
+/* Where quire sends purges when a snapshot goes live (http/purge.h). */
+enum purger_kind {
+	PURGER_XKEY,       /* Varnish with vmod xkey: PURGE with an xkey-purge header of keys */
+	PURGER_PURGE,      /* Varnish: PURGE of each URL that changed, per host */
+	PURGER_BAN,        /* Varnish: BAN with a regular expression of the keys (no vmod) */
+	PURGER_WEBHOOK,    /* POST of a JSON body: version, hosts, urls, keys */
+};
+
+struct config_purger {
+	enum purger_kind kind;
+	char *url;         /* http://host[:port][/path] */
+	char *header;      /* "Name: value" sent with each request, or NULL */
 };
 
 struct config {
@@ -51,6 +72,10 @@ struct config {
 	char *home;        /* vault path of the note served at the site's root ("a/Welcome.md"), or NULL */
 	struct config_host *hosts;
 	size_t nhosts;
+	int s_maxage;      /* cache: seconds shared caches keep a page, or -1: no-cache */
+	int stale_while_revalidate; /* cache: seconds, or -1 */
+	struct config_purger *purgers;
+	size_t npurgers;
 };
 
 /*
@@ -68,6 +93,16 @@ int config_set_base_url(struct config *cfg, const char *url);
 int config_parse_size(const char *s, size_t *out);
 
 void config_release(struct config *cfg);
+
+/*
+ * config-cdn.c: the cache: and purge: sections (key is the section's
+ * name). Returns 1 when key was one of them, else 0.
+ */
+int config_load_cdn(struct config *cfg, const char *key, const struct yml_node *v,
+		    struct diag_list *diags);
+/* The Cache-Control line of cfg's cache: section, or NULL (no-cache). Free it. */
+char *config_cache_control(const struct config *cfg);
+void config_release_cdn(struct config *cfg);
 
 /* A host name lowercased, without port or trailing dot. Caller frees. */
 char *host_normalize(const char *host);

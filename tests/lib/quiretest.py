@@ -5,11 +5,15 @@ line ("N passed, N failed"); serve() starts the real `$QUIRE_BIN serve`
 on a vault, on a port of its own, and returns once it listens (and, with
 search_ready, once a search for that word finds a note).
 """
+import gzip
+import http.client
 import os
 import re
 import subprocess
 import sys
+import socket
 import time
+import urllib.parse
 import urllib.request
 
 QUIRE = os.environ.get("QUIRE_BIN", "build/quire")
@@ -56,3 +60,64 @@ def serve(vault, extra=(), search_ready=None):
             pass
         time.sleep(0.1)
     return proc, port
+
+
+# Where a crawl starts besides the links: what no page links to.
+EXTRA = ["/", "/feed.xml", "/atom.xml", "/rss.xml", "/sitemap.xml", "/robots.txt",
+         "/_quire/tree.json"]
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def fetch(port, host, path, method="GET", body=None, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    h = {"Host": host}
+    h.update(headers or {})
+    c.request(method, urllib.parse.quote(path, safe="/%?=&:@"), body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    if r.getheader("Content-Encoding") == "gzip":
+        data = gzip.decompress(data)
+    out = (r.status, r.getheader("Location"), data, r.getheader("X-Cache"))
+    c.close()
+    return out
+
+
+def links(body):
+    for m in re.finditer(rb'(?:href|src)="(/[^"#?]*)', body):
+        u = urllib.parse.unquote(m.group(1).decode())
+        if not u.startswith("//"):
+            yield u
+    for m in re.finditer(rb'<loc>https?://[^/<]+(/[^<#?]*)</loc>', body):
+        yield urllib.parse.unquote(m.group(1).decode())
+    for m in re.finditer(rb'"(?:url|href)"\s*:\s*"(/[^"#?]*)"', body):
+        yield urllib.parse.unquote(m.group(1).decode())
+
+
+def crawl(port, host):
+    seen, todo = set(), list(EXTRA)
+    while todo and len(seen) < 3000:
+        u = todo.pop()
+        if u in seen or u.startswith("/api/"):
+            continue
+        seen.add(u)
+        status, _, body, _ = fetch(port, host, u)
+        if status == 200:
+            todo.extend(links(body))
+    # what quire answers with no-store (search) is not for a cache
+    return sorted(u for u in seen if not no_store(port, host, u))
+
+
+def no_store(port, host, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("HEAD", urllib.parse.quote(path), headers={"Host": host})
+    r = c.getresponse()
+    r.read()
+    c.close()
+    return "no-store" in (r.getheader("Cache-Control") or "")

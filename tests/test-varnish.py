@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""test-varnish: real Varnish in front of quire, purged by exactly what changed.
+
+Starts `quire serve` on a copy of vault-sample (with the sync API, and
+quire.yml's cache: and purge: sections pointing at the Varnish below),
+and varnishd (7.x, vmod xkey from Debian's varnish-modules) with
+deploy/varnish.vcl as documented, its backend's port replaced. Both run
+on free ports and are stopped at the end.
+
+  1. Warms the cache: every URL of the site (crawled from "/" on the main
+     host and on the routed custom domain, plus the feeds, sitemaps,
+     robots.txt and explorer data), twice through Varnish; the second
+     fetch of each is a hit (X-Cache, set by the VCL from obj.hits).
+  2. Retitles a note and adds a word to its body through the sync API,
+     waits for the snapshot to be live and the purger to be idle, then
+     fetches every URL again through Varnish and straight from quire:
+     every URL answers through Varnish exactly what quire answers now
+     (status, Location, body); every URL whose bytes changed was a miss
+     (purged), and every other one is still a hit.
+  3. Deletes a note the same way: its page, cached as a 200, is a 404
+     through Varnish, and again everything else matches quire, with
+     hits for what did not change.
+  4. Edits the note routed to the custom domain (its pages there are the
+     host's own, purged by host and path), and creates a note where a 404
+     was cached: both fresh through Varnish, everything else a hit.
+
+All of it runs twice: with quire.yml's purger sending xkey purges, and
+sending BANs of the same keys (the VCL's BAN branch, for a Varnish
+without the vmod).
+
+Skips (77) when varnishd or the xkey vmod is not installed.
+"""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from quiretest import QUIRE, ROOT, check, crawl, fetch, free_port, summary  # noqa: E402
+
+XKEY = "/usr/lib/x86_64-linux-gnu/varnish/vmods/libvmod_xkey.so"
+TOKEN = "test-varnish-token-0123456789abcdef"
+CUSTOM = "domains.quire.localhost"
+
+
+def metric(qport, name):
+    _, _, body, _ = fetch(qport, "127.0.0.1", "/metrics")
+    m = re.search(r"^%s (\d+)" % re.escape(name), body.decode(), re.M)
+    return int(m.group(1)) if m else -1
+
+
+def settle(qport, version):
+    """Waits until snapshot `version` is live and the purger has sent everything."""
+    st, _, body, _ = fetch(qport, "127.0.0.1", "/api/v1/wait?version=%d&timeout=10000" % version,
+                           headers={"Authorization": "Bearer " + TOKEN})
+    check(st == 200, "wait for version %d: %d" % (version, st))
+    for _ in range(200):
+        if metric(qport, "quire_purge_pending") == 0:
+            return
+        time.sleep(0.02)
+    check(False, "the purger is still busy after 4 s")
+
+
+def write(qport, path, data=None):
+    """PUT (data) or DELETE (None) through the sync API; returns the version."""
+    auth = {"Authorization": "Bearer " + TOKEN}
+    if data is None:
+        st, _, body, _ = fetch(qport, "127.0.0.1", "/api/v1/files/" + path, "DELETE", headers=auth)
+    else:
+        st, _, body, _ = fetch(qport, "127.0.0.1", "/api/v1/files/" + path, "PUT", data, auth)
+    check(st in (200, 201), "sync API %s %s: %d %r" % ("PUT" if data else "DELETE", path, st,
+                                                      body[:200]))
+    return json.loads(body)["version"]
+
+
+class Site:
+    def __init__(self, qport, vport, urls):
+        self.qport, self.vport, self.urls = qport, vport, urls
+
+    def direct(self):
+        return {(h, u): fetch(self.qport, h, u)[:3] for h, u in self.urls}
+
+    def compare(self, before, what):
+        """Through Varnish vs quire now: fresh everywhere, misses exactly where bytes changed."""
+        now = self.direct()
+        changed = {k for k in self.urls if now[k] != before[k]}
+        stale, hit_changed, missed = [], [], []
+        for k in self.urls:
+            st, loc, body, xc = fetch(self.vport, k[0], k[1], headers={"Accept-Encoding": "gzip"})
+            if (st, loc, body) != now[k]:
+                stale.append(k)
+            if k in changed and xc == "HIT":
+                hit_changed.append(k)
+            if k not in changed and xc != "HIT":
+                missed.append(k)
+        check(not stale, "%s: stale through Varnish: %s" % (what, stale[:5]))
+        check(not hit_changed, "%s: changed but a hit: %s" % (what, hit_changed[:5]))
+        check(not missed, "%s: unchanged but purged: %s" % (what, missed[:5]))
+        print("%s: %d of %d URLs changed and were purged; %d still hits" % (
+            what, len(changed), len(self.urls), len(self.urls) - len(changed)))
+        return changed, now
+
+
+def start_varnish(tmp, vport, qport):
+    with open(os.path.join(ROOT, "deploy", "varnish.vcl")) as f:
+        vcl = f.read().replace('.port = "8080"', '.port = "%d"' % qport)
+    path = os.path.join(tmp, "quire.vcl")
+    with open(path, "w") as f:
+        f.write(vcl)
+    cmd = ["varnishd", "-F", "-n", os.path.join(tmp, "varnish"), "-a", "127.0.0.1:%d" % vport,
+           "-f", path, "-s", "malloc,64m"]
+    if os.geteuid() == 0:
+        cmd += ["-j", "none"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", vport), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("varnishd did not start")
+
+
+def start_quire(vault, qport):
+    env = dict(os.environ, QUIRE_TOKEN=TOKEN)
+    proc = subprocess.Popen([QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:%d" % qport,
+                             "--threads", "1", "--no-watch"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    for line in proc.stdout:
+        if "serving" in line:
+            return proc
+    proc.kill()
+    raise SystemExit("quire serve did not start")
+
+
+def run(tmp, qport, vport):
+    site = Site(qport, vport, [])
+    for host in ("127.0.0.1", CUSTOM):
+        site.urls += [(host, u) for u in crawl(qport, host)]
+    check(len(site.urls) > 50, "crawled %d URLs" % len(site.urls))
+    for k in site.urls:
+        fetch(vport, k[0], k[1], headers={"Accept-Encoding": "gzip"})
+    hits = [fetch(vport, k[0], k[1], headers={"Accept-Encoding": "gzip"})[3] for k in site.urls]
+    check(all(h == "HIT" for h in hits), "warm: every URL is a hit the second time (%d of %d)" %
+          (hits.count("HIT"), len(site.urls)))
+    before = site.direct()
+    sent0 = metric(qport, 'quire_purge_requests_total{result="sent"}')
+
+    note = os.path.join(tmp, "vault", "writing", "links.md")
+    with open(note, "rb") as f:
+        src = f.read()
+    edited = src.replace(b"title: Links\n", b"title: Links, retitled\n", 1)
+    check(edited != src, "the note to edit has the title it had")
+    edited += b"\n\nA word only this edit wrote: varnishpurgeword.\n"
+    settle(qport, write(qport, "writing/links.md", edited))
+    check(metric(qport, 'quire_purge_requests_total{result="failed"}') == 0, "no purge failed")
+    print("purge requests for the edit: %d" %
+          (metric(qport, 'quire_purge_requests_total{result="sent"}') - sent0))
+    changed, before = site.compare(before, "edit")
+    check(("127.0.0.1", "/writing/links") in changed, "the edited note's page changed")
+    check(len(changed) > 1, "pages that depend on the note changed too (%d)" % len(changed))
+
+    gone = ("127.0.0.1", "/writing/callouts")
+    check(fetch(vport, *gone)[0] == 200, "the note to delete is cached as a 200")
+    settle(qport, write(qport, "writing/callouts.md"))
+    changed, before = site.compare(before, "delete")
+    check(gone in changed, "the deleted note's page changed")
+    check(fetch(vport, *gone)[0] == 404, "the deleted note is a 404 through Varnish")
+
+    # the note routed to the custom domain: its pages there are the host's own
+    routed = os.path.join(tmp, "vault", "publishing", "custom-domains.md")
+    with open(routed, "rb") as f:
+        src = f.read()
+    settle(qport, write(qport, "publishing/custom-domains.md", src + b"\n\nRouted edit.\n"))
+    changed, before = site.compare(before, "routed edit")
+    check((CUSTOM, "/") in changed and (CUSTOM, "/guide") in changed,
+          "the routed note's pages on %s changed" % CUSTOM)
+
+    # a new note where a 404 was cached: the 404 carries the key the page is purged by
+    new = ("127.0.0.1", "/writing/brand-new")
+    check(fetch(vport, *new, headers={"Accept-Encoding": "gzip"})[0] == 404, "a 404 before")
+    check(fetch(vport, *new, headers={"Accept-Encoding": "gzip"})[3] == "HIT", "the 404 is cached")
+    settle(qport, write(qport, "writing/brand-new.md", b"# Brand new\n\nA new note.\n"))
+    r = fetch(vport, *new, headers={"Accept-Encoding": "gzip"})
+    check(r[0] == 200 and r[3] == "MISS", "the new note is a 200 through Varnish at once")
+    site.compare(before, "create")
+
+
+def scenario(method):
+    """The whole test with quire.yml's purger using method (xkey or ban)."""
+    print("-- method: %s" % method)
+    tmp = tempfile.mkdtemp(prefix="quire-varnish-")
+    procs = []
+    try:
+        vault = os.path.join(tmp, "vault")
+        shutil.copytree(os.path.join(ROOT, "vault-sample"), vault,
+                        ignore=shutil.ignore_patterns(".quire"))
+        qport, vport = free_port(), free_port()
+        with open(os.path.join(vault, "quire.yml"), "a") as f:
+            f.write("\ncache: {s_maxage: 3600, stale_while_revalidate: 30}\n"
+                    "purge:\n  - varnish: http://127.0.0.1:%d\n    method: %s\n" % (vport, method))
+        procs.append(start_varnish(tmp, vport, qport))
+        procs.append(start_quire(vault, qport))
+        settle(qport, 0)
+        run(tmp, qport, vport)
+    finally:
+        for p in procs:
+            p.terminate()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    if not shutil.which("varnishd") or not os.path.exists(XKEY):
+        print("varnishd or vmod xkey not installed: skipped")
+        return 77
+    for method in ("xkey", "ban"):
+        scenario(method)
+    return summary()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
