@@ -255,6 +255,8 @@ async function main() {
   mkdirSync(join(vault, '.obsidian'));
   writeFileSync(join(vault, '.obsidian', 'app.json'), '{"alwaysUpdateLinks":true}\n');
   const srv = await serve(vault, work);
+  process.on('exit', () => srv.proc.kill('SIGKILL'));   // never left running
+  for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(1));
   const base = `http://127.0.0.1:${srv.port}`;
   const web = site(base);
   try {
