@@ -669,8 +669,11 @@ void dav_run(struct syncapi *api, struct job *j)
 	int claimed = 0;
 
 	memset(&ifh, 0, sizeof(ifh));
-	if (r->if_hdr && dav_if_parse(r->if_hdr, &ifh, dav_resolve_url, r->dav) < 0)
-		{ reply(r, 400, "the If header does not parse"); return; }
+	if (r->if_hdr && dav_if_parse(r->if_hdr, &ifh, dav_resolve_url, r->dav) < 0) {
+		dav_if_release(&ifh);
+		reply(r, 400, "the If header does not parse");
+		return;
+	}
 	/* writes to one path wait for each other; COPY and MOVE claim both of theirs */
 	if (r->method != HTTP_GET && r->method != HTTP_HEAD && r->method != HTTP_PROPFIND &&
 	    r->method != HTTP_COPY && r->method != HTTP_MOVE && r->method != HTTP_UNLOCK) {

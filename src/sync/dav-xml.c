@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XML_NS "http://www.w3.org/XML/1998/namespace"
+
 struct parse {
 	XML_Parser p;
 	struct xnode *root, *cur;
@@ -75,7 +77,7 @@ static void on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 	n->ns = sp ? xstrndup(name, (size_t)(sp - name)) : xstrdup("");
 	n->name = xstrdup(sp ? sp + 1 : name);
 	for (i = 0; attrs[i]; i += 2)
-		if (strcmp(attrs[i], "http://www.w3.org/XML/1998/namespace lang") == 0)
+		if (strcmp(attrs[i], XML_NS " lang") == 0)
 			n->lang = xstrdup(attrs[i + 1]);
 	n->parent = ps->cur;
 	if (!ps->cur) {
@@ -197,12 +199,18 @@ void dav_xml_escape(struct buf *b, const char *s, size_t len)
 void xnode_write(struct buf *b, const struct xnode *n)
 {
 	const struct xnode *c;
+	/* the xml namespace may not be declared as a default one: its prefix is fixed */
+	int xml_ns = strcmp(n->ns, XML_NS) == 0;
 
 	buf_addc(b, '<');
+	if (xml_ns)
+		buf_adds(b, "xml:");
 	buf_adds(b, n->name);
-	buf_adds(b, " xmlns=\"");
-	dav_xml_escape(b, n->ns, strlen(n->ns));
-	buf_addc(b, '"');
+	if (!xml_ns) {
+		buf_adds(b, " xmlns=\"");
+		dav_xml_escape(b, n->ns, strlen(n->ns));
+		buf_addc(b, '"');
+	}
 	if (n->lang) {
 		buf_adds(b, " xml:lang=\"");
 		dav_xml_escape(b, n->lang, strlen(n->lang));
@@ -217,7 +225,7 @@ void xnode_write(struct buf *b, const struct xnode *n)
 	dav_xml_escape(b, n->text.ptr ? n->text.ptr : "", n->text.len);
 	for (c = n->child; c; c = c->next)
 		xnode_write(b, c);
-	buf_adds(b, "</");
+	buf_adds(b, xml_ns ? "</xml:" : "</");
 	buf_adds(b, n->name);
 	buf_addc(b, '>');
 }
