@@ -281,6 +281,8 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, "WebDAV enabled at %s/dav/ (the token as the password)\n",
 			site->cfg.url_prefix);
 	}
+	if (!token && dav_register_off(srv) < 0)
+		goto out;
 	if (loader_search_path(loader)) {
 		/* --search-rate a second per address (default 20), bursts of twice that; 0: no limit */
 		double rate = search_rate ? search_rate : 1e9;

@@ -383,6 +383,19 @@ int dav_register(struct dav *dav, struct http_server *srv)
 	return http_server_add_handler(srv, DAV_PREFIX, handle, dav);
 }
 
+static void handle_off(struct http_request *req, void *ctx)
+{
+	(void)ctx;
+	reply_text(req, 404, "not found: WebDAV needs the sync token (--token-file)");
+}
+
+int dav_register_off(struct http_server *srv)
+{
+	if (http_server_add_handler(srv, "/dav", handle_off, NULL) < 0)
+		return -1;
+	return http_server_add_handler(srv, DAV_PREFIX, handle_off, NULL);
+}
+
 void dav_free(struct dav *dav)
 {
 	if (!dav)

@@ -35,6 +35,13 @@ struct dav *dav_new(struct syncapi *api, const char *url_prefix);
 int dav_register(struct dav *dav, struct http_server *srv);
 
 /*
+ * Without a token: /dav/ answers 404 to every method (instead of the
+ * site's 405 to the methods it does not take), so that a client pointed
+ * at a server without WebDAV is told so plainly. 0 or -1.
+ */
+int dav_register_off(struct http_server *srv);
+
+/*
  * Frees the front. Call it after syncapi_free() (whose threads run its
  * jobs) has returned. Accepts NULL.
  */

@@ -99,6 +99,8 @@ void site_server_start(struct site_server *s, const char *vault,
 			s->dav = dav_new(s->sync, o->url_prefix);
 			CHECK(s->dav && dav_register(s->dav, s->http.srv) == 0);
 		}
+	} else {
+		CHECK(dav_register_off(s->http.srv) == 0);
 	}
 	CHECK(loader_start(s->loader) == 0);
 	test_server_run(&s->http);
