@@ -118,18 +118,24 @@ static void wake_loop(struct worker *w)
 		log_error("http: cannot wake loop %d: %s", w->index, strerror(errno));
 }
 
-void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
-			     struct buf *body)
+/* The answer's status and content type (NULL: none), by the holder before it hands d back. */
+static void set_status(struct http_deferred *d, int status, const char *content_type)
 {
-	struct worker *w = d->w;
-	int wake;
-
 	d->status = status;
 	if (content_type) {
 		buf_add(&d->hdr, "Content-Type: ", 14);
 		buf_adds(&d->hdr, content_type);
 		buf_add(&d->hdr, "\r\n", 2);
 	}
+}
+
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	set_status(d, status, content_type);
 	if (body) {
 		buf_release(&d->body);
 		d->body = *body;
@@ -237,12 +243,7 @@ void http_deferred_stream_start(struct http_deferred *d, int status, const char 
 	struct worker *w = d->w;
 	int wake;
 
-	d->status = status;
-	if (content_type) {
-		buf_add(&d->hdr, "Content-Type: ", 14);
-		buf_adds(&d->hdr, content_type);
-		buf_add(&d->hdr, "\r\n", 2);
-	}
+	set_status(d, status, content_type);
 	pthread_mutex_lock(&w->done_lock);
 	d->stream = 1;
 	wake = hand_back(w, d);

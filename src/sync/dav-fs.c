@@ -26,6 +26,23 @@
 #include <string.h>
 #include <unistd.h>
 
+int dav_path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	return !n || (strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/'));
+}
+
+/* Closes fd keeping errno: the call that failed before is what is reported. */
+static void close_quietly(int fd)
+{
+	int saved = errno;
+
+	if (fd >= 0)
+		close(fd);
+	errno = saved;
+}
+
 /* The folder of path (NULL: the vault) opened without following symlinks; -1 with errno. */
 static int open_dir(struct syncapi *api, const char *path)
 {
@@ -38,7 +55,7 @@ static int open_dir(struct syncapi *api, const char *path)
 	if (parent < 0)
 		return -1;
 	fd = openat(parent, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(parent);
+	close_quietly(parent);
 	return fd;
 }
 
@@ -102,23 +119,18 @@ int dav_fs_etag(struct syncapi *api, const char *path, struct buf *out)
 int dav_fs_read(struct syncapi *api, const char *path, struct buf *out)
 {
 	const char *leaf;
-	int parent, fd, rc, saved;
+	int parent, fd, rc;
 
 	parent = syncapi_open_parent(api, path, 0, &leaf);
 	if (parent < 0)
 		return -1;
 	fd = openat(parent, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	saved = errno;
-	close(parent);
-	if (fd < 0) {
-		errno = saved;
+	close_quietly(parent);
+	if (fd < 0)
 		return -1;
-	}
 	buf_reset(out);
 	rc = read_fd(fd, out);
-	saved = errno;
-	close(fd);
-	errno = saved;
+	close_quietly(fd);
 	return rc;
 }
 
@@ -185,15 +197,13 @@ void dav_fs_list_free(struct dav_entry *v, size_t n)
 int dav_fs_mkdir(struct syncapi *api, const char *path)
 {
 	const char *leaf;
-	int parent, rc, saved;
+	int parent, rc;
 
 	parent = syncapi_open_parent(api, path, 0, &leaf);
 	if (parent < 0)
 		return -1;
 	rc = mkdirat(parent, leaf, 0755) < 0 || fsync(parent) < 0 ? -1 : 0;
-	saved = errno;
-	close(parent);
-	errno = saved;
+	close_quietly(parent);
 	return rc;
 }
 
@@ -234,7 +244,7 @@ int dav_fs_remove(struct syncapi *api, const char *path)
 {
 	const char *leaf;
 	struct stat st;
-	int parent, rc = -1, saved;
+	int parent, rc = -1;
 
 	parent = syncapi_open_parent(api, path, 0, &leaf);
 	if (parent < 0)
@@ -253,9 +263,7 @@ int dav_fs_remove(struct syncapi *api, const char *path)
 	hash_cache_remove(api->cache, path);
 	rc = 0;
 out:
-	saved = errno;
-	close(parent);
-	errno = saved;
+	close_quietly(parent);
 	return rc;
 }
 
@@ -312,7 +320,7 @@ int dav_fs_copy(struct syncapi *api, const char *from, const char *to, int infin
 int dav_fs_rename(struct syncapi *api, const char *from, const char *to)
 {
 	const char *fl, *tl;
-	int fd = -1, td = -1, rc = -1, saved;
+	int fd = -1, td = -1, rc = -1;
 
 	fd = syncapi_open_parent(api, from, 0, &fl);
 	if (fd < 0)
@@ -325,10 +333,7 @@ int dav_fs_rename(struct syncapi *api, const char *from, const char *to)
 	hash_cache_remove(api->cache, from);
 	rc = 0;
 out:
-	saved = errno;
-	close(fd);
-	if (td >= 0)
-		close(td);
-	errno = saved;
+	close_quietly(fd);
+	close_quietly(td);
 	return rc;
 }

@@ -221,6 +221,9 @@ struct dav_entry {
 	struct stat st;
 };
 
+/* Whether vault path is root or under it ("" is the root, above everything). */
+int dav_path_under(const char *path, const char *root);
+
 /* What path is, its stat in *st. */
 enum dav_kind dav_fs_stat(struct syncapi *api, const char *path, struct stat *st);
 

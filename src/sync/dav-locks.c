@@ -71,20 +71,10 @@ static void copy_lock(struct dav_lock *to, const struct dav_lock *from)
 	to->owner = from->owner ? xstrdup(from->owner) : NULL;
 }
 
-/* Whether path is root or under it. */
-static int under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (!n)
-		return 1;
-	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Whether lock k covers path. */
 static int covers(const struct dav_lock *k, const char *path)
 {
-	return strcmp(k->path, path) == 0 || (k->infinite && under(path, k->path));
+	return strcmp(k->path, path) == 0 || (k->infinite && dav_path_under(path, k->path));
 }
 
 /* Drops the locks whose time is up (under the lock). */
@@ -132,7 +122,7 @@ int dav_locks_add(struct dav_locks *l, const char *path, int infinite, int share
 	expire(l);
 	for (i = 0; i < l->n; i++) {
 		const struct dav_lock *o = &l->v[i];
-		int overlap = covers(o, path) || (infinite && under(o->path, path));
+		int overlap = covers(o, path) || (infinite && dav_path_under(o->path, path));
 		if (overlap && (!shared || !o->shared)) {
 			pthread_mutex_unlock(&l->lock);
 			return 423;
@@ -181,7 +171,7 @@ void dav_locks_drop(struct dav_locks *l, const char *path)
 
 	pthread_mutex_lock(&l->lock);
 	for (i = 0; i < l->n;) {
-		if (under(l->v[i].path, path)) {
+		if (dav_path_under(l->v[i].path, path)) {
 			dav_lock_release(&l->v[i]);
 			l->v[i] = l->v[--l->n];
 		} else {
@@ -253,12 +243,12 @@ int dav_locks_may_write(struct dav_locks *l, const char *path, int tree, char *c
 	expire(l);
 	for (i = 0; i < l->n && !rc; i++) {
 		const struct dav_lock *k = &l->v[i];
-		if ((covers(k, path) || (tree && under(k->path, path))) &&
+		if ((covers(k, path) || (tree && dav_path_under(k->path, path))) &&
 		    !submitted(k->token, tokens, n)) {
 			rc = 423;
 			if (locked) {
 				buf_reset(locked);
-				buf_adds(locked, covers(k, path) ? k->path : k->path);
+				buf_adds(locked, k->path);
 			}
 		}
 	}

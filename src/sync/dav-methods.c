@@ -310,13 +310,6 @@ static void do_mkcol(struct dav_req *r, const struct if_header *ifh)
 
 /* ---- COPY, MOVE ---- */
 
-static int is_under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	return !n || (strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/'));
-}
-
 /* The checks of a COPY or MOVE, the source's kind in *k; 0, or -1 answered. */
 static int copy_checks(struct dav_req *r, const struct if_header *ifh, int move, enum dav_kind *k,
 		       enum dav_kind *dk)
@@ -350,7 +343,7 @@ static void do_copy_move(struct syncapi *api, struct dav_req *r, const struct if
 		{ reply(r, 403, "the root cannot be copied, moved or replaced"); return; }
 	if (strcmp(r->path, r->dest) == 0)
 		{ reply(r, 403, "the source and the Destination are the same"); return; }
-	if (is_under(r->dest, r->path) || is_under(r->path, r->dest))
+	if (dav_path_under(r->dest, r->path) || dav_path_under(r->path, r->dest))
 		{ reply(r, 409, "the source and the Destination hold one another"); return; }
 	syncapi_claim(api, r->path, r->dest);
 	if (copy_checks(r, ifh, move, &k, &dk) < 0)

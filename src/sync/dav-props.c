@@ -265,16 +265,6 @@ int dav_props_apply(struct dav_props *p, const char *path, const struct dav_prop
 	return rc;
 }
 
-/* Whether path is under (or is) root. */
-static int under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (!n)
-		return 1;
-	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Frees an array of n properties. */
 static void free_array(struct dav_prop *v, size_t n)
 {
@@ -302,8 +292,8 @@ static int relocate(struct dav_props *p, const char *from, const char *to, int k
 	pthread_mutex_lock(&p->lock);
 	for (i = 0; i < p->n; i++) {
 		const struct dav_prop *q = &p->v[i];
-		int in_from = under(q->path, from);
-		if (to && under(q->path, to) && !in_from) {
+		int in_from = dav_path_under(q->path, from);
+		if (to && dav_path_under(q->path, to) && !in_from) {
 			changed = 1;
 			continue;
 		}
