@@ -136,6 +136,7 @@ function site(base) {
   };
   return {
     get,
+    until,
     shows: (path, text, ms) => until(path, (r) => r.status === 200 && r.body.includes(text), ms),
     lacks: (path, text, ms) => until(path, (r) => r.status === 200 && !r.body.includes(text), ms),
     gone: (path, allowed = [404, 410], ms) => until(path, (r) => allowed.includes(r.status), ms),
