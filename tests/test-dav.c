@@ -127,17 +127,26 @@ static void fingerprint(const char *dir, const char *rel, struct buf *out)
 	buf_release(&p);
 }
 
-/* Waits (5 s at most) for the site's page at url to answer want; the last status. */
-static int page_becomes(const char *url, int want, struct buf *body)
+/*
+ * Waits (10 s at most) for the site's page at url to answer want (and,
+ * with text, to hold it); the last status.
+ */
+static int page_shows(const char *url, int want, const char *text, struct buf *body)
 {
+	struct buf b = BUF_INIT;
 	int st = -1, i;
 
-	for (i = 0; i < 100; i++) {
-		st = fetch_page(port, url, body);
-		if (st == want)
+	for (i = 0; i < 200; i++) {
+		st = fetch_page(port, url, &b);
+		if (st == want && (!text || (b.ptr && strstr(b.ptr, text))))
 			break;
 		usleep(50 * 1000);
 	}
+	if (body) {
+		buf_reset(body);
+		buf_add(body, b.ptr ? b.ptr : "", b.len);
+	}
+	buf_release(&b);
 	return st;
 }
 
@@ -253,7 +262,7 @@ static void test_put_get(void)
 	resp_free(&r);
 
 	/* render on write: the page follows */
-	CHECK_INT(page_becomes("/notes/dav-note", 200, &b), 200);
+	CHECK_INT(page_shows("/notes/dav-note", 200, "Written again", &b), 200);
 	CHECK(b.ptr && strstr(b.ptr, "Written again") != NULL);
 	buf_release(&b);
 }
@@ -383,7 +392,7 @@ static void test_dot_folders(void)
 	resp_free(&r);
 	/* a published note written after: once it is live, the dot files were never read */
 	CHECK_INT(status_of("PUT", "after-dots.md", NULL, "# After\n"), 201);
-	CHECK_INT(page_becomes("/after-dots", 200, NULL), 200);
+	CHECK_INT(page_shows("/after-dots", 200, NULL, NULL), 200);
 	CHECK_INT(fetch_page(port, "/.trash/gone", NULL), 404);
 	CHECK_INT(fetch_page(port, "/trash/gone", NULL), 404);
 	CHECK_INT(fetch_page(port, "/-trash/gone", NULL), 404);

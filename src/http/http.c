@@ -128,6 +128,13 @@ static void on_close(struct evhttp_connection *con, void *arg)
 			d->ev = NULL;
 			if (d->stream)
 				http_stream_gone(d);
+		} else if (d->out && bev && d->out == bufferevent_get_output(bev)) {
+			/*
+			 * A stream whose client left: evhttp detached its request
+			 * from con before this (it is freed with the stream's end),
+			 * and the buffer the stream watches goes with con.
+			 */
+			http_stream_gone(d);
 		}
 	}
 	/* a response cut off mid-write never reaches http_on_complete */
