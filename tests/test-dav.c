@@ -433,8 +433,11 @@ static void test_props_restart(void)
 	CHECK(r.body.ptr && strstr(r.body.ptr, "403 Forbidden"));
 	resp_free(&r);
 
+	/* what a crash mid-write left in an editor's dot folder goes at the next start */
+	tv_write(vault, ".obsidian/.quire-tmp-99-1", "torn");
 	stop_server();
 	start_server();
+	CHECK(!tv_exists(vault, ".obsidian/.quire-tmp-99-1"));
 
 	CHECK(dav("PROPFIND", "props.md", "Depth: 0\r\n",
 		  "<D:propfind xmlns:D=\"DAV:\"><D:prop><color xmlns=\"urn:example\"/></D:prop></D:propfind>",

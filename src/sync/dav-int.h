@@ -327,6 +327,9 @@ void dav_propfind_answer(struct dav *dav, struct http_deferred *d, const struct 
  */
 void dav_href(const struct dav *dav, struct buf *b, const char *path, int collection);
 
+/* The media type of a file, from its extension (application/octet-stream when unknown). */
+const char *dav_content_type(const char *path);
+
 /* Appends a <D:lockdiscovery> holding the locks (n) to b. */
 void dav_write_lockdiscovery(const struct dav *dav, struct buf *b, const struct dav_lock *v,
 			     size_t n);

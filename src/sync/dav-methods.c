@@ -216,7 +216,7 @@ static void do_get(struct dav_req *r, const struct if_header *ifh)
 	http_date(st.st_mtime, date);
 	http_deferred_header(r->d, "ETag", tag.ptr);
 	http_deferred_header(r->d, "Last-Modified", date);
-	http_deferred_reply_buf(r->d, 200, "application/octet-stream", &body);
+	http_deferred_reply_buf(r->d, 200, dav_content_type(r->path), &body);
 out:
 	buf_release(&tag);
 	buf_release(&body);

@@ -45,7 +45,7 @@ void dav_href(const struct dav *dav, struct buf *b, const char *path, int collec
 	buf_adds(b, "</D:href>");
 }
 
-static const char *content_type(const char *path)
+const char *dav_content_type(const char *path)
 {
 	static const struct {
 		const char *ext, *type;
@@ -124,7 +124,7 @@ static int live_prop(struct dav *dav, struct buf *b, const struct dav_entry *e, 
 			buf_addf(b, "<D:getcontentlength>%lld</D:getcontentlength>",
 				 (long long)e->st.st_size);
 		else
-			buf_addf(b, "<D:getcontenttype>%s</D:getcontenttype>", content_type(e->path));
+			buf_addf(b, "<D:getcontenttype>%s</D:getcontenttype>", dav_content_type(e->path));
 		buf_release(&tag);
 	} else if (strcmp(name, "getlastmodified") == 0 || strcmp(name, "creationdate") == 0) {
 		int created = name[0] == 'c';

@@ -228,7 +228,7 @@ const char *syncapi_errno_message(int err);
  */
 int syncapi_open_spares(const char *path);
 
-/* Deletes the temporary files a crash left in the vault's folders (dot-folders skipped). */
+/* Deletes the temporary files a crash left in the vault's folders (.git and .quire skipped). */
 void syncapi_remove_leftovers(struct syncapi *api);
 
 /* ---- syncapi-wait.c ---- */

@@ -610,7 +610,20 @@ int syncapi_open_spares(const char *path)
 	return fd;
 }
 
-/* Deletes the temporary files a crash left in the vault's folders (dot-folders skipped). */
+/*
+ * Whether the walk for leftovers goes into the folder name of rel: every
+ * folder but "." and "..", .git (never written by quire, and large) and
+ * the data folder (.quire at the top): WebDAV writes into editors' dot
+ * folders (.obsidian/), so a crash can leave a temporary file there too.
+ */
+static int walk_into(const char *rel, const char *name)
+{
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0)
+		return 0;
+	return !(strcmp(rel, ".") == 0 && strcmp(name, ".quire") == 0);
+}
+
+/* Deletes the temporary files a crash left in the vault's folders (.git and .quire skipped). */
 void syncapi_remove_leftovers(struct syncapi *api)
 {
 	char **queue = NULL;
@@ -628,7 +641,7 @@ void syncapi_remove_leftovers(struct syncapi *api)
 		 * Opening each folder under the vault to look for leftovers, relative
 		 * to the vault's descriptor: O_NOFOLLOW so a symlinked folder is not
 		 * walked (the scanner does not follow them either, and a link could
-		 * lead out of the vault). Dot-folders are skipped: we never write there.
+		 * lead out of the vault). .git and the data folder are skipped (walk_into()).
 		 * Rejected: vault_scan() (it lists files, and skips the dot-files
 		 * that are exactly what is looked for).
 		 */
@@ -644,7 +657,8 @@ void syncapi_remove_leftovers(struct syncapi *api)
 					log_warn("sync: %s/%s: %s", rel, de->d_name, strerror(errno));
 				else
 					removed++;
-			} else if (de->d_name[0] != '.' && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
+			} else if (walk_into(rel, de->d_name) &&
+				   (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
 				struct stat st;
 				if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 				    S_ISDIR(st.st_mode)) {
