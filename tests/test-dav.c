@@ -374,6 +374,18 @@ static void test_propfind(void)
 	resp_free(&r);
 }
 
+/* A folder moved and deleted over WebDAV: the site follows (the loader is told of folders). */
+static void test_folder_pages(void)
+{
+	CHECK_INT(status_of("MKCOL", "journal", NULL, NULL), 201);
+	CHECK_INT(status_of("PUT", "journal/day-one.md", NULL, "# Day one\n\nFolder note.\n"), 201);
+	CHECK_INT(page_shows("/journal/day-one", 200, "Folder note", NULL), 200);
+	CHECK_INT(status_of("MOVE", "journal", "Destination: /dav/diary\r\n", NULL), 201);
+	CHECK_INT(page_shows("/diary/day-one", 200, "Folder note", NULL), 200);
+	CHECK_INT(status_of("DELETE", "diary", NULL, NULL), 204);
+	CHECK_INT(page_shows("/diary/day-one", 404, NULL, NULL), 404);
+}
+
 /* Editors' dot folders: stored and listed back, never published; quire's own: unreachable. */
 static void test_dot_folders(void)
 {
@@ -576,6 +588,7 @@ int main(void)
 	RUN(test_errors);
 	RUN(test_copy_move);
 	RUN(test_propfind);
+	RUN(test_folder_pages);
 	RUN(test_dot_folders);
 	RUN(test_props_restart);
 	RUN(test_locks);
