@@ -21,6 +21,8 @@
 #include "util/xalloc.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +45,7 @@ static int port;
 
 static void start_server(void)
 {
-	struct site_server_options o = { .threads = 2, .max_body_size = 1024 * 1024, .sync = &so };
+	struct site_server_options o = {.threads = 2, .max_body_size = 1024 * 1024, .sync = &so};
 
 	memset(&so, 0, sizeof(so));
 	so.vault = vault;
@@ -111,8 +113,9 @@ static void fingerprint(const char *dir, const char *rel, struct buf *out)
 			buf_reset(&p);
 			buf_addf(&p, "%s/%s%s", dir, rel, name);
 			if (lstat(p.ptr, &st) == 0) {
-				buf_addf(out, "%s%s %lld %lld.%09ld\n", rel, name, (long long)st.st_size,
-					 (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+				buf_addf(out, "%s%s %lld %lld.%09ld\n", rel, name,
+					 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+					 st.st_mtim.tv_nsec);
 				if (S_ISDIR(st.st_mode)) {
 					struct buf sub = BUF_INIT;
 					buf_addf(&sub, "%s%s/", rel, name);
@@ -159,7 +162,8 @@ static void test_options(void)
 	CHECK(dav("OPTIONS", "", NULL, NULL, &r) == 0);
 	CHECK_INT(r.status, 200);
 	CHECK(hdr(&r, "DAV") && strstr(hdr(&r, "DAV"), "2"));
-	CHECK(hdr(&r, "Allow") && strstr(hdr(&r, "Allow"), "PROPFIND") && strstr(hdr(&r, "Allow"), "LOCK"));
+	CHECK(hdr(&r, "Allow") && strstr(hdr(&r, "Allow"), "PROPFIND") &&
+	      strstr(hdr(&r, "Allow"), "LOCK"));
 	resp_free(&r);
 	/* Bearer works as well as Basic */
 	CHECK(fetch_request(port, "OPTIONS", "/dav/", BEARER, NULL, 0, &r) == 0);
@@ -176,23 +180,23 @@ static void test_unauthenticated(void)
 	static const struct {
 		const char *method, *path, *extra, *body;
 	} reqs[] = {
-		{ "OPTIONS", "", NULL, NULL },
-		{ "GET", "private.md", NULL, NULL },
-		{ "HEAD", "private.md", NULL, NULL },
-		{ "PUT", "private.md", NULL, "overwritten" },
-		{ "PUT", "new.md", NULL, "created" },
-		{ "DELETE", "private.md", NULL, NULL },
-		{ "MKCOL", "newdir", NULL, NULL },
-		{ "COPY", "private.md", "Destination: /dav/copy.md\r\n", NULL },
-		{ "MOVE", "private.md", "Destination: /dav/moved.md\r\n", NULL },
-		{ "PROPFIND", "", "Depth: 1\r\n", NULL },
-		{ "PROPPATCH", "private.md", NULL,
-		  "<?xml version=\"1.0\"?><D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop>"
-		  "<x xmlns=\"urn:t\">v</x></D:prop></D:set></D:propertyupdate>" },
-		{ "LOCK", "private.md", NULL,
-		  "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>"
-		  "</D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>" },
-		{ "UNLOCK", "private.md", "Lock-Token: <opaquelocktoken:x>\r\n", NULL },
+	    {"OPTIONS", "", NULL, NULL},
+	    {"GET", "private.md", NULL, NULL},
+	    {"HEAD", "private.md", NULL, NULL},
+	    {"PUT", "private.md", NULL, "overwritten"},
+	    {"PUT", "new.md", NULL, "created"},
+	    {"DELETE", "private.md", NULL, NULL},
+	    {"MKCOL", "newdir", NULL, NULL},
+	    {"COPY", "private.md", "Destination: /dav/copy.md\r\n", NULL},
+	    {"MOVE", "private.md", "Destination: /dav/moved.md\r\n", NULL},
+	    {"PROPFIND", "", "Depth: 1\r\n", NULL},
+	    {"PROPPATCH", "private.md", NULL,
+	     "<?xml version=\"1.0\"?><D:propertyupdate xmlns:D=\"DAV:\"><D:set><D:prop>"
+	     "<x xmlns=\"urn:t\">v</x></D:prop></D:set></D:propertyupdate>"},
+	    {"LOCK", "private.md", NULL,
+	     "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>"
+	     "</D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>"},
+	    {"UNLOCK", "private.md", "Lock-Token: <opaquelocktoken:x>\r\n", NULL},
 	};
 	struct buf before = BUF_INIT, after = BUF_INIT, h = BUF_INIT, t = BUF_INIT;
 	size_t i;
@@ -277,10 +281,12 @@ static void test_preconditions(void)
 	CHECK_INT(status_of("PUT", "pre.md", NULL, text), 201);
 	sha_tag(text, tag);
 	/* a stale client: 412, the file unchanged */
-	CHECK_INT(status_of("PUT", "pre.md",
-			    "If-Match: \"0000000000000000000000000000000000000000000000000000000000000000\"\r\n",
-			    "# Pre\n\nstale\n"),
-		  412);
+	CHECK_INT(
+	    status_of("PUT", "pre.md",
+		      "If-Match: "
+		      "\"0000000000000000000000000000000000000000000000000000000000000000\"\r\n",
+		      "# Pre\n\nstale\n"),
+	    412);
 	tv_read(vault, "pre.md", &b);
 	CHECK(b.len == strlen(text) && memcmp(b.ptr, text, b.len) == 0);
 	snprintf(hdrs, sizeof(hdrs), "If-Match: %s\r\n", tag);
@@ -309,9 +315,9 @@ static void test_errors(void)
 	CHECK_INT(status_of("DELETE", "nothing.md", NULL, NULL), 404);
 	CHECK_INT(status_of("GET", "nothing.md", NULL, NULL), 404);
 	CHECK_INT(status_of("PROPFIND", "", "Depth: 0\r\n", "<not-xml"), 400);
-	CHECK_INT(status_of("PROPFIND", "", "Depth: 0\r\n",
-			    "<!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>"),
-		  400);
+	CHECK_INT(
+	    status_of("PROPFIND", "", "Depth: 0\r\n", "<!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>"),
+	    400);
 	CHECK_INT(status_of("PUT", "a/../b.md", NULL, "x"), 400);
 }
 
@@ -327,8 +333,8 @@ static void test_copy_move(void)
 	CHECK(tv_exists(vault, "dst/one.md") && tv_exists(vault, "dst/sub/two.md"));
 	CHECK(tv_exists(vault, "src/one.md"));
 	/* Overwrite: F onto an existing one */
-	CHECK_INT(status_of("COPY", "src/one.md", "Destination: /dav/dst/one.md\r\nOverwrite: F\r\n",
-			    NULL),
+	CHECK_INT(status_of("COPY", "src/one.md",
+			    "Destination: /dav/dst/one.md\r\nOverwrite: F\r\n", NULL),
 		  412);
 	/* an absolute URL as the Destination */
 	{
@@ -359,7 +365,8 @@ static void test_propfind(void)
 	sha_tag("# One\n", tag);
 	CHECK(dav("PROPFIND", "src/one.md", "Depth: 0\r\n", NULL, &r) == 0);
 	CHECK_INT(r.status, 207);
-	CHECK(r.body.ptr && strstr(r.body.ptr, tag) && strstr(r.body.ptr, "<D:getcontentlength>6<"));
+	CHECK(r.body.ptr && strstr(r.body.ptr, tag) &&
+	      strstr(r.body.ptr, "<D:getcontentlength>6<"));
 	resp_free(&r);
 	CHECK(dav("PROPFIND", "", "Depth: 1\r\n",
 		  "<?xml version=\"1.0\"?><D:propfind xmlns:D=\"DAV:\"><D:prop><D:resourcetype/>"
@@ -400,7 +407,8 @@ static void test_dot_folders(void)
 	tv_read(vault, ".obsidian/workspace.json", &b);
 	CHECK(b.len == 7);
 	CHECK(dav("PROPFIND", "", "Depth: 1\r\n", NULL, &r) == 0);
-	CHECK(r.body.ptr && strstr(r.body.ptr, "/dav/.obsidian/") && strstr(r.body.ptr, "/dav/.gitignore"));
+	CHECK(r.body.ptr && strstr(r.body.ptr, "/dav/.obsidian/") &&
+	      strstr(r.body.ptr, "/dav/.gitignore"));
 	resp_free(&r);
 	/* a published note written after: once it is live, the dot files were never read */
 	CHECK_INT(status_of("PUT", "after-dots.md", NULL, "# After\n"), 201);
@@ -423,9 +431,9 @@ static void test_dot_folders(void)
 }
 
 static const char *PATCH =
-	"<?xml version=\"1.0\" encoding=\"utf-8\"?>"
-	"<D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:example\"><D:set><D:prop>"
-	"<Z:color>blue &amp; <Z:b>bold</Z:b></Z:color></D:prop></D:set></D:propertyupdate>";
+    "<?xml version=\"1.0\" encoding=\"utf-8\"?>"
+    "<D:propertyupdate xmlns:D=\"DAV:\" xmlns:Z=\"urn:example\"><D:set><D:prop>"
+    "<Z:color>blue &amp; <Z:b>bold</Z:b></Z:color></D:prop></D:set></D:propertyupdate>";
 
 static void test_props_restart(void)
 {
@@ -452,7 +460,8 @@ static void test_props_restart(void)
 	CHECK(!tv_exists(vault, ".obsidian/.quire-tmp-99-1"));
 
 	CHECK(dav("PROPFIND", "props.md", "Depth: 0\r\n",
-		  "<D:propfind xmlns:D=\"DAV:\"><D:prop><color xmlns=\"urn:example\"/></D:prop></D:propfind>",
+		  "<D:propfind xmlns:D=\"DAV:\"><D:prop><color "
+		  "xmlns=\"urn:example\"/></D:prop></D:propfind>",
 		  &r) == 0);
 	CHECK_INT(r.status, 207);
 	CHECK(r.body.ptr && strstr(r.body.ptr, "blue &amp; ") && strstr(r.body.ptr, ">bold<"));
@@ -482,8 +491,8 @@ static int lock_token(const struct resp *r, struct buf *out)
 }
 
 static const char *LOCKINFO =
-	"<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>"
-	"</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>test</D:owner></D:lockinfo>";
+    "<?xml version=\"1.0\"?><D:lockinfo xmlns:D=\"DAV:\"><D:lockscope><D:exclusive/>"
+    "</D:lockscope><D:locktype><D:write/></D:locktype><D:owner>test</D:owner></D:lockinfo>";
 
 static void test_locks(void)
 {
@@ -548,12 +557,46 @@ static void test_large_propfind(void)
 	buf_release(&path);
 }
 
+static atomic_int propfind_failures;
+
+static void *propfind_main(void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 150; i++) {
+		struct resp r;
+		if (dav("PROPFIND", "src", "Depth: 1\r\n", NULL, &r) != 0 || r.status != 207 ||
+		    !r.body.ptr || !strstr(r.body.ptr, "</D:multistatus>"))
+			atomic_fetch_add(&propfind_failures, 1);
+		resp_free(&r);
+	}
+	return NULL;
+}
+
+/*
+ * Small streamed answers from several clients at once: a stream's start,
+ * piece and end handed back while its loop is busy with the others (a
+ * stream was once queued twice and freed in between).
+ */
+static void test_many_propfinds(void)
+{
+	pthread_t t[6];
+	int i;
+
+	for (i = 0; i < 6; i++)
+		CHECK(pthread_create(&t[i], NULL, propfind_main, NULL) == 0);
+	for (i = 0; i < 6; i++)
+		CHECK(pthread_join(t[i], NULL) == 0);
+	CHECK_INT(atomic_load(&propfind_failures), 0);
+}
+
 /* Without a token there is no WebDAV: 404 to every method. */
 static void test_no_token(void)
 {
-	static const char *const methods[] = { "OPTIONS", "GET", "PUT", "PROPFIND", "MKCOL", "LOCK" };
+	static const char *const methods[] = {"OPTIONS", "GET", "PUT", "PROPFIND", "MKCOL", "LOCK"};
 	struct site_server bare;
-	struct site_server_options o = { .threads = 1 };
+	struct site_server_options o = {.threads = 1};
 	char *v = tv_new();
 	size_t i;
 
@@ -561,7 +604,8 @@ static void test_no_token(void)
 	site_server_start(&bare, v, &o);
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
 		struct resp r;
-		CHECK(fetch_request(bare.port, methods[i], "/dav/index.md", BASIC, "x", 1, &r) == 0);
+		CHECK(fetch_request(bare.port, methods[i], "/dav/index.md", BASIC, "x", 1, &r) ==
+		      0);
 		CHECK_INT(r.status, 404);
 		resp_free(&r);
 	}
@@ -593,6 +637,7 @@ int main(void)
 	RUN(test_props_restart);
 	RUN(test_locks);
 	RUN(test_large_propfind);
+	RUN(test_many_propfinds);
 	RUN(test_no_token);
 
 	stop_server();

@@ -33,9 +33,9 @@
 struct stream_job {
 	struct http_deferred *d;
 	pthread_t thread;
-	int pieces;           /* to write: PIECES, or n= of the query */
-	int failed_at;        /* the first write that returned -1, or -1 */
-	atomic_int written;   /* pieces handed over */
+	int pieces;	    /* to write: PIECES, or n= of the query */
+	int failed_at;	    /* the first write that returned -1, or -1 */
+	atomic_int written; /* pieces handed over */
 	atomic_int done;
 };
 
@@ -169,7 +169,7 @@ static void test_slow_and_gone(void)
 int main(void)
 {
 	struct snapshot_slot slot;
-	struct http_options opt = { 0 };
+	struct http_options opt = {0};
 	struct test_server s;
 	struct resp r;
 

@@ -90,7 +90,12 @@ void http_deferred_header(struct http_deferred *d, const char *name, const char 
 	buf_add(&d->hdr, "\r\n", 2);
 }
 
-/* Queues d for its loop unless it is queued already (under done_lock); 1 when the loop must be woken. */
+/*
+ * Queues d for its loop unless it is queued already, in the done queue or
+ * in the list the loop took and has not reached (under done_lock; a
+ * stream's step clears it, see stream_step()); 1 when the loop must be
+ * woken.
+ */
 static int hand_back(struct worker *w, struct http_deferred *d)
 {
 	int wake = !w->done_head;
@@ -181,13 +186,9 @@ static struct http_deferred *take_done(struct worker *w)
 {
 	struct http_deferred *list;
 
-	struct http_deferred *d;
-
 	pthread_mutex_lock(&w->done_lock);
 	list = w->done_head;
 	w->done_head = w->done_tail = NULL;
-	for (d = list; d; d = d->qnext)
-		d->queued = 0;
 	pthread_mutex_unlock(&w->done_lock);
 	return list;
 }
@@ -330,10 +331,17 @@ static int stream_step(struct worker *w, struct http_deferred *d)
 	struct buf piece = BUF_INIT;
 	int ended;
 
+	/*
+	 * d stays marked queued until here, where what it holds is taken: a
+	 * writer handing it back before would link it into the done queue
+	 * while it still sits, unread, in the list this loop took (its qnext
+	 * cut, and d seen twice, the second time freed).
+	 */
 	pthread_mutex_lock(&w->done_lock);
 	piece = d->body;
 	buf_init(&d->body, 0);
 	ended = d->stream_end;
+	d->queued = 0;
 	pthread_mutex_unlock(&w->done_lock);
 	if (d->ev && !d->head_sent) {
 		struct http_request r;

@@ -29,19 +29,19 @@ struct job;
 struct syncapi;
 
 #define DAV_PREFIX "/dav/"
-#define DAV_MAX_BODY (1024 * 1024)  /* the largest XML body taken */
-#define DAV_MAX_DEPTH 32            /* elements nested in an XML body */
-#define DAV_MAX_NODES 20000         /* elements in an XML body */
+#define DAV_MAX_BODY (1024 * 1024) /* the largest XML body taken */
+#define DAV_MAX_DEPTH 32	   /* elements nested in an XML body */
+#define DAV_MAX_NODES 20000	   /* elements in an XML body */
 #define DAV_XML_TYPE "application/xml; charset=utf-8"
 
 /* ---- dav-xml.c: request bodies ---- */
 
 /* An element of a request body: namespace and local name, text, children. */
 struct xnode {
-	char *ns;              /* "" when in no namespace */
+	char *ns; /* "" when in no namespace */
 	char *name;
-	struct buf text;       /* its character data (direct children's text) */
-	char *lang;            /* xml:lang, or NULL */
+	struct buf text; /* its character data (direct children's text) */
+	char *lang;	 /* xml:lang, or NULL */
 	struct xnode *child, *last, *next, *parent;
 };
 
@@ -75,9 +75,9 @@ void dav_xml_escape(struct buf *b, const char *s, size_t len);
 /* ---- dav-props.c: dead properties ---- */
 
 struct dav_prop {
-	char *path;            /* the resource, vault-relative ("" the root) */
+	char *path; /* the resource, vault-relative ("" the root) */
 	char *ns, *name;
-	char *xml;             /* the whole element, as xnode_write() writes it */
+	char *xml; /* the whole element, as xnode_write() writes it */
 };
 
 struct dav_props;
@@ -122,11 +122,11 @@ int dav_props_drop(struct dav_props *p, const char *path);
 
 struct dav_lock {
 	char token[DAV_TOKEN_SIZE]; /* "opaquelocktoken:<uuid>" */
-	char *path;                 /* the lock's root */
-	int infinite;               /* Depth: infinity */
+	char *path;		    /* the lock's root */
+	int infinite;		    /* Depth: infinity */
 	int shared;
-	char *owner;                /* the owner element as sent (xnode_write), or NULL */
-	long timeout;               /* seconds */
+	char *owner;  /* the owner element as sent (xnode_write), or NULL */
+	long timeout; /* seconds */
 	time_t expires;
 };
 
@@ -174,22 +174,22 @@ int dav_locks_may_write(struct dav_locks *l, const char *path, int tree, char *c
 
 /* The If header, parsed (RFC 4918 §10.4). */
 struct if_cond {
-	int not;
-	int etag;            /* an entity tag, else a state token */
-	char *value;         /* the token, or the etag with its quotes */
+	int not ;
+	int etag;    /* an entity tag, else a state token */
+	char *value; /* the token, or the etag with its quotes */
 };
 
 struct if_list {
-	char *path;          /* a tagged list's resource (vault path), NULL untagged */
+	char *path; /* a tagged list's resource (vault path), NULL untagged */
 	struct if_cond *conds;
 	size_t n;
-	int broken;          /* cut off by the header's end: never holds (dav-locks.c) */
+	int broken; /* cut off by the header's end: never holds (dav-locks.c) */
 };
 
 struct if_header {
 	struct if_list *lists;
 	size_t n;
-	char **tokens;       /* every state token it names: the tokens submitted */
+	char **tokens; /* every state token it names: the tokens submitted */
 	size_t ntokens;
 };
 
@@ -216,7 +216,7 @@ int dav_if_eval(const struct if_header *h, struct dav_locks *l, const char *path
 enum dav_kind { DAV_NONE, DAV_FILE, DAV_DIR };
 
 struct dav_entry {
-	char *path;          /* vault-relative, "" the root */
+	char *path; /* vault-relative, "" the root */
 	enum dav_kind kind;
 	struct stat st;
 };
@@ -265,9 +265,9 @@ int dav_fs_rename(struct syncapi *api, const char *from, const char *to);
 /* ---- dav.c ---- */
 
 struct dav {
-	struct syncapi *api;     /* borrowed */
-	char *data_rel;          /* the data folder relative to the vault, or NULL when outside */
-	char *base;              /* the URL prefix and "/dav" */
+	struct syncapi *api; /* borrowed */
+	char *data_rel;	     /* the data folder relative to the vault, or NULL when outside */
+	char *base;	     /* the URL prefix and "/dav" */
 	struct dav_props *props;
 	struct dav_locks *locks;
 };
@@ -285,11 +285,11 @@ int dav_resolve_url(void *dav, const char *url, struct buf *out);
 struct dav_req {
 	struct dav *dav;
 	struct http_deferred *d;
-	int method;              /* enum http_method */
-	char *path;              /* checked vault path; "" the root */
-	int slash;               /* the URL ended with '/' */
-	char *dest;              /* COPY, MOVE: the Destination's vault path */
-	int depth;               /* 0, 1, -1 for infinity */
+	int method; /* enum http_method */
+	char *path; /* checked vault path; "" the root */
+	int slash;  /* the URL ended with '/' */
+	char *dest; /* COPY, MOVE: the Destination's vault path */
+	int depth;  /* 0, 1, -1 for infinity */
 	int overwrite;
 	char *if_hdr, *if_match, *if_none_match, *lock_token, *timeout; /* or NULL */
 	struct buf body;
@@ -310,7 +310,7 @@ enum dav_find { FIND_ALL, FIND_NAMES, FIND_PROPS };
 
 struct dav_propfind {
 	enum dav_find mode;
-	struct xnode *props;     /* FIND_PROPS: the <prop> element (borrowed) */
+	struct xnode *props; /* FIND_PROPS: the <prop> element (borrowed) */
 };
 
 /*

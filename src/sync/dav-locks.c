@@ -106,10 +106,11 @@ static void new_token(char out[DAV_TOKEN_SIZE])
 	}
 	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
 	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-	snprintf(out, DAV_TOKEN_SIZE,
-		 "opaquelocktoken:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
-		 r[14], r[15]);
+	snprintf(
+	    out, DAV_TOKEN_SIZE,
+	    "opaquelocktoken:%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	    r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+	    r[14], r[15]);
 }
 
 int dav_locks_add(struct dav_locks *l, const char *path, int infinite, int shared,

@@ -199,17 +199,25 @@ static void do_get(struct dav_req *r, const struct if_header *ifh)
 	int status;
 	enum dav_kind k = dav_fs_stat(r->dav->api, r->path, &st);
 
-	if (k == DAV_NONE)
-		{ reply(r, 404, "not found"); return; }
+	if (k == DAV_NONE) {
+		reply(r, 404, "not found");
+		return;
+	}
 	if ((status = conditions(r, ifh, r->path, 1)) != 0) {
 		if (status == 304 && dav_fs_etag(r->dav->api, r->path, &tag) == 0)
 			http_deferred_header(r->d, "ETag", tag.ptr);
 		buf_release(&tag);
-		{ reply(r, status, status == 304 ? NULL : "precondition failed"); return; }
+		{
+			reply(r, status, status == 304 ? NULL : "precondition failed");
+			return;
+		}
 	}
-	if (k == DAV_DIR)
-		{ get_folder(r); return; }
-	if (dav_fs_etag(r->dav->api, r->path, &tag) < 0 || dav_fs_read(r->dav->api, r->path, &body) < 0) {
+	if (k == DAV_DIR) {
+		get_folder(r);
+		return;
+	}
+	if (dav_fs_etag(r->dav->api, r->path, &tag) < 0 ||
+	    dav_fs_read(r->dav->api, r->path, &body) < 0) {
 		reply_errno(r, errno, "read");
 		goto out;
 	}
@@ -248,19 +256,29 @@ static void do_put(struct dav_req *r, const struct if_header *ifh)
 	enum dav_kind k;
 	char etag[SHA256_HEX_SIZE + 2];
 
-	if (!r->path[0])
-		{ reply(r, 405, "the root is a collection"); return; }
+	if (!r->path[0]) {
+		reply(r, 405, "the root is a collection");
+		return;
+	}
 	k = dav_fs_stat(api, r->path, &st);
-	if (k == DAV_DIR)
-		{ reply(r, 405, "a collection takes no PUT"); return; }
-	if (!dav_fs_parent_exists(api, r->path))
-		{ reply(r, 409, "the parent collection does not exist"); return; }
-	if (conditions(r, ifh, r->path, 0))
-		{ reply(r, 412, "precondition failed"); return; }
+	if (k == DAV_DIR) {
+		reply(r, 405, "a collection takes no PUT");
+		return;
+	}
+	if (!dav_fs_parent_exists(api, r->path)) {
+		reply(r, 409, "the parent collection does not exist");
+		return;
+	}
+	if (conditions(r, ifh, r->path, 0)) {
+		reply(r, 412, "precondition failed");
+		return;
+	}
 	if (may_write(r, ifh, r->path, 0, k == DAV_NONE))
 		return;
-	if (write_file(api, r->path, &r->body, &out) >= 300)
-		{ reply(r, out.status, out.error); return; }
+	if (write_file(api, r->path, &r->body, &out) >= 300) {
+		reply(r, out.status, out.error);
+		return;
+	}
 	snprintf(etag, sizeof(etag), "\"%s\"", out.sha);
 	http_deferred_header(r->d, "ETag", etag);
 	reply(r, k == DAV_NONE ? 201 : 204, NULL);
@@ -271,16 +289,24 @@ static void do_delete(struct dav_req *r, const struct if_header *ifh)
 	struct syncapi *api = r->dav->api;
 	struct stat st;
 
-	if (!r->path[0])
-		{ reply(r, 403, "the root cannot be deleted"); return; }
-	if (dav_fs_stat(api, r->path, &st) == DAV_NONE)
-		{ reply(r, 404, "not found"); return; }
-	if (conditions(r, ifh, r->path, 0))
-		{ reply(r, 412, "precondition failed"); return; }
+	if (!r->path[0]) {
+		reply(r, 403, "the root cannot be deleted");
+		return;
+	}
+	if (dav_fs_stat(api, r->path, &st) == DAV_NONE) {
+		reply(r, 404, "not found");
+		return;
+	}
+	if (conditions(r, ifh, r->path, 0)) {
+		reply(r, 412, "precondition failed");
+		return;
+	}
 	if (may_write(r, ifh, r->path, 1, 1))
 		return;
-	if (dav_fs_remove(api, r->path) < 0)
-		{ reply_errno(r, errno, "delete"); return; }
+	if (dav_fs_remove(api, r->path) < 0) {
+		reply_errno(r, errno, "delete");
+		return;
+	}
 	dav_props_drop(r->dav->props, r->path);
 	dav_locks_drop(r->dav->locks, r->path);
 	syncapi_notify(api, r->path, NULL);
@@ -292,18 +318,28 @@ static void do_mkcol(struct dav_req *r, const struct if_header *ifh)
 	struct syncapi *api = r->dav->api;
 	struct stat st;
 
-	if (r->body.len)
-		{ reply(r, 415, "MKCOL takes no body"); return; }
-	if (!r->path[0] || dav_fs_stat(api, r->path, &st) != DAV_NONE)
-		{ reply(r, 405, "the resource exists"); return; }
-	if (!dav_fs_parent_exists(api, r->path))
-		{ reply(r, 409, "the parent collection does not exist"); return; }
-	if (conditions(r, ifh, r->path, 0))
-		{ reply(r, 412, "precondition failed"); return; }
+	if (r->body.len) {
+		reply(r, 415, "MKCOL takes no body");
+		return;
+	}
+	if (!r->path[0] || dav_fs_stat(api, r->path, &st) != DAV_NONE) {
+		reply(r, 405, "the resource exists");
+		return;
+	}
+	if (!dav_fs_parent_exists(api, r->path)) {
+		reply(r, 409, "the parent collection does not exist");
+		return;
+	}
+	if (conditions(r, ifh, r->path, 0)) {
+		reply(r, 412, "precondition failed");
+		return;
+	}
 	if (may_write(r, ifh, r->path, 0, 1))
 		return;
-	if (dav_fs_mkdir(api, r->path) < 0)
-		{ reply_errno(r, errno, "mkcol"); return; }
+	if (dav_fs_mkdir(api, r->path) < 0) {
+		reply_errno(r, errno, "mkcol");
+		return;
+	}
 	syncapi_notify(api, r->path, NULL);
 	reply(r, 201, NULL);
 }
@@ -321,7 +357,10 @@ static int copy_checks(struct dav_req *r, const struct if_header *ifh, int move,
 	if (*k == DAV_NONE)
 		return reply(r, 404, "not found"), -1;
 	if ((move && r->depth != -1) || r->depth == 1)
-		return reply(r, 400, move ? "MOVE takes Depth: infinity" : "COPY takes Depth 0 or infinity"), -1;
+		return reply(r, 400,
+			     move ? "MOVE takes Depth: infinity"
+				  : "COPY takes Depth 0 or infinity"),
+		       -1;
 	if (!dav_fs_parent_exists(api, r->dest))
 		return reply(r, 409, "the Destination's parent collection does not exist"), -1;
 	*dk = dav_fs_stat(api, r->dest, &st);
@@ -339,12 +378,18 @@ static void do_copy_move(struct syncapi *api, struct dav_req *r, const struct if
 	int move = r->method == HTTP_MOVE;
 	enum dav_kind k, dk;
 
-	if (!r->path[0] || !r->dest[0])
-		{ reply(r, 403, "the root cannot be copied, moved or replaced"); return; }
-	if (strcmp(r->path, r->dest) == 0)
-		{ reply(r, 403, "the source and the Destination are the same"); return; }
-	if (dav_path_under(r->dest, r->path) || dav_path_under(r->path, r->dest))
-		{ reply(r, 409, "the source and the Destination hold one another"); return; }
+	if (!r->path[0] || !r->dest[0]) {
+		reply(r, 403, "the root cannot be copied, moved or replaced");
+		return;
+	}
+	if (strcmp(r->path, r->dest) == 0) {
+		reply(r, 403, "the source and the Destination are the same");
+		return;
+	}
+	if (dav_path_under(r->dest, r->path) || dav_path_under(r->path, r->dest)) {
+		reply(r, 409, "the source and the Destination hold one another");
+		return;
+	}
 	syncapi_claim(api, r->path, r->dest);
 	if (copy_checks(r, ifh, move, &k, &dk) < 0)
 		goto out;
@@ -379,15 +424,17 @@ out:
 
 static void do_propfind(struct dav_req *r)
 {
-	struct dav_propfind find = { FIND_ALL, NULL };
+	struct dav_propfind find = {FIND_ALL, NULL};
 	struct xnode *root = NULL;
 	struct dav_entry e;
 	const char *why;
 
 	if (r->body.len) {
 		root = dav_xml_parse(r->body.ptr, r->body.len, &why);
-		if (!root)
-			{ reply(r, 400, why); return; }
+		if (!root) {
+			reply(r, 400, why);
+			return;
+		}
 		if (!xnode_is(root, "DAV:", "propfind"))
 			why = "PROPFIND takes a DAV:propfind body";
 		else if (xnode_child(root, "DAV:", "propname"))
@@ -400,7 +447,10 @@ static void do_propfind(struct dav_req *r)
 			why = NULL;
 		if (why && find.mode == FIND_ALL) {
 			xnode_free(root);
-			{ reply(r, 400, why); return; }
+			{
+				reply(r, 400, why);
+				return;
+			}
 		}
 	}
 	memset(&e, 0, sizeof(e));
@@ -481,8 +531,10 @@ static void do_proppatch(struct dav_req *r, const struct if_header *ifh)
 	size_t n = 0;
 	int refused = 0;
 
-	if (dav_fs_stat(r->dav->api, r->path, &st) == DAV_NONE)
-		{ reply(r, 404, "not found"); return; }
+	if (dav_fs_stat(r->dav->api, r->path, &st) == DAV_NONE) {
+		reply(r, 404, "not found");
+		return;
+	}
 	root = dav_xml_parse(r->body.ptr ? r->body.ptr : "", r->body.len, &why);
 	if (!root || !xnode_is(root, "DAV:", "propertyupdate") ||
 	    patch_changes(root, &c, &n, &values, &refused) < 0) {
@@ -505,8 +557,10 @@ static void do_proppatch(struct dav_req *r, const struct if_header *ifh)
 	for (op = root->child; op; op = op->next) {
 		const struct xnode *prop = xnode_child(op, "DAV:", "prop");
 		for (p = prop ? prop->child : NULL; p; p = p->next)
-			patch_result(&b, p, !refused ? "200 OK" : protected_prop(p) ? "403 Forbidden"
-										 : "424 Failed Dependency");
+			patch_result(&b, p,
+				     !refused		 ? "200 OK"
+				     : protected_prop(p) ? "403 Forbidden"
+							 : "424 Failed Dependency");
 	}
 	buf_adds(&b, "</D:response></D:multistatus>\n");
 	http_deferred_reply_buf(r->d, 207, DAV_XML_TYPE, &b);
@@ -596,12 +650,14 @@ static void do_lock(struct dav_req *r, const struct if_header *ifh)
 	int rc;
 
 	memset(&k, 0, sizeof(k));
-	if (!r->body.len)
-		{ refresh_lock(r, ifh, timeout); return; }
+	if (!r->body.len) {
+		refresh_lock(r, ifh, timeout);
+		return;
+	}
 	root = dav_xml_parse(r->body.ptr, r->body.len, &why);
 	scope = root ? xnode_child(xnode_child(root, "DAV:", "lockscope"), "DAV:", "shared") : NULL;
-	if (!root || !xnode_is(root, "DAV:", "lockinfo") || !xnode_child(root, "DAV:", "lockscope") ||
-	    r->depth == 1) {
+	if (!root || !xnode_is(root, "DAV:", "lockinfo") ||
+	    !xnode_child(root, "DAV:", "lockscope") || r->depth == 1) {
 		reply(r, 400, r->depth == 1 ? "LOCK takes Depth 0 or infinity" : why);
 		goto out;
 	}
@@ -617,7 +673,8 @@ static void do_lock(struct dav_req *r, const struct if_header *ifh)
 	if (kind == DAV_NONE && may_write(r, ifh, r->path, 0, 1))
 		goto out;
 	owner = owner_xml(root);
-	rc = dav_locks_add(r->dav->locks, r->path, r->depth == -1, scope != NULL, owner, timeout, &k);
+	rc = dav_locks_add(r->dav->locks, r->path, r->depth == -1, scope != NULL, owner, timeout,
+			   &k);
 	if (rc) {
 		reply_locked(r, r->path);
 		goto out;
@@ -643,8 +700,10 @@ static void do_unlock(struct dav_req *r)
 	struct buf tok = BUF_INIT;
 	const char *v = r->lock_token;
 
-	if (!v || !(v = strchr(v, '<')) || !strchr(v, '>'))
-		{ reply(r, 400, "UNLOCK takes a Lock-Token header"); return; }
+	if (!v || !(v = strchr(v, '<')) || !strchr(v, '>')) {
+		reply(r, 400, "UNLOCK takes a Lock-Token header");
+		return;
+	}
 	buf_add(&tok, v + 1, (size_t)(strchr(v, '>') - v - 1));
 	if (dav_locks_remove(r->dav->locks, r->path, tok.ptr) == 0)
 		reply(r, 204, NULL);
@@ -675,17 +734,37 @@ void dav_run(struct syncapi *api, struct job *j)
 	}
 	switch (r->method) {
 	case HTTP_GET:
-	case HTTP_HEAD: do_get(r, &ifh); break;
-	case HTTP_PUT: do_put(r, &ifh); break;
-	case HTTP_DELETE: do_delete(r, &ifh); break;
-	case HTTP_MKCOL: do_mkcol(r, &ifh); break;
+	case HTTP_HEAD:
+		do_get(r, &ifh);
+		break;
+	case HTTP_PUT:
+		do_put(r, &ifh);
+		break;
+	case HTTP_DELETE:
+		do_delete(r, &ifh);
+		break;
+	case HTTP_MKCOL:
+		do_mkcol(r, &ifh);
+		break;
 	case HTTP_COPY:
-	case HTTP_MOVE: do_copy_move(api, r, &ifh); break;
-	case HTTP_PROPFIND: do_propfind(r); break;
-	case HTTP_PROPPATCH: do_proppatch(r, &ifh); break;
-	case HTTP_LOCK: do_lock(r, &ifh); break;
-	case HTTP_UNLOCK: do_unlock(r); break;
-	default: reply(r, 405, "method not allowed"); break;
+	case HTTP_MOVE:
+		do_copy_move(api, r, &ifh);
+		break;
+	case HTTP_PROPFIND:
+		do_propfind(r);
+		break;
+	case HTTP_PROPPATCH:
+		do_proppatch(r, &ifh);
+		break;
+	case HTTP_LOCK:
+		do_lock(r, &ifh);
+		break;
+	case HTTP_UNLOCK:
+		do_unlock(r);
+		break;
+	default:
+		reply(r, 405, "method not allowed");
+		break;
 	}
 	if (claimed)
 		syncapi_release(api, r->path, NULL);

@@ -28,8 +28,8 @@
 #define STREAM_PIECE (64 * 1024)
 
 static const char *const live_names[] = {
-	"resourcetype", "getetag", "getcontentlength", "getcontenttype", "getlastmodified",
-	"creationdate", "displayname", "lockdiscovery", "supportedlock",
+    "resourcetype", "getetag",	   "getcontentlength", "getcontenttype", "getlastmodified",
+    "creationdate", "displayname", "lockdiscovery",    "supportedlock",
 };
 
 #define NLIVE (sizeof(live_names) / sizeof(live_names[0]))
@@ -50,13 +50,19 @@ const char *dav_content_type(const char *path)
 	static const struct {
 		const char *ext, *type;
 	} types[] = {
-		{ ".md", "text/markdown; charset=utf-8" }, { ".txt", "text/plain; charset=utf-8" },
-		{ ".json", "application/json" },           { ".css", "text/css" },
-		{ ".png", "image/png" },                   { ".jpg", "image/jpeg" },
-		{ ".jpeg", "image/jpeg" },                 { ".gif", "image/gif" },
-		{ ".svg", "image/svg+xml" },               { ".webp", "image/webp" },
-		{ ".pdf", "application/pdf" },             { ".yml", "text/yaml; charset=utf-8" },
-		{ ".canvas", "application/json" },
+	    {".md", "text/markdown; charset=utf-8"},
+	    {".txt", "text/plain; charset=utf-8"},
+	    {".json", "application/json"},
+	    {".css", "text/css"},
+	    {".png", "image/png"},
+	    {".jpg", "image/jpeg"},
+	    {".jpeg", "image/jpeg"},
+	    {".gif", "image/gif"},
+	    {".svg", "image/svg+xml"},
+	    {".webp", "image/webp"},
+	    {".pdf", "application/pdf"},
+	    {".yml", "text/yaml; charset=utf-8"},
+	    {".canvas", "application/json"},
 	};
 	const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
 	size_t i;
@@ -75,13 +81,15 @@ void dav_write_lockdiscovery(const struct dav *dav, struct buf *b, const struct 
 
 	buf_adds(b, "<D:lockdiscovery>");
 	for (i = 0; i < n; i++) {
-		buf_addf(b, "<D:activelock><D:locktype><D:write/></D:locktype>"
-			    "<D:lockscope><D:%s/></D:lockscope><D:depth>%s</D:depth>",
+		buf_addf(b,
+			 "<D:activelock><D:locktype><D:write/></D:locktype>"
+			 "<D:lockscope><D:%s/></D:lockscope><D:depth>%s</D:depth>",
 			 v[i].shared ? "shared" : "exclusive", v[i].infinite ? "infinity" : "0");
 		if (v[i].owner)
 			buf_addf(b, "<D:owner>%s</D:owner>", v[i].owner);
-		buf_addf(b, "<D:timeout>Second-%ld</D:timeout>"
-			    "<D:locktoken><D:href>%s</D:href></D:locktoken>",
+		buf_addf(b,
+			 "<D:timeout>Second-%ld</D:timeout>"
+			 "<D:locktoken><D:href>%s</D:href></D:locktoken>",
 			 v[i].timeout, v[i].token);
 		buf_adds(b, "<D:lockroot>");
 		dav_href(dav, b, v[i].path, 0);
@@ -124,14 +132,15 @@ static int live_prop(struct dav *dav, struct buf *b, const struct dav_entry *e, 
 			buf_addf(b, "<D:getcontentlength>%lld</D:getcontentlength>",
 				 (long long)e->st.st_size);
 		else
-			buf_addf(b, "<D:getcontenttype>%s</D:getcontenttype>", dav_content_type(e->path));
+			buf_addf(b, "<D:getcontenttype>%s</D:getcontenttype>",
+				 dav_content_type(e->path));
 		buf_release(&tag);
 	} else if (strcmp(name, "getlastmodified") == 0 || strcmp(name, "creationdate") == 0) {
 		int created = name[0] == 'c';
 		time_t t = created ? e->st.st_ctime : e->st.st_mtime;
 		gmtime_r(&t, &tm);
-		strftime(date, sizeof(date), created ? "%Y-%m-%dT%H:%M:%SZ" : "%a, %d %b %Y %H:%M:%S GMT",
-			 &tm);
+		strftime(date, sizeof(date),
+			 created ? "%Y-%m-%dT%H:%M:%SZ" : "%a, %d %b %Y %H:%M:%S GMT", &tm);
 		if (names_only)
 			buf_addf(b, "<D:%s/>", name);
 		else
@@ -168,7 +177,7 @@ static int live_prop(struct dav *dav, struct buf *b, const struct dav_entry *e, 
 
 /* The dead properties of a resource, copied out of the store. */
 struct dead {
-	struct buf xml;        /* the found ones, concatenated */
+	struct buf xml;		  /* the found ones, concatenated */
 	const struct xnode *want; /* FIND_PROPS: one wanted property, else NULL: all */
 	int names_only, found;
 };

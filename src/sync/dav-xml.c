@@ -68,10 +68,14 @@ static void on_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 
 	if (ps->why)
 		return;
-	if (++ps->depth > DAV_MAX_DEPTH)
-		{ stop(ps, "XML nested too deeply"); return; }
-	if (++ps->nodes > DAV_MAX_NODES)
-		{ stop(ps, "too many XML elements"); return; }
+	if (++ps->depth > DAV_MAX_DEPTH) {
+		stop(ps, "XML nested too deeply");
+		return;
+	}
+	if (++ps->nodes > DAV_MAX_NODES) {
+		stop(ps, "too many XML elements");
+		return;
+	}
 	n = xcalloc(1, sizeof(*n));
 	buf_init(&n->text, 0);
 	n->ns = sp ? xstrndup(name, (size_t)(sp - name)) : xstrdup("");
@@ -112,8 +116,8 @@ static void on_text(void *ud, const XML_Char *s, int len)
 		buf_add(&ps->cur->text, s, (size_t)len);
 }
 
-static void on_doctype(void *ud, const XML_Char *name, const XML_Char *sysid,
-		       const XML_Char *pubid, int has_internal_subset)
+static void on_doctype(void *ud, const XML_Char *name, const XML_Char *sysid, const XML_Char *pubid,
+		       int has_internal_subset)
 {
 	(void)name;
 	(void)sysid;
@@ -156,8 +160,9 @@ struct xnode *dav_xml_parse(const char *body, size_t len, const char **why)
 	XML_SetParamEntityParsing(ps.p, XML_PARAM_ENTITY_PARSING_NEVER);
 	st = XML_Parse(ps.p, body, (int)len, XML_TRUE);
 	if (st != XML_STATUS_OK || ps.why || !ps.root) {
-		*why = ps.why ? ps.why : !ps.root && st == XML_STATUS_OK ? "empty XML body"
-									   : "malformed XML body";
+		*why = ps.why				 ? ps.why
+		       : !ps.root && st == XML_STATUS_OK ? "empty XML body"
+							 : "malformed XML body";
 		xnode_free(ps.root);
 		ps.root = NULL;
 	}
@@ -186,12 +191,24 @@ void dav_xml_escape(struct buf *b, const char *s, size_t len)
 
 	for (i = 0; i < len; i++) {
 		switch (s[i]) {
-		case '&': buf_adds(b, "&amp;"); break;
-		case '<': buf_adds(b, "&lt;"); break;
-		case '>': buf_adds(b, "&gt;"); break;
-		case '"': buf_adds(b, "&quot;"); break;
-		case '\r': buf_adds(b, "&#13;"); break;
-		default: buf_addc(b, s[i]); break;
+		case '&':
+			buf_adds(b, "&amp;");
+			break;
+		case '<':
+			buf_adds(b, "&lt;");
+			break;
+		case '>':
+			buf_adds(b, "&gt;");
+			break;
+		case '"':
+			buf_adds(b, "&quot;");
+			break;
+		case '\r':
+			buf_adds(b, "&#13;");
+			break;
+		default:
+			buf_addc(b, s[i]);
+			break;
 		}
 	}
 }

@@ -42,7 +42,8 @@
 #include <strings.h>
 
 #define TMP_NAME ".quire-tmp-"
-#define ALLOW "OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
+#define ALLOW                                                                                      \
+	"OPTIONS, GET, HEAD, PUT, DELETE, MKCOL, COPY, MOVE, PROPFIND, PROPPATCH, LOCK, UNLOCK"
 
 /* ---- paths ---- */
 
@@ -60,8 +61,8 @@ int dav_hidden(void *ctx, const char *path)
 
 	if (strcmp(path, ".quire") == 0 || strncmp(path, ".quire/", 7) == 0)
 		return 1;
-	if (dav->data_rel && (n = strlen(dav->data_rel)) &&
-	    strncmp(path, dav->data_rel, n) == 0 && (path[n] == '\0' || path[n] == '/'))
+	if (dav->data_rel && (n = strlen(dav->data_rel)) && strncmp(path, dav->data_rel, n) == 0 &&
+	    (path[n] == '\0' || path[n] == '/'))
 		return 1;
 	for (;;) {
 		if (seg_starts(p, TMP_NAME))
@@ -266,10 +267,9 @@ static struct dav_req *read_request(struct dav *dav, struct http_request *req)
 		goto fail;
 	}
 	r->path = buf_detach(&path, NULL);
-	r->depth = parse_depth(http_request_header(req, "Depth"), m == HTTP_PROPFIND || m == HTTP_LOCK ||
-								  m == HTTP_COPY || m == HTTP_MOVE
-							  ? -1
-							  : 0);
+	r->depth = parse_depth(
+	    http_request_header(req, "Depth"),
+	    m == HTTP_PROPFIND || m == HTTP_LOCK || m == HTTP_COPY || m == HTTP_MOVE ? -1 : 0);
 	if (r->depth == -2) {
 		reply_text(req, 400, "Depth takes 0, 1 or infinity");
 		goto fail;
@@ -361,8 +361,8 @@ struct dav *dav_new(struct syncapi *api, const char *url_prefix)
 	buf_addf(&b, "%s/dav", url_prefix ? url_prefix : "");
 	dav->base = buf_detach(&b, NULL);
 	/* the data folder, when it is inside the vault, is hidden under its own name too */
-	if (realpath(api->vault, vault) && realpath(api->data_dir, data) &&
-	    (n = strlen(vault)) && strncmp(data, vault, n) == 0 && data[n] == '/')
+	if (realpath(api->vault, vault) && realpath(api->data_dir, data) && (n = strlen(vault)) &&
+	    strncmp(data, vault, n) == 0 && data[n] == '/')
 		dav->data_rel = xstrdup(data + n + 1);
 	buf_addf(&b, "%s/davprops", api->data_dir);
 	dav->props = dav_props_open(b.ptr);
