@@ -358,8 +358,10 @@ static int stream_step(struct worker *w, struct http_deferred *d)
 		http_respond_stream_chunk(d->ev, piece.ptr, piece.len);
 	buf_release(&piece);
 	if (d->out) {
+		/* the writer may be waiting on what was just taken from it */
 		pthread_mutex_lock(&w->done_lock);
 		d->out_len = evbuffer_get_length(d->out);
+		pthread_cond_broadcast(&d->drained);
 		pthread_mutex_unlock(&w->done_lock);
 	}
 	if (!d->ev && !d->stream_dead)
