@@ -200,6 +200,9 @@ def main():
     except Stop:
         pass
     finally:
+        if proc is not None and proc.poll() is not None:
+            check(False, "quire serve exited during the test, status %d%s" % (
+                proc.returncode, " (signal %d)" % -proc.returncode if proc.returncode < 0 else ""))
         if proc is not None:
             proc.terminate()
             try:
