@@ -2,7 +2,7 @@
 """WebDAV: a PUT to live, and `rclone sync` of a vault into an empty server.
 
     bench/dav.py QUIRE VAULT [--edits 200] [--gap 0.05] [--keep-data] [--json]
-                 [--no-rclone] [--no-edits] [--server-cores LIST]
+                 [--no-rclone] [--no-edits] [--rclone-files N] [--server-cores LIST]
 
 Two measurements of quire's WebDAV endpoint (/dav/, HTTP Basic auth with
 the token as password), the server pinned with taskset to the core that
@@ -29,7 +29,8 @@ its children (rclone) on the other cores:
           method, requests and files a second, then how long after rclone
           ended /healthz counted every published note (the number the
           edits' server loaded the same vault with, or the notes when
-          --no-edits).
+          --no-edits). --rclone-files N syncs only the vault's first N
+          files (walk order, `--files-from`): --quick's short run.
 
 Prints a summary; --json prints one JSON object. Exit 2 if the server
 died, 1 on another failure. Python 3 standard library and rclone.
@@ -50,7 +51,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from structural import cpu_list, disk_core, pct, scan  # noqa: E402
+from structural import cpu_list, disk_core, frontmatter, pct, scan  # noqa: E402
 
 TIMEOUT = 30.0
 POLL = 0.0003
@@ -138,6 +139,8 @@ class Server:
             time.sleep(0.2)
 
     def stop(self):
+        if self.logf.closed:
+            return
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -224,7 +227,7 @@ def edits(quire, vault, tmp, cores, n, gap, keep_data, seed=1):
 ACCESS = re.compile(r'"([A-Z]+) (/dav/\S*) HTTP/[\d.]+" (\d{3})')
 
 
-def rclone_sync(quire, vault, tmp, cores, published):
+def rclone_sync(quire, vault, tmp, cores, published, max_files=None):
     empty = os.path.join(tmp, "empty")
     os.makedirs(empty)
     access = os.path.join(tmp, "access.log")
@@ -237,16 +240,32 @@ def rclone_sync(quire, vault, tmp, cores, published):
                    RCLONE_CONFIG_Q_PASS=subprocess.run(
                        ["rclone", "obscure", srv.token], stdout=subprocess.PIPE, text=True,
                        check=True).stdout.strip())
-        files = nbytes = 0
+        paths = []
         for d, dirs, fs in os.walk(vault):
-            dirs[:] = [x for x in dirs if not (d == vault and x == ".quire")]
-            files += len(fs)
-            nbytes += sum(os.path.getsize(os.path.join(d, f)) for f in fs)
+            dirs[:] = sorted(x for x in dirs if not (d == vault and x == ".quire"))
+            paths += [os.path.relpath(os.path.join(d, f), vault) for f in sorted(fs)]
+        extra = []
+        if max_files is not None and max_files < len(paths):
+            # the first files in walk order (whole folders, as a smaller vault would be)
+            paths = paths[:max_files]
+            lst = os.path.join(tmp, "files-from")
+            with open(lst, "w") as fh:
+                fh.write("".join(p + "\n" for p in paths))
+            extra = ["--files-from", lst]
+            published = 0
+            for p in paths:
+                if p.endswith(".md"):
+                    with open(os.path.join(vault, p), encoding="utf-8", errors="replace") as fh:
+                        keys, _ = frontmatter(fh.read(8192))
+                    published += keys.get("draft", "").lower() != "true"
+        files = len(paths)
+        nbytes = sum(os.path.getsize(os.path.join(vault, p)) for p in paths)
         version = subprocess.run(["rclone", "version"], stdout=subprocess.PIPE,
                                  text=True).stdout.split("\n")[0]
         t0 = time.monotonic()
+        # (rclone takes --files-from or filters, not both)
         r = subprocess.run(["rclone", "sync", vault, "q:", "--config", "/dev/null",
-                            "--exclude", "/.quire/**", "--use-json-log", "-v",
+                            *(extra or ["--exclude", "/.quire/**"]), "--use-json-log", "-v",
                             "--retries", "1", "--low-level-retries", "1"],
                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                            timeout=7200)
@@ -262,12 +281,15 @@ def rclone_sync(quire, vault, tmp, cores, published):
             if j.get("level") in ("error", "critical"):
                 errors.append("%s: %s" % (j.get("object", ""), j.get("msg", "")))
         srv.alive("after rclone sync")
+        if not stats:
+            raise RuntimeError("rclone sync gave no statistics (exit %d):\n%s"
+                               % (r.returncode, r.stdout[-2000:]))
         # until the site counts every published note
         want = published
         live_s, notes_now = None, None
         t1 = time.monotonic()
         c = Conn(srv.port)
-        while time.monotonic() - t1 < 600:
+        while time.monotonic() - t1 < 120:
             s, b = c.send("GET", "/healthz")
             if s == 200:
                 notes_now = json.loads(b).get("notes")
@@ -276,6 +298,7 @@ def rclone_sync(quire, vault, tmp, cores, published):
                     break
             time.sleep(0.01)
         c.close()
+        srv.stop()   # the access log is whole once the server has stopped
         by_method, statuses, n = {}, {}, 0
         with open(access, errors="replace") as fh:
             for line in fh:
@@ -311,6 +334,7 @@ def main():
         return default
 
     n = opt("--edits", 200, int)
+    max_files = opt("--rclone-files", None, int)
     gap = opt("--gap", 0.05, float)
     cores = opt("--server-cores", None, str)
     flags = {f: (f in args) for f in ("--json", "--keep-data", "--no-rclone", "--no-edits")}
@@ -343,7 +367,7 @@ def main():
             if published is None:
                 published = len(scan(vault)[0])
             log("rclone: sync of %s into an empty server" % vault)
-            out["rclone"] = rclone_sync(quire, vault, tmp, cores, published)
+            out["rclone"] = rclone_sync(quire, vault, tmp, cores, published, max_files)
             r = out["rclone"]
             log("rclone: %s files in %s s, %s requests (%s/s), live after %s s, %s errors"
                 % (r["transfers"], r["wall_s"], r["requests"], r["requests_per_s"],
