@@ -21,8 +21,8 @@ Asserts:
     folder) made locally reach the site with the next sync: the edited
     page shows the new text, the deleted one answers 404, the moved one
     answers at its new URL and its old one redirects there (rclone sends
-    an upload and a delete, which quire pairs into a move); that sync
-    transfers exactly 2 files and deletes 2;
+    a delete, with --delete-before, then an upload, which quire pairs into
+    a move); that sync transfers exactly 2 files and deletes 2;
   - what rclone decides with vendor=other (docs/editors.md says it): the
     server has no hash rclone knows and rclone sets no modification time
     there, so it compares sizes only. An edit that keeps a note's size is
@@ -168,7 +168,12 @@ def main():
             text = fh.read()
         with open(p, "w") as fh:
             fh.write(text.replace("samesize-marker-AAAA", "samesize-marker-BBBB"))
-        code, st, lines = rclone(["sync", src, "q:"], env, "sync of the changes")
+        # --delete-before: rclone's default deletes after the uploads, and
+        # quire pairs a deletion with a later upload of the same bytes into
+        # a move (docs/design.md, "struct departed"), not an upload with a
+        # later deletion unless both land in one change (docs/editors.md)
+        code, st, lines = rclone(["sync", src, "q:", "--delete-before"], env,
+                                 "sync of the changes")
         check(code == 0 and st.get("transfers") == 2 and st.get("deletes") == 2,
               "the changes' sync transfers 2 files and deletes 2 (exit %d, %s, %s)"
               % (code, st.get("transfers"), st.get("deletes")))
@@ -178,7 +183,7 @@ def main():
         check(ok, "the deleted note's page %s answers 404 (%d)" % (note_url(deleted), status))
         ok, status = site.shows(note_url(to), "moved-marker-QX7")
         check(ok, "the moved note answers at its new URL %s (%d)" % (note_url(to), status))
-        # rclone moves as an upload and a delete; quire pairs the two (the
+        # rclone moves as a delete and an upload; quire pairs the two (the
         # same bytes and file name) into a move, whose old URL redirects
         ok, status = site.gone(note_url(moved), allowed=(301,))
         loc = site.get(note_url(moved))[1].get("location", "")
