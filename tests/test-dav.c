@@ -202,8 +202,12 @@ static void test_unauthenticated(void)
 	size_t i;
 	int w;
 
+	struct syncapi_stats st0, st1;
+	int sent = 0;
+
 	tv_write(vault, "private.md", "# Private\n\n" SECRET "\n");
 	fingerprint(vault, "", &before);
+	syncapi_get_stats(srv.sync, &st0);
 	for (i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
 		for (w = 0; w < 2; w++) {
 			struct resp r;
@@ -222,8 +226,12 @@ static void test_unauthenticated(void)
 			CHECK(!r.body.ptr || !strstr(r.body.ptr, SECRET));
 			CHECK(!hdr(&r, "ETag") && !hdr(&r, "DAV"));
 			resp_free(&r);
+			sent++;
 		}
 	}
+	/* each counted by the sync API's per-address failure limiter */
+	syncapi_get_stats(srv.sync, &st1);
+	CHECK_INT((int)(st1.auth_failures - st0.auth_failures), sent);
 	usleep(100 * 1000); /* a write let through would have landed by now */
 	fingerprint(vault, "", &after);
 	CHECK(before.len == after.len && memcmp(before.ptr, after.ptr, before.len) == 0);
