@@ -4,8 +4,8 @@
  * The first load runs before the port opens, so the first request already
  * sees every page; after that the loader thread owns the site and the
  * front only ever reads published snapshots. With a token (--token-file or
- * QUIRE_TOKEN) the sync API is registered under /api/v1/; without one those
- * URLs are plain 404s.
+ * QUIRE_TOKEN) the sync API is registered under /api/v1/ and WebDAV under
+ * /dav/ (dav.h); without one those URLs are plain 404s.
  */
 #include "cmd/serve.h"
 #include "http/http.h"
@@ -13,6 +13,7 @@
 #include "http/searchapi.h"
 #include "site/loader.h"
 #include "site/site.h"
+#include "sync/dav.h"
 #include "sync/syncapi.h"
 #include "util/log.h"
 #include "util/parallel.h"
@@ -48,7 +49,8 @@ static const char serve_usage[] =
 	"                        client has its address)\n"
 	"  --no-watch            do not watch the vault for changes\n"
 	"  --base-url URL        overrides base_url of quire.yml\n"
-	"  --token-file FILE     enables the sync API (/api/v1/) for this bearer token;\n"
+	"  --token-file FILE     enables the sync API (/api/v1/) and WebDAV (/dav/, the\n"
+	"                        token as the password) for this token;\n"
 	"                        the environment variable QUIRE_TOKEN does the same\n"
 	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n"
 	"  --search-rate N       searches a second allowed per client address (default 20;\n"
@@ -221,6 +223,7 @@ int serve_main(int argc, char **argv)
 	struct loader *loader = NULL;
 	struct http_server *srv = NULL;
 	struct syncapi *api = NULL;
+	struct dav *dav = NULL;
 	struct searchapi *search = NULL;
 	struct syncapi_options sa;
 	const struct site *site;
@@ -281,7 +284,14 @@ int serve_main(int argc, char **argv)
 		if (!api || syncapi_register(api, srv) < 0)
 			goto out;
 		fprintf(stderr, "sync API enabled at /api/v1/ (uploads up to %zu bytes)\n", max_upload);
+		dav = dav_new(api, site->cfg.url_prefix);
+		if (!dav || dav_register(dav, srv) < 0)
+			goto out;
+		fprintf(stderr, "WebDAV enabled at %s/dav/ (the token as the password)\n",
+			site->cfg.url_prefix);
 	}
+	if (!token && dav_register_off(srv) < 0)
+		goto out;
 	if (loader_search_path(loader)) {
 		/* --search-rate a second per address (default 20), bursts of twice that; 0: no limit */
 		double rate = search_rate ? search_rate : 1e9;
@@ -313,6 +323,7 @@ int serve_main(int argc, char **argv)
 out:
 	watch_free(watch);
 	syncapi_free(api); /* answers what it still holds before the server goes */
+	dav_free(dav);     /* after the sync API's threads, which run its jobs */
 	http_server_free(srv);
 	searchapi_free(search);
 	loader_free(loader);

@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +52,7 @@ struct http_deferred *http_request_defer(struct http_request *req)
 	d->status = 500;
 	buf_init(&d->hdr, 0);
 	buf_init(&d->body, 0);
+	pthread_cond_init(&d->drained, NULL);
 	d->next = w->deferred;
 	if (w->deferred)
 		w->deferred->prev = d;
@@ -88,39 +90,67 @@ void http_deferred_header(struct http_deferred *d, const char *name, const char 
 	buf_add(&d->hdr, "\r\n", 2);
 }
 
-void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
-			     struct buf *body)
+/*
+ * Queues d for its loop unless it is queued already, in the done queue or
+ * in the list the loop took and has not reached (under done_lock; a
+ * stream's step clears it, see stream_step()); 1 when the loop must be
+ * woken.
+ */
+static int hand_back(struct worker *w, struct http_deferred *d)
 {
-	struct worker *w = d->w;
-	int wake;
+	int wake = !w->done_head;
 
+	if (d->queued)
+		return 0;
+	d->queued = 1;
+	d->qnext = NULL;
+	if (w->done_tail)
+		w->done_tail->qnext = d;
+	else
+		w->done_head = d;
+	w->done_tail = d;
+	return wake;
+}
+
+static void wake_loop(struct worker *w)
+{
+	ssize_t n;
+
+	do
+		n = write(w->done_pipe[1], "d", 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != EAGAIN)
+		log_error("http: cannot wake loop %d: %s", w->index, strerror(errno));
+}
+
+/* The answer's status and content type (NULL: none), by the holder before it hands d back. */
+static void set_status(struct http_deferred *d, int status, const char *content_type)
+{
 	d->status = status;
 	if (content_type) {
 		buf_add(&d->hdr, "Content-Type: ", 14);
 		buf_adds(&d->hdr, content_type);
 		buf_add(&d->hdr, "\r\n", 2);
 	}
+}
+
+void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
+			     struct buf *body)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	set_status(d, status, content_type);
 	if (body) {
 		buf_release(&d->body);
 		d->body = *body;
 		buf_init(body, 0);
 	}
 	pthread_mutex_lock(&w->done_lock);
-	wake = !w->done_head;
-	if (w->done_tail)
-		w->done_tail->qnext = d;
-	else
-		w->done_head = d;
-	w->done_tail = d;
+	wake = hand_back(w, d);
 	pthread_mutex_unlock(&w->done_lock);
-	if (wake) {
-		ssize_t n;
-		do
-			n = write(w->done_pipe[1], "d", 1);
-		while (n < 0 && errno == EINTR);
-		if (n < 0 && errno != EAGAIN)
-			log_error("http: cannot wake loop %d: %s", w->index, strerror(errno));
-	}
+	if (wake)
+		wake_loop(w);
 }
 
 void http_deferred_reply(struct http_deferred *d, int status, const char *content_type,
@@ -145,6 +175,7 @@ static void unlink_deferred(struct worker *w, struct http_deferred *d)
 
 static void free_deferred(struct http_deferred *d)
 {
+	pthread_cond_destroy(&d->drained);
 	buf_release(&d->hdr);
 	buf_release(&d->body);
 	free(d);
@@ -197,6 +228,152 @@ static void send_deferred(struct worker *w, struct http_deferred *d)
 	http_respond(&r, d->status);
 }
 
+/* ---- streamed answers ---- */
+
+/*
+ * A streamed answer keeps at most STREAM_WINDOW bytes in the socket's
+ * buffer and its own: the writer waits for the socket to drain (or the
+ * client to go, or STREAM_STALL_S seconds without progress, after which
+ * the stream counts as dead) before handing over more.
+ */
+#define STREAM_WINDOW (256 * 1024)
+#define STREAM_STALL_S 30
+
+void http_deferred_stream_start(struct http_deferred *d, int status, const char *content_type)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	set_status(d, status, content_type);
+	pthread_mutex_lock(&w->done_lock);
+	d->stream = 1;
+	wake = hand_back(w, d);
+	pthread_mutex_unlock(&w->done_lock);
+	if (wake)
+		wake_loop(w);
+}
+
+int http_deferred_stream_write(struct http_deferred *d, struct buf *piece)
+{
+	struct worker *w = d->w;
+	int wake = 0, dead;
+
+	pthread_mutex_lock(&w->done_lock);
+	while (!d->stream_dead && d->body.len + d->out_len > STREAM_WINDOW) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += STREAM_STALL_S;
+		if (pthread_cond_timedwait(&d->drained, &w->done_lock, &until) == ETIMEDOUT)
+			d->stream_dead = 1;
+	}
+	dead = d->stream_dead;
+	if (!dead && piece->len) {
+		buf_add(&d->body, piece->ptr, piece->len);
+		wake = hand_back(w, d);
+	}
+	pthread_mutex_unlock(&w->done_lock);
+	buf_reset(piece);
+	if (wake)
+		wake_loop(w);
+	return dead ? -1 : 0;
+}
+
+void http_deferred_stream_end(struct http_deferred *d)
+{
+	struct worker *w = d->w;
+	int wake;
+
+	pthread_mutex_lock(&w->done_lock);
+	d->stream_end = 1;
+	wake = hand_back(w, d);
+	pthread_mutex_unlock(&w->done_lock);
+	if (wake)
+		wake_loop(w);
+}
+
+/* The socket's buffer of a stream changed: tell its writer how full it is. */
+static void on_drain(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct http_deferred *d = arg;
+
+	if (!info->n_deleted)
+		return;
+	pthread_mutex_lock(&d->w->done_lock);
+	d->out_len = evbuffer_get_length(out);
+	pthread_cond_broadcast(&d->drained);
+	pthread_mutex_unlock(&d->w->done_lock);
+}
+
+static void unwatch(struct http_deferred *d)
+{
+	if (d->drain)
+		evbuffer_remove_cb_entry(d->out, d->drain);
+	d->drain = NULL;
+	d->out = NULL;
+}
+
+void http_stream_gone(struct http_deferred *d)
+{
+	unwatch(d);
+	pthread_mutex_lock(&d->w->done_lock);
+	d->stream_dead = 1;
+	pthread_cond_broadcast(&d->drained);
+	pthread_mutex_unlock(&d->w->done_lock);
+}
+
+/*
+ * Moves what the writer of stream d handed over onto the socket (the
+ * head first). 1 when the stream has ended and d is to be freed, 0 while
+ * its writer still holds it.
+ */
+static int stream_step(struct worker *w, struct http_deferred *d)
+{
+	struct buf piece = BUF_INIT;
+	int ended;
+
+	/*
+	 * d stays marked queued until here, where what it holds is taken: a
+	 * writer handing it back before would link it into the done queue
+	 * while it still sits, unread, in the list this loop took (its qnext
+	 * cut, and d seen twice, the second time freed).
+	 */
+	pthread_mutex_lock(&w->done_lock);
+	piece = d->body;
+	buf_init(&d->body, 0);
+	ended = d->stream_end;
+	d->queued = 0;
+	pthread_mutex_unlock(&w->done_lock);
+	if (d->ev && !d->head_sent) {
+		struct http_request r;
+		request_of(w, d, &r);
+		buf_reset(&w->hdr);
+		buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
+		HDR_CONST(&r, "Cache-Control: no-store\r\n");
+		d->out = http_respond_stream_head(&r, d->status);
+		d->head_sent = 1;
+		if (d->out)
+			d->drain = evbuffer_add_cb(d->out, on_drain, d);
+	}
+	if (d->ev && piece.len)
+		http_respond_stream_chunk(d->ev, piece.ptr, piece.len);
+	buf_release(&piece);
+	if (d->out) {
+		/* the writer may be waiting on what was just taken from it */
+		pthread_mutex_lock(&w->done_lock);
+		d->out_len = evbuffer_get_length(d->out);
+		pthread_cond_broadcast(&d->drained);
+		pthread_mutex_unlock(&w->done_lock);
+	}
+	if (!d->ev && !d->stream_dead)
+		http_stream_gone(d);
+	if (!ended)
+		return 0;
+	unwatch(d);
+	if (d->ev)
+		http_respond_stream_end(w, d->ev);
+	return 1;
+}
+
 void http_on_done(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
@@ -207,10 +384,12 @@ void http_on_done(evutil_socket_t fd, short what, void *arg)
 		;
 	for (d = take_done(w); d; d = next) {
 		next = d->qnext;
+		if (d->stream && !stream_step(w, d))
+			continue;
 		unlink_deferred(w, d);
 		if (!d->parked)
 			w->inflight--;
-		if (d->ev)
+		if (d->ev && !d->stream)
 			send_deferred(w, d);
 		free_deferred(d);
 	}
@@ -266,6 +445,8 @@ void http_kill_deferred(struct worker *w)
 		if (d->ev && !evhttp_request_get_connection(d->ev))
 			evhttp_request_free(d->ev);
 		d->ev = NULL;
+		if (d->stream)
+			http_stream_gone(d);
 	}
 }
 

@@ -215,13 +215,32 @@ void http_server_set_body_policy(struct http_server *srv, const char *prefix,
 				 http_body_policy fn, void *ctx)
 {
 	struct buf p = BUF_INIT;
+	struct body_policy *bp;
 
+	if (srv->npolicies == HTTP_MAX_POLICIES) {
+		log_error("http: more than %d body policies; %s keeps the small limit",
+			  HTTP_MAX_POLICIES, prefix);
+		return;
+	}
 	buf_adds(&p, srv->prefix);
 	buf_adds(&p, prefix);
-	free(srv->policy_prefix);
-	srv->policy_prefix = buf_detach(&p, &srv->policy_len);
-	srv->policy = fn;
-	srv->policy_ctx = ctx;
+	bp = &srv->policies[srv->npolicies++];
+	bp->prefix = buf_detach(&p, &bp->len);
+	bp->fn = fn;
+	bp->ctx = ctx;
+}
+
+/* The body policy whose prefix the target [t, t + tlen) starts with, or NULL. */
+static const struct body_policy *policy_for(const struct http_server *srv, const char *t,
+					    size_t tlen)
+{
+	int i;
+
+	for (i = 0; i < srv->npolicies; i++)
+		if (tlen >= srv->policies[i].len &&
+		    memcmp(t, srv->policies[i].prefix, srv->policies[i].len) == 0)
+			return &srv->policies[i];
+	return NULL;
 }
 
 /* The value of header name in the head [h, h + len), copied into out; 1 if found. */
@@ -263,6 +282,7 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 	const char *h, *sp, *sp2;
 	char first;
 	struct buf method = BUF_INIT, target = BUF_INIT, auth = BUF_INIT;
+	const struct body_policy *bp;
 	size_t window = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
 
 	/* a request line starts with a method: body bytes seldom do, and cost no search */
@@ -284,14 +304,13 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 		return;
 	mlen = (size_t)(sp - h);
 	tlen = (size_t)(sp2 - sp - 1);
-	if (srv->policy && tlen >= srv->policy_len &&
-	    memcmp(sp + 1, srv->policy_prefix, srv->policy_len) == 0) {
+	if ((bp = policy_for(srv, sp + 1, tlen))) {
 		buf_add(&method, h, mlen);
 		/* an extension method, renamed POST for evhttp (methods.c): its own name */
 		if (mlen == 4 && memcmp(h, "POST", 4) == 0)
 			head_field(h, (size_t)end.pos, srv->method_mark, &method);
 		buf_add(&target, sp + 1, tlen);
-		limit = srv->policy(srv->policy_ctx, method.ptr, target.ptr,
+		limit = bp->fn(bp->ctx, method.ptr, target.ptr,
 				    head_field(h, (size_t)end.pos, "Authorization", &auth) ? auth.ptr
 											 : NULL);
 		if (limit > srv->opt.max_body_size)

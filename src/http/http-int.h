@@ -108,7 +108,14 @@ struct http_deferred {
 	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
 	int status;
 	struct buf hdr;             /* header lines of the answer */
-	struct buf body;
+	struct buf body;            /* a stream's: the bytes not yet taken by the loop */
+	/* a streamed answer (http_deferred_stream_*); under w->done_lock but where said */
+	int stream, stream_end, stream_dead, queued;
+	size_t out_len;             /* the socket buffer's length when the loop last looked */
+	pthread_cond_t drained;     /* out_len fell, or the client left */
+	int head_sent;              /* loop only */
+	struct evbuffer *out;       /* loop only: the socket's buffer, watched by drain */
+	struct evbuffer_cb_entry *drain;
 };
 
 struct worker {
@@ -153,6 +160,8 @@ struct worker {
 	struct counters c;
 };
 
+#define HTTP_MAX_POLICIES 4
+
 struct http_server {
 	struct http_options opt;  /* with the strings below */
 	char *listen;
@@ -173,10 +182,13 @@ struct http_server {
 	size_t nraw;              /* handlers with raw set */
 	atomic_int nconns;
 	int guard_init;
-	char *policy_prefix;      /* the body policy's (guard.c), with the URL prefix */
-	size_t policy_len;
-	http_body_policy policy;
-	void *policy_ctx;
+	struct body_policy {      /* the body policies (guard.c), prefixes with the URL prefix */
+		char *prefix;
+		size_t len;
+		http_body_policy fn;
+		void *ctx;
+	} policies[HTTP_MAX_POLICIES];
+	int npolicies;
 	int per_address;          /* the cap per client address, 0: none (guard.c) */
 	double min_rate;
 	int slow_after_s;
@@ -284,6 +296,16 @@ void http_set_length(struct http_request *r, uint64_t len);
  * request (and its connection) may be freed when it returns.
  */
 void http_respond(struct http_request *r, int status);
+/*
+ * A streamed answer, for deferred requests (defer.c): the head with
+ * "Transfer-Encoding: chunked" (written to the socket's buffer, which is
+ * returned, or NULL when the connection is gone; the request stays
+ * evhttp's to answer), then chunks, then the last chunk, which hands the
+ * request back to evhttp as http_respond() does.
+ */
+struct evbuffer *http_respond_stream_head(struct http_request *r, int status);
+void http_respond_stream_chunk(struct evhttp_request *ev, const void *data, size_t len);
+void http_respond_stream_end(struct worker *w, struct evhttp_request *ev);
 /* A short plain-text answer (errors, 405, 503). */
 void http_respond_text(struct http_request *r, int status, const char *text);
 /* True for a byte of an HTTP token (a header name). */
@@ -326,6 +348,8 @@ void http_redirect_to(struct http_request *r, const char *path, size_t len);
 void http_on_done(evutil_socket_t fd, short what, void *arg);
 /* At a stop: answers the parked requests (long polls) 503 at once. */
 void http_answer_parked(struct worker *w);
+/* The client of a streamed answer left: its writer stops waiting (loop thread). */
+void http_stream_gone(struct http_deferred *d);
 /* True when a deferred request on con is waiting for its answer. */
 int http_has_deferred(struct worker *w, struct evhttp_connection *con);
 /* Before evhttp frees its connections: no deferred request is touched after. */

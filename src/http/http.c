@@ -123,9 +123,20 @@ static void on_close(struct evhttp_connection *con, void *arg)
 	free(c);
 	atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
 	/* evhttp frees the requests still on con: a deferred one is dead */
-	for (struct http_deferred *d = w->deferred; d; d = d->next)
-		if (d->ev && evhttp_request_get_connection(d->ev) == con)
+	for (struct http_deferred *d = w->deferred; d; d = d->next) {
+		if (d->ev && evhttp_request_get_connection(d->ev) == con) {
 			d->ev = NULL;
+			if (d->stream)
+				http_stream_gone(d);
+		} else if (d->out && bev && d->out == bufferevent_get_output(bev)) {
+			/*
+			 * A stream whose client left: evhttp detached its request
+			 * from con before this (it is freed with the stream's end),
+			 * and the buffer the stream watches goes with con.
+			 */
+			http_stream_gone(d);
+		}
+	}
 	/* a response cut off mid-write never reaches http_on_complete */
 	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
 		w->inflight--;
@@ -768,7 +779,8 @@ void http_server_free(struct http_server *srv)
 		worker_free(srv->workers[i]);
 	if (srv->guard_init)
 		http_guard_release(srv);
-	free(srv->policy_prefix);
+	for (i = 0; i < srv->npolicies; i++)
+		free(srv->policies[i].prefix);
 	free(srv->workers);
 	for (j = 0; j < srv->nhandlers; j++)
 		free(srv->handlers[j].prefix);

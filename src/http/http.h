@@ -125,7 +125,8 @@ int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
  * prefix) get what fn says; every other request at most small_body_size.
  * A body over the limit is refused with 413 and the connection closed,
  * unread. fn runs on the serving threads and must be thread-safe;
- * authorization is NULL when the request has none. One policy per server.
+ * authorization is NULL when the request has none. Several prefixes may each have
+ * a policy (up to four); the first registered that matches decides.
  */
 typedef size_t (*http_body_policy)(void *ctx, const char *method, const char *target,
 				   const char *authorization);
@@ -257,6 +258,23 @@ void http_deferred_reply(struct http_deferred *d, int status, const char *conten
 /* Like http_deferred_reply, taking over body's bytes (left as BUF_INIT). */
 void http_deferred_reply_buf(struct http_deferred *d, int status, const char *content_type,
 			     struct buf *body);
+
+/*
+ * Streamed deferred replies, for answers too large to build whole (a
+ * WebDAV PROPFIND of the vault): the response goes out with
+ * "Transfer-Encoding: chunked" as the holder writes it, from its own
+ * thread. stream_start sets the status and content type (headers added
+ * before it with http_deferred_header() go out too); each stream_write
+ * hands over piece's bytes (piece is emptied), waiting while more than a
+ * window (256 KiB) is already waiting for the socket, and returns -1 once
+ * the client has gone (or stopped reading for 30 s): the holder may stop
+ * writing then. stream_end finishes the answer and gives d up; it must be
+ * called once, whatever the writes returned. Never call these from a loop
+ * thread (the wait would block the loop).
+ */
+void http_deferred_stream_start(struct http_deferred *d, int status, const char *content_type);
+int http_deferred_stream_write(struct http_deferred *d, struct buf *piece);
+void http_deferred_stream_end(struct http_deferred *d);
 
 /* True for "127.x.y.z", "::1" and "::ffff:127.x.y.z" (exported for tests). */
 int http_addr_is_loopback(const char *addr);

@@ -155,6 +155,7 @@ static const char *reason(int status)
 	case 202: return "Accepted";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
+	case 207: return "Multi-Status";
 	case 301: return "Moved Permanently";
 	case 302: return "Found";
 	case 303: return "See Other";
@@ -175,10 +176,14 @@ static const char *reason(int status)
 	case 415: return "Unsupported Media Type";
 	case 416: return "Range Not Satisfiable";
 	case 422: return "Unprocessable Content";
+	case 423: return "Locked";
+	case 424: return "Failed Dependency";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
 	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
 	default: return "Status";
 	}
 }
@@ -262,25 +267,26 @@ static void close_after_connect(struct worker *w, struct evhttp_connection *con)
 		free(cc);
 }
 
-void http_respond(struct http_request *r, int status)
+/*
+ * The head of a response into w->head (status line, Date, Connection,
+ * the gathered lines, the security headers, the blank line), counted and
+ * logged with blen body bytes. Returns whether the connection closes after.
+ */
+static void build_head(struct http_request *r, int status, size_t blen)
 {
 	struct worker *w = r->w;
 	struct evhttp_request *ev = r->ev;
-	struct evhttp_connection *con = evhttp_request_get_connection(ev);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct evbuffer *body = evhttp_request_get_output_buffer(ev), *out;
-	size_t blen = evbuffer_get_length(body);
 	struct buf *h = &w->head;
 	const char *c = in_header(ev, "Connection");
 	int v10 = ev->major < 1 || (ev->major == 1 && ev->minor == 0);
-	int cls = status / 100 - 2, n, closing, connect;
-	evutil_socket_t fd;
+	int cls = status / 100 - 2, closing;
 
 	/*
 	 * evhttp keeps a chunked request's flag on the request and, finishing
 	 * the reply, would append a last chunk ("0\r\n\r\n") after our
 	 * Content-Length body: bytes a client reads as the next response.
-	 * The request's body is read by now; the response is never chunked.
+	 * The request's body is read by now; a streamed response frames its
+	 * own chunks (http_respond_stream_head()).
 	 */
 	ev->chunked = 0;
 	http_refresh_dates(w);
@@ -331,21 +337,14 @@ void http_respond(struct http_request *r, int status)
 		bump(&w->c.not_modified, 1);
 	if (w->srv->log_fd >= 0)
 		log_request(r, status, blen);
-	r->replied = 1;
-	r->ev = NULL;
-	r->uri = NULL;
-	r->query = NULL;
-	if (!bev) {
-		evhttp_send_reply_end(ev); /* no connection: frees the request */
-		return;
-	}
-	out = bufferevent_get_output(bev);
-	if (evbuffer_add(out, h->ptr, h->len) < 0 || evbuffer_add_buffer(out, body) < 0)
-		log_warn("http: cannot queue a response");
-	w->inflight++;
-	evhttp_request_set_on_complete_cb(ev, http_on_complete, w);
+}
 
-	fd = bufferevent_getfd(bev);
+/* Writes what out holds now to the socket, and has the bufferevent write the rest. */
+static void push_out(struct bufferevent *bev, struct evbuffer *out)
+{
+	evutil_socket_t fd = bufferevent_getfd(bev);
+	int n;
+
 	evbuffer_unfreeze(out, 1); /* the socket bufferevent drains it only in its write callback */
 	n = fd >= 0 ? evbuffer_write(out, fd) : -1;
 	evbuffer_freeze(out, 1);
@@ -360,10 +359,86 @@ void http_respond(struct http_request *r, int status)
 		if (bufferevent_enable(bev, EV_READ | EV_WRITE) < 0)
 			log_warn("http: cannot wait for the socket");
 	}
+}
+
+/* Hands the request back to evhttp, its answer queued: it is done with once written. */
+static void finish(struct worker *w, struct evhttp_request *ev, struct bufferevent *bev)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	int connect;
+
+	if (!bev) {
+		evhttp_send_reply_end(ev); /* no connection: frees the request */
+		return;
+	}
+	w->inflight++;
+	evhttp_request_set_on_complete_cb(ev, http_on_complete, w);
+	push_out(bev, bufferevent_get_output(bev));
 	connect = evhttp_request_get_command(ev) == EVHTTP_REQ_CONNECT;
 	evhttp_send_reply_end(ev);
 	if (connect)
 		close_after_connect(w, con);
+}
+
+void http_respond(struct http_request *r, int status)
+{
+	struct worker *w = r->w;
+	struct evhttp_request *ev = r->ev;
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct evbuffer *body = evhttp_request_get_output_buffer(ev);
+
+	build_head(r, status, evbuffer_get_length(body));
+	r->replied = 1;
+	r->ev = NULL;
+	r->uri = NULL;
+	r->query = NULL;
+	if (bev && (evbuffer_add(bufferevent_get_output(bev), w->head.ptr, w->head.len) < 0 ||
+		    evbuffer_add_buffer(bufferevent_get_output(bev), body) < 0))
+		log_warn("http: cannot queue a response");
+	finish(w, ev, bev);
+}
+
+struct evbuffer *http_respond_stream_head(struct http_request *r, int status)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(r->ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct evbuffer *out;
+
+	HDR_CONST(r, "Transfer-Encoding: chunked\r\n");
+	build_head(r, status, 0);
+	if (!bev)
+		return NULL;
+	out = bufferevent_get_output(bev);
+	if (evbuffer_add(out, r->w->head.ptr, r->w->head.len) < 0)
+		log_warn("http: cannot queue a response");
+	push_out(bev, out);
+	return out;
+}
+
+void http_respond_stream_chunk(struct evhttp_request *ev, const void *data, size_t len)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+	struct evbuffer *out;
+
+	if (!bev || !len)
+		return;
+	out = bufferevent_get_output(bev);
+	if (evbuffer_add_printf(out, "%zx\r\n", len) < 0 || evbuffer_add(out, data, len) < 0 ||
+	    evbuffer_add(out, "\r\n", 2) < 0)
+		log_warn("http: cannot queue a chunk");
+	push_out(bev, out);
+}
+
+void http_respond_stream_end(struct worker *w, struct evhttp_request *ev)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
+
+	if (bev && evbuffer_add(bufferevent_get_output(bev), "0\r\n\r\n", 5) < 0)
+		log_warn("http: cannot queue the last chunk");
+	finish(w, ev, bev);
 }
 
 /* A short plain-text answer (errors, 405, 503). */

@@ -23,6 +23,7 @@
 #include "util/clock.h"
 #include "util/hash.h"
 #include "util/ratelimit.h"
+#include "util/buf.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -73,16 +74,27 @@ static void block(struct syncapi *api, const char *addr, double now, double secs
 	pthread_mutex_unlock(&api->block_lock);
 }
 
-int syncapi_token_ok(struct syncapi *api, const char *auth)
+/*
+ * The token an Authorization header presents: Bearer's credentials, or
+ * with basic the password of Basic's "user:password" (any user name), into
+ * tok. 0 when there is none.
+ */
+static int credentials(const char *auth, int basic, struct buf *tok)
 {
-	char sha[SHA256_HEX_SIZE];
-	unsigned diff = 0;
+	int is_basic = 0;
 	size_t n;
-	int i;
 
-	if (!auth || strncasecmp(auth, "Bearer", 6) != 0 || (auth[6] != ' ' && auth[6] != '\t'))
+	if (!auth)
 		return 0;
-	auth += 6;
+	if (strncasecmp(auth, "Bearer", 6) == 0 && (auth[6] == ' ' || auth[6] == '\t')) {
+		auth += 6;
+	} else if (basic && strncasecmp(auth, "Basic", 5) == 0 &&
+		   (auth[5] == ' ' || auth[5] == '\t')) {
+		auth += 5;
+		is_basic = 1;
+	} else {
+		return 0;
+	}
 	while (*auth == ' ' || *auth == '\t')
 		auth++;
 	n = strlen(auth);
@@ -90,39 +102,82 @@ int syncapi_token_ok(struct syncapi *api, const char *auth)
 		n--;
 	if (!n)
 		return 0;
-	hash_sha256_hex(auth, n, sha);
-	for (i = 0; i < 64; i++)
-		diff |= (unsigned)(sha[i] ^ api->token_sha[i]);
-	return diff == 0;
+	if (!is_basic) {
+		buf_add(tok, auth, n);
+		return 1;
+	}
+	{
+		struct buf dec = BUF_INIT;
+		const char *colon;
+		int ok = buf_add_base64_decoded(&dec, auth, n) == 0 &&
+			 (colon = memchr(dec.ptr, ':', dec.len)) != NULL;
+		if (ok)
+			buf_add(tok, colon + 1, dec.len - (size_t)(colon + 1 - dec.ptr));
+		buf_release(&dec);
+		return ok && tok->len > 0;
+	}
+}
+
+int syncapi_token_ok(struct syncapi *api, const char *auth, int basic)
+{
+	struct buf tok = BUF_INIT;
+	char sha[SHA256_HEX_SIZE];
+	unsigned diff = 0;
+	int i, ok;
+
+	ok = credentials(auth, basic, &tok);
+	if (ok) {
+		/* hashes compared in constant time: neither length nor prefix shows */
+		hash_sha256_hex(tok.ptr, tok.len, sha);
+		for (i = 0; i < 64; i++)
+			diff |= (unsigned)(sha[i] ^ api->token_sha[i]);
+		ok = diff == 0;
+	}
+	if (tok.ptr)
+		memset(tok.ptr, 0, tok.len);
+	buf_release(&tok);
+	return ok;
+}
+
+int syncapi_auth_check(struct syncapi *api, struct http_request *req, int basic, double *retry)
+{
+	const char *addr = http_request_peer(req);
+	double now;
+
+	*retry = 0;
+	if (syncapi_token_ok(api, http_request_header(req, "Authorization"), basic))
+		return 1;
+	count(&api->auth_failures);
+	now = clock_ms() / 1e3;
+	*retry = blocked_for(api, addr, now);
+	if (*retry <= 0) {
+		if (rate_limiter_take(api->failures, addr, now, retry))
+			return 0;
+		if (*retry < 1)
+			*retry = 1;
+		block(api, addr, now, *retry);
+	}
+	count(&api->limited);
+	return -1;
 }
 
 /* 1 when the request may go on; otherwise it has been answered (401 or 429). */
 int syncapi_authenticate(struct syncapi *api, struct http_request *req)
 {
-	const char *addr = http_request_peer(req);
-	double now, retry;
+	double retry;
 	char num[32];
+	int rc = syncapi_auth_check(api, req, 0, &retry);
 
-	if (syncapi_token_ok(api, http_request_header(req, "Authorization")))
+	if (rc == 1)
 		return 1;
-	count(&api->auth_failures);
-	now = clock_ms() / 1e3;
-	retry = blocked_for(api, addr, now);
-	if (retry <= 0) {
-		if (rate_limiter_take(api->failures, addr, now, &retry)) {
-			http_reply_header(req, "WWW-Authenticate", "Bearer realm=\"quire\"");
-			syncapi_reply_error(req, 401,
-					    http_request_header(req, "Authorization")
-						    ? "wrong token"
-						    : "missing bearer token",
-					    NULL);
-			return 0;
-		}
-		if (retry < 1)
-			retry = 1;
-		block(api, addr, now, retry);
+	if (rc == 0) {
+		http_reply_header(req, "WWW-Authenticate", "Bearer realm=\"quire\"");
+		syncapi_reply_error(req, 401,
+				    http_request_header(req, "Authorization") ? "wrong token"
+									      : "missing bearer token",
+				    NULL);
+		return 0;
 	}
-	count(&api->limited);
 	snprintf(num, sizeof(num), "%.0f", retry < 1 ? 1.0 : retry + 0.5);
 	http_reply_header(req, "Retry-After", num);
 	syncapi_reply_error(req, 429, "too many failed authentications from this address", NULL);
@@ -144,5 +199,5 @@ size_t syncapi_body_policy(void *ctx, const char *method, const char *target,
 {
 	(void)method;
 	(void)target;
-	return syncapi_token_ok(ctx, authorization) ? SIZE_MAX : UNAUTHENTICATED_BODY;
+	return syncapi_token_ok(ctx, authorization, 0) ? SIZE_MAX : UNAUTHENTICATED_BODY;
 }

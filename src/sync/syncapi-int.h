@@ -34,7 +34,8 @@ struct loader;
 #define BLOCK_SLOTS 256
 #define JSON_TYPE "application/json"
 
-enum job_kind { J_PUT, J_DELETE, J_MOVE, J_MANIFEST };
+/* J_CALL: a job of another front (WebDAV, dav.c) that runs j->run on the pool. */
+enum job_kind { J_PUT, J_DELETE, J_MOVE, J_MANIFEST, J_CALL };
 
 enum cond { C_NONE, C_MATCH, C_MATCH_ANY };
 
@@ -47,6 +48,9 @@ struct job {
 	enum cond if_match;
 	char match[SHA256_HEX_SIZE];
 	int if_none_match;        /* If-None-Match: * */
+	void (*run)(struct syncapi *api, struct job *j); /* J_CALL: claims, works and answers */
+	void *ctx;                /* J_CALL: the front's, freed with ctx_free (may be NULL) */
+	void (*ctx_free)(void *ctx);
 	struct job *next;
 };
 
@@ -79,6 +83,7 @@ struct syncapi {
 	char *vault;
 	int root_fd;                  /* the vault folder, for every *at() call */
 	char *hashes_file;
+	char *data_dir;               /* absolute or as given; <vault>/.quire by default */
 	struct loader *loader;        /* borrowed */
 	char token_sha[SHA256_HEX_SIZE];
 	size_t max_upload;
@@ -144,10 +149,26 @@ void syncapi_dreply_error(struct http_deferred *d, int status, const char *msg, 
  */
 int syncapi_parse_tag(const char *v, enum cond *kind, char out[SHA256_HEX_SIZE]);
 
+/*
+ * syncapi_check_path(), and with allow_dot, dot-files and dot-folders pass
+ * (WebDAV stores editors' .obsidian/ and .trash/); "." and ".." never do.
+ */
+int syncapi_check_path_dots(const char *path, size_t len, struct buf *out, const char **why,
+			    int allow_dot);
+
 /* ---- syncapi-auth.c ---- */
 
 /* 1 when the request may go on; otherwise it has been answered (401 or 429). */
 int syncapi_authenticate(struct syncapi *api, struct http_request *req);
+
+/*
+ * The check behind syncapi_authenticate(), for fronts that answer in their
+ * own words: 1 when the Authorization header carries the token (Bearer,
+ * or with basic also HTTP Basic with the token as password); 0 when it
+ * does not and the client may be told 401; -1 when its address failed too
+ * often (answer 429 with Retry-After: *retry seconds). Failures count.
+ */
+int syncapi_auth_check(struct syncapi *api, struct http_request *req, int basic, double *retry);
 
 /* ---- syncapi-jobs.c ---- */
 
@@ -168,9 +189,37 @@ void syncapi_save_cache(struct syncapi *api);
 
 /* ---- syncapi-write.c: run on the pool, the job's paths claimed ---- */
 
+/* Waits until neither a nor b (either may be NULL) is being written, then claims both. */
+void syncapi_claim(struct syncapi *api, const char *a, const char *b);
+/* Releases what syncapi_claim() took (the same pointers). */
+void syncapi_release(struct syncapi *api, const char *a, const char *b);
+
+/*
+ * syncapi_put: the file at j->path becomes j->body, durably (missing
+ * folders are made). 201 when new, 200 when replaced.
+ */
 void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out);
 void syncapi_delete(struct syncapi *api, struct job *j, struct outcome *out);
 void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out);
+
+/*
+ * The folder holding path, opened from the vault one segment at a time
+ * without following symlinks (with create, missing folders are made and
+ * fsynced). A descriptor the caller closes, *leaf pointing into path at
+ * the last segment; -1 with errno.
+ */
+int syncapi_open_parent(struct syncapi *api, const char *path, int create, const char **leaf);
+
+/*
+ * Tells the loader that a (and b, may be NULL) changed; paths with a
+ * dot segment are never read into the site and are not told. Returns the
+ * version that will include the change (the live one when nothing was told).
+ */
+uint64_t syncapi_notify(struct syncapi *api, const char *a, const char *b);
+
+/* An errno of a failed write as an HTTP status (409, 404, 507, 400, 500) and a message. */
+int syncapi_errno_status(int err);
+const char *syncapi_errno_message(int err);
 
 /*
  * Opens <data dir>/spares for spares (see "Spares" in syncapi-write.c),
@@ -179,7 +228,7 @@ void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out);
  */
 int syncapi_open_spares(const char *path);
 
-/* Deletes the temporary files a crash left in the vault's folders (dot-folders skipped). */
+/* Deletes the temporary files a crash left in the vault's folders (.git and .quire skipped). */
 void syncapi_remove_leftovers(struct syncapi *api);
 
 /* ---- syncapi-wait.c ---- */
@@ -193,8 +242,11 @@ long long syncapi_query_num(const char *q, const char *name);
 /* The waiters' thread: answers them as versions go live or they time out, until api->wstop. */
 void *syncapi_waiter_main(void *arg);
 
-/* syncapi-auth.c: whether an Authorization header carries the API's token */
-int syncapi_token_ok(struct syncapi *api, const char *authorization);
+/*
+ * syncapi-auth.c: whether an Authorization header carries the API's token
+ * (Bearer; with basic, HTTP Basic with the token as password too).
+ */
+int syncapi_token_ok(struct syncapi *api, const char *authorization, int basic);
 /* syncapi-auth.c: the body limit of a request to the API, from its head */
 size_t syncapi_body_policy(void *ctx, const char *method, const char *target,
 			   const char *authorization);

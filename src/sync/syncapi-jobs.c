@@ -45,6 +45,8 @@ void syncapi_job_free(struct job *j)
 	free(j->path);
 	free(j->to);
 	buf_release(&j->body);
+	if (j->ctx_free)
+		j->ctx_free(j->ctx);
 	free(j);
 }
 
@@ -92,8 +94,7 @@ static int is_busy(struct syncapi *api, const char *path)
 	return 0;
 }
 
-/* Waits until neither a nor b (may be NULL) is being written, then claims both. */
-static void claim(struct syncapi *api, const char *a, const char *b)
+void syncapi_claim(struct syncapi *api, const char *a, const char *b)
 {
 	pthread_mutex_lock(&api->lock);
 	while (is_busy(api, a) || is_busy(api, b))
@@ -106,7 +107,7 @@ static void claim(struct syncapi *api, const char *a, const char *b)
 	pthread_mutex_unlock(&api->lock);
 }
 
-static void release(struct syncapi *api, const char *a, const char *b)
+void syncapi_release(struct syncapi *api, const char *a, const char *b)
 {
 	size_t i;
 
@@ -227,20 +228,23 @@ static void run_job(struct syncapi *api, struct job *j)
 	case J_MANIFEST:
 		do_manifest(api, j);
 		return;
+	case J_CALL:
+		j->run(api, j);
+		return;
 	case J_PUT:
-		claim(api, j->path, NULL);
+		syncapi_claim(api, j->path, NULL);
 		syncapi_put(api, j, &out);
-		release(api, j->path, NULL);
+		syncapi_release(api, j->path, NULL);
 		break;
 	case J_DELETE:
-		claim(api, j->path, NULL);
+		syncapi_claim(api, j->path, NULL);
 		syncapi_delete(api, j, &out);
-		release(api, j->path, NULL);
+		syncapi_release(api, j->path, NULL);
 		break;
 	case J_MOVE:
-		claim(api, j->path, j->to);
+		syncapi_claim(api, j->path, j->to);
 		syncapi_move(api, j, &out);
-		release(api, j->path, j->to);
+		syncapi_release(api, j->path, j->to);
 		break;
 	}
 	answer(api, j, &out);

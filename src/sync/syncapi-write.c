@@ -92,7 +92,7 @@ static int dir_status(int err)
  * each fsynced into its parent. Returns a descriptor (the caller closes
  * it) and points *leaf into path at the file name; -1 with errno.
  */
-static int open_parent(struct syncapi *api, const char *path, int create, const char **leaf)
+int syncapi_open_parent(struct syncapi *api, const char *path, int create, const char **leaf)
 {
 	struct buf seg = BUF_INIT;
 	const char *p = path, *slash;
@@ -191,9 +191,36 @@ static int preconditions(const struct job *j, int exists, struct outcome *out)
 	return 0;
 }
 
-static uint64_t notify(struct syncapi *api, const char *a, const char *b)
+/* Whether path has a segment starting with '.' (never read into the site). */
+static int dotted(const char *path)
+{
+	const char *p;
+
+	if (!path)
+		return 0;
+	if (path[0] == '.')
+		return 1;
+	for (p = path; (p = strchr(p, '/')); p++)
+		if (p[1] == '.')
+			return 1;
+	return 0;
+}
+
+uint64_t syncapi_notify(struct syncapi *api, const char *a, const char *b)
 {
 	const char *paths[2] = { a, b };
+	size_t n = 0;
+
+	if (dotted(a))
+		a = NULL;
+	if (dotted(b))
+		b = NULL;
+	if (a)
+		paths[n++] = a;
+	if (b)
+		paths[n++] = b;
+	if (!n)
+		return loader_version(api->loader);
 
 	/*
 	 * The site reads quire.yml only on a full load. The reload is queued
@@ -201,9 +228,19 @@ static uint64_t notify(struct syncapi *api, const char *a, const char *b)
 	 * a later one; queued after, a build taking the paths alone could slip
 	 * in between and carry the predicted version without the new settings.
 	 */
-	if (strcmp(a, "quire.yml") == 0 || (b && strcmp(b, "quire.yml") == 0))
+	if ((a && strcmp(a, "quire.yml") == 0) || (b && strcmp(b, "quire.yml") == 0))
 		loader_reload(api->loader);
-	return loader_notify(api->loader, paths, b ? 2 : 1);
+	return loader_notify(api->loader, paths, n);
+}
+
+int syncapi_errno_status(int err)
+{
+	return dir_status(err);
+}
+
+const char *syncapi_errno_message(int err)
+{
+	return dir_error(err);
 }
 
 /* A failed system call while writing: logged, and the outcome says what. */
@@ -344,7 +381,7 @@ void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out)
 
 	hash_sha256_hex(j->body.ptr, j->body.len, out->sha);
 	out->size = (off_t)j->body.len;
-	dirfd = open_parent(api, j->path, 1, &leaf);
+	dirfd = syncapi_open_parent(api, j->path, 1, &leaf);
 	if (dirfd < 0) {
 		out->status = dir_status(errno);
 		out->error = dir_error(errno);
@@ -396,7 +433,7 @@ void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out)
 	}
 	fd = -1;
 	hash_cache_put(api->cache, j->path, &st, out->sha, hash_cache_now_ns());
-	out->version = notify(api, j->path, NULL);
+	out->version = syncapi_notify(api, j->path, NULL);
 	out->status = exists ? 200 : 201;
 	count(&api->puts);
 	if (linked && keep_spare(api, &kept) == 0)
@@ -411,7 +448,7 @@ out:
 	if (renamed && out->status >= 300) {
 		/* the new bytes are in place but not known durable: say so to the loader */
 		hash_cache_remove(api->cache, j->path);
-		notify(api, j->path, NULL);
+		syncapi_notify(api, j->path, NULL);
 	}
 	if (dirfd >= 0 && close(dirfd) < 0)
 		log_warn("sync: %s: close: %s", j->path, strerror(errno));
@@ -430,7 +467,7 @@ static int open_existing(struct syncapi *api, const struct job *j, const char **
 	struct stat st;
 	int dirfd, exists;
 
-	dirfd = open_parent(api, j->path, 0, leaf);
+	dirfd = syncapi_open_parent(api, j->path, 0, leaf);
 	if (dirfd < 0) {
 		out->status = errno == ENOENT ? 404 : dir_status(errno);
 		out->error = errno == ENOENT ? "no such file" : dir_error(errno);
@@ -464,7 +501,7 @@ void syncapi_delete(struct syncapi *api, struct job *j, struct outcome *out)
 		goto out;
 	}
 	hash_cache_remove(api->cache, j->path);
-	out->version = notify(api, j->path, NULL);
+	out->version = syncapi_notify(api, j->path, NULL);
 	out->status = 200;
 	count(&api->deletes);
 out:
@@ -486,7 +523,7 @@ static int open_folder_source(struct syncapi *api, const struct job *j, const ch
 	int dirfd;
 
 	*is_folder = 0;
-	dirfd = open_parent(api, j->path, 0, leaf);
+	dirfd = syncapi_open_parent(api, j->path, 0, leaf);
 	if (dirfd < 0)
 		return -1;
 	if (fstatat(dirfd, *leaf, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
@@ -514,7 +551,7 @@ void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out)
 		from_dir = open_existing(api, j, &from_leaf, out);
 	if (from_dir < 0)
 		goto out;
-	to_dir = open_parent(api, j->to, 1, &to_leaf);
+	to_dir = syncapi_open_parent(api, j->to, 1, &to_leaf);
 	if (to_dir < 0) {
 		out->status = dir_status(errno);
 		out->error = dir_error(errno);
@@ -536,7 +573,7 @@ void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out)
 		hash_cache_remove(api->cache, j->path);
 		hash_cache_remove(api->cache, j->to);
 	} /* else the files' entries under the old paths go at the next sweep */
-	out->version = notify(api, j->path, j->to);
+	out->version = syncapi_notify(api, j->path, j->to);
 	out->status = 200;
 	count(&api->moves);
 out:
@@ -573,7 +610,20 @@ int syncapi_open_spares(const char *path)
 	return fd;
 }
 
-/* Deletes the temporary files a crash left in the vault's folders (dot-folders skipped). */
+/*
+ * Whether the walk for leftovers goes into the folder name of rel: every
+ * folder but "." and "..", .git (never written by quire, and large) and
+ * the data folder (.quire at the top): WebDAV writes into editors' dot
+ * folders (.obsidian/), so a crash can leave a temporary file there too.
+ */
+static int walk_into(const char *rel, const char *name)
+{
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strcmp(name, ".git") == 0)
+		return 0;
+	return !(strcmp(rel, ".") == 0 && strcmp(name, ".quire") == 0);
+}
+
+/* Deletes the temporary files a crash left in the vault's folders (.git and .quire skipped). */
 void syncapi_remove_leftovers(struct syncapi *api)
 {
 	char **queue = NULL;
@@ -591,7 +641,7 @@ void syncapi_remove_leftovers(struct syncapi *api)
 		 * Opening each folder under the vault to look for leftovers, relative
 		 * to the vault's descriptor: O_NOFOLLOW so a symlinked folder is not
 		 * walked (the scanner does not follow them either, and a link could
-		 * lead out of the vault). Dot-folders are skipped: we never write there.
+		 * lead out of the vault). .git and the data folder are skipped (walk_into()).
 		 * Rejected: vault_scan() (it lists files, and skips the dot-files
 		 * that are exactly what is looked for).
 		 */
@@ -607,7 +657,8 @@ void syncapi_remove_leftovers(struct syncapi *api)
 					log_warn("sync: %s/%s: %s", rel, de->d_name, strerror(errno));
 				else
 					removed++;
-			} else if (de->d_name[0] != '.' && (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
+			} else if (walk_into(rel, de->d_name) &&
+				   (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
 				struct stat st;
 				if (fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 				    S_ISDIR(st.st_mode)) {

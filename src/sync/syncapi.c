@@ -45,6 +45,12 @@
 
 int syncapi_check_path(const char *path, size_t len, struct buf *out, const char **why)
 {
+	return syncapi_check_path_dots(path, len, out, why, 0);
+}
+
+int syncapi_check_path_dots(const char *path, size_t len, struct buf *out, const char **why,
+			    int allow_dot)
+{
 	size_t i, seg;
 	char *nfc;
 
@@ -79,7 +85,7 @@ int syncapi_check_path(const char *path, size_t len, struct buf *out, const char
 			return *why = "empty path segment", -1;
 		if ((n == 1 && out->ptr[i] == '.') || (n == 2 && out->ptr[i] == '.' && out->ptr[i + 1] == '.'))
 			return *why = "'.' or '..' segment in path", -1;
-		if (out->ptr[i] == '.')
+		if (out->ptr[i] == '.' && !allow_dot)
 			return *why = "dot-file or dot-folder in path", -1;
 		if (n > SYNCAPI_MAX_SEGMENT)
 			return *why = "path segment longer than 255 bytes", -1;
@@ -403,6 +409,7 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 		log_error("sync: %s: %s", dir.ptr, strerror(errno));
 		goto fail;
 	}
+	api->data_dir = xstrdup(dir.ptr);
 	buf_adds(&dir, "/spares");
 	api->spares_fd = syncapi_open_spares(dir.ptr);
 	buf_setlen(&dir, dir.len - strlen("/spares"));
@@ -481,6 +488,7 @@ void syncapi_free(struct syncapi *api)
 	rate_limiter_free(api->failures);
 	free(api->busy);
 	free(api->hashes_file);
+	free(api->data_dir);
 	free(api->vault);
 	pthread_mutex_destroy(&api->block_lock);
 	pthread_mutex_destroy(&api->lock);

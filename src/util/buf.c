@@ -190,6 +190,45 @@ int hex_value(int c)
 	return -1;
 }
 
+static int base64_value(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+int buf_add_base64_decoded(struct buf *b, const char *s, size_t len)
+{
+	unsigned acc = 0;
+	size_t i;
+	int bits = 0;
+
+	while (len && s[len - 1] == '=')
+		len--;
+	if (len % 4 == 1)
+		return -1;
+	for (i = 0; i < len; i++) {
+		int v = base64_value((unsigned char)s[i]);
+		if (v < 0)
+			return -1;
+		acc = (acc << 6) | (unsigned)v;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			buf_addc(b, (int)((acc >> bits) & 0xff));
+		}
+	}
+	return 0;
+}
+
 int buf_add_urldecoded(struct buf *b, const char *s, size_t len, int form)
 {
 	size_t i;

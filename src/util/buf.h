@@ -83,6 +83,12 @@ void buf_add_utf8(struct buf *b, unsigned cp);
 int hex_value(int c);
 
 int buf_add_urldecoded(struct buf *b, const char *s, size_t len, int form);
+/*
+ * Appends the bytes that base64 text s (len bytes, padding optional)
+ * stands for. Returns 0, or -1 at a character outside the alphabet or a
+ * bad length (what came before is appended).
+ */
+int buf_add_base64_decoded(struct buf *b, const char *s, size_t len);
 /* Appends s as the contents of a JSON string (without the quotes). */
 void buf_add_json(struct buf *b, const char *s, size_t len);
 static inline void buf_adds_json(struct buf *b, const char *s);

@@ -177,5 +177,21 @@ def main():
                'lo', 'lor*', 'ΑΘΗΝΑ', 'c:\\\\', 'a' * 300]
     write('search', search)
 
+    # dav: first byte even, an XML body (PROPFIND, PROPPATCH, LOCK); odd, an If header
+    xml = ['<?xml version="1.0" encoding="utf-8"?>\n<D:propfind xmlns:D="DAV:"><D:prop>'
+           '<D:getetag/><x:a xmlns:x="urn:x"/></D:prop></D:propfind>',
+           '<D:propfind xmlns:D="DAV:"><D:allprop/></D:propfind>',
+           '<D:propertyupdate xmlns:D="DAV:"><D:set><D:prop><z:v xmlns:z="http://example.com/" '
+           'xml:lang="en">value <b>x</b> &amp; y</z:v></D:prop></D:set><D:remove><D:prop>'
+           '<q xmlns=""/></D:prop></D:remove></D:propertyupdate>',
+           '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:shared/></D:lockscope><D:locktype>'
+           '<D:write/></D:locktype><D:owner><D:href>mailto:a@b</D:href></D:owner></D:lockinfo>',
+           '<!DOCTYPE a [<!ENTITY e "x">]><a>&e;</a>', '<a><![CDATA[x]]>\r\n</a>',
+           '<bar:foo xmlns:bar=""/>', '<xml:a/>', '<a>' * 40 + '</a>' * 40]
+    ifs = ['<http://127.0.0.1/dav/a.md> (<opaquelocktoken:1234> ["abc"]) (Not <DAV:no-lock> ["def"])',
+           '(<opaquelocktoken:1234>) (Not <DAV:no-lock>) (["x', '(<DAV:no-lock>)', '</dav/b> (["e"])',
+           '(Not [W/"x"])', '()', '<a>']
+    write('dav', ['\0' + x for x in xml] + ['\1' + x for x in ifs])
+
 
 main()

@@ -1,7 +1,8 @@
 /*
  * httpc.c: the tests' HTTP/1.1 client (see httpc.h): blocking sockets, a
  * receive buffer per connection, and a response parser that takes the
- * length from Content-Length or, without one, reads to EOF.
+ * length from Content-Length, chunks (Transfer-Encoding: chunked) or,
+ * without either, reads to EOF.
  */
 #include "lib/httpc.h"
 
@@ -134,6 +135,45 @@ int hdr_count(const struct resp *r, const char *name)
 	return n;
 }
 
+/* Waits until c holds a line from c->off; returns its end ("\r\n"), or NULL at EOF. */
+static char *line_end(struct conn *c)
+{
+	char *e;
+
+	while (!(e = c->in.len > c->off ? memmem(c->in.ptr + c->off, c->in.len - c->off, "\r\n", 2)
+					 : NULL))
+		if (conn_fill(c) <= 0)
+			return NULL;
+	return e;
+}
+
+/* A chunked body (RFC 9112 §7.1) into r->body, trailers skipped. 0 or -1. */
+static int read_chunked(struct conn *c, struct resp *r)
+{
+	for (;;) {
+		char *e = line_end(c);
+		size_t n;
+		if (!e)
+			return -1;
+		n = (size_t)strtoull(c->in.ptr + c->off, NULL, 16);
+		c->off = (size_t)(e - c->in.ptr) + 2;
+		if (n == 0) {
+			/* trailers, to the empty line */
+			while ((e = line_end(c)) && e != c->in.ptr + c->off)
+				c->off = (size_t)(e - c->in.ptr) + 2;
+			if (!e)
+				return -1;
+			c->off += 2;
+			return 0;
+		}
+		while (c->in.len - c->off < n + 2)
+			if (conn_fill(c) <= 0)
+				return -1;
+		buf_add(&r->body, c->in.ptr + c->off, n);
+		c->off += n + 2;
+	}
+}
+
 int read_resp(struct conn *c, struct resp *r, int head)
 {
 	char *end, *line, *next;
@@ -173,6 +213,9 @@ int read_resp(struct conn *c, struct resp *r, int head)
 	cl = hdr(r, "Content-Length");
 	if (head || r->status == 304 || r->status == 204 || r->status < 200) {
 		want = 0;
+	} else if (hdr(r, "Transfer-Encoding") &&
+		   strcasecmp(hdr(r, "Transfer-Encoding"), "chunked") == 0) {
+		return read_chunked(c, r);
 	} else if (cl) {
 		want = (size_t)strtoull(cl, NULL, 10);
 	} else {

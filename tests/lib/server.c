@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "http/searchapi.h"
+#include "sync/dav.h"
 #include "lib/test.h"
 #include "site/loader.h"
 #include "sync/syncapi.h"
@@ -94,6 +95,12 @@ void site_server_start(struct site_server *s, const char *vault,
 		s->sync = syncapi_new(o->sync, s->loader);
 		CHECK(s->sync != NULL);
 		CHECK(s->sync && syncapi_register(s->sync, s->http.srv) == 0);
+		if (s->sync) {
+			s->dav = dav_new(s->sync, o->url_prefix);
+			CHECK(s->dav && dav_register(s->dav, s->http.srv) == 0);
+		}
+	} else {
+		CHECK(dav_register_off(s->http.srv) == 0);
 	}
 	CHECK(loader_start(s->loader) == 0);
 	test_server_run(&s->http);
@@ -104,6 +111,7 @@ int site_server_stop(struct site_server *s)
 	int rc = test_server_join(&s->http);
 
 	syncapi_free(s->sync);
+	dav_free(s->dav);
 	http_server_free(s->http.srv);
 	searchapi_free(s->search);
 	loader_free(s->loader);

@@ -31,6 +31,7 @@ struct loader;
 struct searchapi;
 struct site_options;
 struct syncapi;
+struct dav;
 struct syncapi_options;
 
 struct test_server {
@@ -78,6 +79,7 @@ struct site_server {
 	struct loader *loader;
 	struct searchapi *search;
 	struct syncapi *sync;
+	struct dav *dav;         /* with the sync API: WebDAV at /dav/ */
 	struct test_server http;
 	int port;
 };
