@@ -599,24 +599,36 @@ static void test_many_propfinds(void)
 	CHECK_INT(atomic_load(&propfind_failures), 0);
 }
 
-/* Without a token there is no WebDAV: 404 to every method. */
+/*
+ * Without a token there is no WebDAV: 404 to every method on a file of the
+ * vault, while a page the site has under /dav/ (a vault's own folder
+ * "dav") is served as any other.
+ */
 static void test_no_token(void)
 {
 	static const char *const methods[] = {"OPTIONS", "GET", "PUT", "PROPFIND", "MKCOL", "LOCK"};
 	struct site_server bare;
 	struct site_server_options o = {.threads = 1};
 	char *v = tv_new();
+	struct resp r;
 	size_t i;
 
 	tv_write(v, "index.md", "# Bare\n");
+	tv_write(v, "dav/guide.md", "# Guide\n\nMounting the vault.\n");
 	site_server_start(&bare, v, &o);
 	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
-		struct resp r;
 		CHECK(fetch_request(bare.port, methods[i], "/dav/index.md", BASIC, "x", 1, &r) ==
 		      0);
 		CHECK_INT(r.status, 404);
 		resp_free(&r);
 	}
+	CHECK(fetch_request(bare.port, "GET", "/dav/guide", NULL, NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK(r.body.ptr && strstr(r.body.ptr, "Mounting the vault"));
+	resp_free(&r);
+	CHECK(fetch_request(bare.port, "PROPFIND", "/dav/guide", BASIC, "x", 1, &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
 	CHECK(!tv_exists(v, ".quire/davprops"));
 	CHECK_INT(site_server_stop(&bare), 0);
 	tv_remove(v);

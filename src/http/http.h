@@ -157,6 +157,13 @@ enum http_method {
 	HTTP_OTHER,
 };
 
+/*
+ * Answers req as the site does when no handler takes its path: the page
+ * of the snapshot (or of its host) at that path for GET and HEAD, else
+ * 404; 405 for other methods. For a handler that stands aside.
+ */
+void http_serve_snapshot(struct http_request *req);
+
 /* Accessors; every pointer returned is valid until the handler returns. */
 enum http_method http_request_method(const struct http_request *req);
 /*

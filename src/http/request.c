@@ -402,7 +402,6 @@ static int serve_other_host(struct http_request *r)
 	const struct handler *h;
 	const char *name = in_header(r->ev, "Host"), *target = r->uri;
 	char norm[HOST_NAME_MAX_LEN];
-	struct page *p;
 
 	if (r->absolute) {
 		/* absolute-form: its authority is the host (RFC 9112 3.2.2) */
@@ -436,17 +435,34 @@ static int serve_other_host(struct http_request *r)
 	r->host = host;
 	if ((h = find_handler(r->w->srv, r->path, r->path_len)))
 		call_handler(r, h);
-	else if (!get_or_head(r))
-		;
-	else if ((p = hosts_page(r->snap, host, r->path, r->path_len))) {
-		r->host_own = map_get(&host->pages, r->path, r->path_len) == p;
-		serve_page(r, p);
-	}
-	else if (host->not_found)
-		r->kind = K_NOTFOUND, serve_bytes(r, host->not_found, 404);
 	else
-		serve_not_found(r);
+		http_serve_snapshot(r);
 	return 1;
+}
+
+void http_serve_snapshot(struct http_request *r)
+{
+	struct snapshot_host *host = r->host;
+	struct page *p;
+
+	if (!get_or_head(r))
+		return;
+	if (host) {
+		if ((p = hosts_page(r->snap, host, r->path, r->path_len))) {
+			r->host_own = map_get(&host->pages, r->path, r->path_len) == p;
+			serve_page(r, p);
+		} else if (host->not_found) {
+			r->kind = K_NOTFOUND;
+			serve_bytes(r, host->not_found, 404);
+		} else {
+			serve_not_found(r);
+		}
+	} else if ((p = snapshot_get(r->snap, r->path, r->path_len)) ||
+		   (p = hosts_main_route(r->snap, r->path, r->path_len))) {
+		serve_page(r, p);
+	} else {
+		serve_miss(r);
+	}
 }
 
 /*
@@ -532,7 +548,6 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	struct http_server *srv = w->srv;
 	struct http_request r;
 	const struct handler *h;
-	struct page *p;
 	const char *why;
 	size_t ulen;
 	long n;
@@ -607,14 +622,8 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	}
 	if ((h = find_handler(srv, r.path, r.path_len)))
 		call_handler(&r, h);
-	else if (!get_or_head(&r))
-		;
-	else if ((p = snapshot_get(r.snap, r.path, r.path_len)))
-		serve_page(&r, p);
-	else if ((p = hosts_main_route(r.snap, r.path, r.path_len)))
-		serve_page(&r, p);
 	else
-		serve_miss(&r);
+		http_serve_snapshot(&r);
 done:
 	snapshot_unref(r.snap);
 }

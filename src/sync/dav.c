@@ -383,10 +383,19 @@ int dav_register(struct dav *dav, struct http_server *srv)
 	return http_server_add_handler(srv, DAV_PREFIX, handle, dav);
 }
 
+/*
+ * Without a token: WebDAV's requests get 404, and reads are the site's, so
+ * that a vault's own folder named "dav" is served as any other.
+ */
 static void handle_off(struct http_request *req, void *ctx)
 {
+	enum http_method m = http_request_method(req);
+
 	(void)ctx;
-	reply_text(req, 404, "not found: WebDAV needs the sync token (--token-file)");
+	if (m == HTTP_GET || m == HTTP_HEAD)
+		http_serve_snapshot(req);
+	else
+		reply_text(req, 404, "not found: WebDAV needs the sync token (--token-file)");
 }
 
 int dav_register_off(struct http_server *srv)
