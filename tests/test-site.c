@@ -414,6 +414,28 @@ static void test_moves(void)
 	tv_remove(v);
 }
 
+/* The snapshot of s serves to, and from redirects there. */
+static void expect_moved(struct site *s, const char *from, const char *to)
+{
+	struct snapshot *snap = site_snapshot(s, NULL);
+
+	CHECK(snapshot_get(snap, to, strlen(to)) != NULL);
+	expect_redirect(snap, from, to);
+	snapshot_unref(snap);
+}
+
+/* Deletes path from the vault v and applies the change to s. */
+static void delete_and_apply(struct site *s, const char *v, const char *path)
+{
+	struct buf full = BUF_INIT;
+	const char *paths[1] = { path };
+
+	buf_addf(&full, "%s/%s", v, path);
+	CHECK(unlink(full.ptr) == 0);
+	site_apply(s, paths, 1);
+	buf_release(&full);
+}
+
 /*
  * The two halves of a move in two changes: a watcher reporting the delete
  * and the create in two batches; and a note re-read (a note it links to
@@ -439,17 +461,11 @@ static void test_moves_across_changes(void)
 	if (!s)
 		goto out;
 	/* the delete, then the create, one change each */
-	buf_addf(&a, "%s/Moving.md", v);
-	unlink(a.ptr);
-	paths[0] = "Moving.md";
-	site_apply(s, paths, 1);
+	delete_and_apply(s, v, "Moving.md");
 	tv_write(v, "Archive/Moved.md", "I move around.\n");
 	paths[0] = "Archive/Moved.md";
 	site_apply(s, paths, 1);
-	snap = site_snapshot(s, NULL);
-	CHECK(snapshot_get(snap, "/archive/moved", 14) != NULL);
-	expect_redirect(snap, "/moving", "/archive/moved");
-	snapshot_unref(snap);
+	expect_moved(s, "/moving", "/archive/moved");
 
 	/* Old/Linker.md moved on disk, its move not yet told ... */
 	buf_reset(&a);
@@ -476,9 +492,32 @@ static void test_moves_across_changes(void)
 	paths[0] = "Old/Linker.md";
 	paths[1] = "New/Linker.md";
 	site_apply(s, paths, 2);
+	expect_moved(s, "/old/linker", "/new/linker");
+
+	/*
+	 * The other order, one change each: the new place first, then the old
+	 * one deleted (rclone's default, --delete-after).
+	 */
+	tv_write(v, "Shelf/Moving on.md", "I move again.\n");
+	tv_write(v, "Moving on.md", "I move again.\n");
+	paths[0] = "Moving on.md";
+	site_apply(s, paths, 1);
+	paths[0] = "Shelf/Moving on.md";
+	site_apply(s, paths, 1);
+	delete_and_apply(s, v, "Moving on.md");
+	expect_moved(s, "/moving-on", "/shelf/moving-on");
+	/* an arrival that changed since is not where the bytes went */
+	tv_write(v, "Copy.md", "Copied.\n");
+	tv_write(v, "Copy of.md", "Copied.\n");
+	paths[0] = "Copy.md";
+	paths[1] = "Copy of.md";
+	site_apply(s, paths, 2);
+	tv_write(v, "Copy of.md", "Copied, then changed.\n");
+	paths[0] = "Copy of.md";
+	site_apply(s, paths, 1);
+	delete_and_apply(s, v, "Copy.md");
 	snap = site_snapshot(s, NULL);
-	CHECK(snapshot_get(snap, "/new/linker", 11) != NULL);
-	expect_redirect(snap, "/old/linker", "/new/linker");
+	CHECK(snapshot_get(snap, "/copy", 5) == NULL);
 	snapshot_unref(snap);
 	CHECK_INT(s->diags.nerrors, 0);
 	site_free(s);

@@ -977,7 +977,7 @@ static void settle_urls(struct site *s, struct work *w)
 {
 	size_t i;
 
-	if (w->removed.n || (s->ndeparted && w->parsed.n))
+	if (w->removed.n || w->parsed.n)
 		urls_find_moves(s, w);
 	urls_relocated(s, w);
 	for (i = 0; i < w->parsed.n; i++)

@@ -33,7 +33,7 @@ struct derived;
 struct derived_folder;
 struct hosts;
 struct site_note;
-struct departed;
+struct trail;
 struct site_file;
 struct listed;
 
@@ -136,11 +136,11 @@ struct site {
 	struct map moved;         /* note path -> the URLs it had before it moved there */
 	/*
 	 * Published notes removed lately with no note of the same bytes added
-	 * in that change (urls.c): a move whose two halves reach the loader
-	 * in two changes is still a move. A ring, at most DEPARTED_MAX.
+	 * in that change, and notes added lately with none removed (urls.c):
+	 * a move whose two halves reach the loader in two changes, in either
+	 * order, is still a move. Rings, at most DEPARTED_MAX each.
 	 */
-	struct departed *departed; /* urls.c */
-	size_t ndeparted, departed_next;
+	struct trail *departed, *arrived; /* urls.c */
 	char *moves_file;         /* where moves are recorded, to outlive a restart */
 	struct derived *derived;  /* tag pages, folder listings, sitemaps, feeds */
 	struct hosts *hosts;      /* custom domains and routes */

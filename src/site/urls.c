@@ -315,57 +315,76 @@ static const char *base_name(const char *path)
  * client's move can land while the loader re-reads the old file (it then
  * finds it gone, site_apply() removes it, and the new path comes in the
  * following change). For DEPARTED_MS, a note added with the same bytes
- * is taken as its move. A ring of DEPARTED_MAX: a folder of thousands
- * split over many changes keeps its most recent ones.
+ * is taken as its move.
+ *
+ * The arrived: the other order. A client that knows no moves uploads the
+ * file at its new place first and deletes the old one after (rclone's
+ * default, --delete-after; WebDAV clients copying then deleting): for
+ * DEPARTED_MS, a note removed with the bytes of a note added lately,
+ * still there with them, moved to it, and its URL redirects there.
+ *
+ * Each is a ring of DEPARTED_MAX: a folder of thousands split over many
+ * changes keeps its most recent ones.
  */
 #define DEPARTED_MAX 4096
 #define DEPARTED_MS 60000.0
 
-struct departed {
+struct trace {
 	uint64_t hash;
 	char *path;
-	char *url;
+	char *url;                /* the departed's URL; NULL for the arrived */
 	double at;
 };
 
-static void departed_clear(struct departed *d)
+struct trail {
+	struct trace v[DEPARTED_MAX];
+	size_t n, next;
+};
+
+static void trace_clear(struct trail *t, struct trace *d)
 {
 	free(d->path);
 	free(d->url);
 	memset(d, 0, sizeof(*d));
+	t->n--;
 }
 
-static void departed_add(struct site *s, const struct site_note *n)
+static void trail_add(struct trail **tp, const struct site_note *n, const char *url)
 {
-	struct departed *d;
+	struct trail *t = *tp ? *tp : (*tp = xcalloc(1, sizeof(**tp)));
+	struct trace *d = &t->v[t->next];
 
-	if (!s->departed)
-		s->departed = xcalloc(DEPARTED_MAX, sizeof(*s->departed));
-	d = &s->departed[s->departed_next];
 	if (d->path)
-		departed_clear(d);
-	else
-		s->ndeparted++;
+		trace_clear(t, d);
+	t->n++;
 	d->hash = n->hash;
 	d->path = xstrdup(n->note.path);
-	d->url = xstrdup(n->url);
+	d->url = url ? xstrdup(url) : NULL;
 	d->at = clock_ms();
-	s->departed_next = (s->departed_next + 1) % DEPARTED_MAX;
+	t->next = (t->next + 1) % DEPARTED_MAX;
 }
 
-/* The departed note n's bytes came from, moved to n; NULL when none. */
-static struct departed *departed_find(struct site *s, const struct site_note *n, double now)
+/*
+ * The trace of n's bytes in t, preferring one of n's file name; NULL when
+ * none. Traces too old go, and those that no longer hold: a departed note
+ * back at its place, an arrived one gone or changed.
+ */
+static struct trace *trail_find(struct site *s, struct trail *t, const struct site_note *n,
+				double now)
 {
-	struct departed *pick = NULL;
+	struct trace *pick = NULL;
 	size_t i;
 
-	for (i = 0; s->ndeparted && i < DEPARTED_MAX; i++) {
-		struct departed *d = &s->departed[i];
+	for (i = 0; t && t->n && i < DEPARTED_MAX; i++) {
+		struct trace *d = &t->v[i];
+		const struct site_note *there;
 		if (!d->path || d->hash != n->hash)
 			continue;
-		if (now - d->at > DEPARTED_MS || site_find_note(s, d->path)) {
-			departed_clear(d); /* too old, or back at its place */
-			s->ndeparted--;
+		there = site_find_note(s, d->path);
+		if (now - d->at > DEPARTED_MS || (d->url ? there != NULL
+							 : !there || there->removed || !there->published ||
+								   there->hash != d->hash)) {
+			trace_clear(t, d);
 			continue;
 		}
 		if (!pick || strcmp(base_name(d->path), base_name(n->note.path)) == 0)
@@ -374,15 +393,36 @@ static struct departed *departed_find(struct site *s, const struct site_note *n,
 	return pick;
 }
 
-static void urls_departed_release(struct site *s)
+static void trail_free(struct trail **tp)
 {
 	size_t i;
 
-	for (i = 0; s->departed && i < DEPARTED_MAX; i++)
-		departed_clear(&s->departed[i]);
-	free(s->departed);
-	s->departed = NULL;
-	s->ndeparted = s->departed_next = 0;
+	for (i = 0; *tp && i < DEPARTED_MAX; i++)
+		if ((*tp)->v[i].path)
+			trace_clear(*tp, &(*tp)->v[i]);
+	free(*tp);
+	*tp = NULL;
+}
+
+/*
+ * r removed with the bytes of a note that arrived in an earlier change
+ * and is still there with them: r moved there. Its URL redirects to that
+ * note, whose claims are taken again now (it is not among this change's
+ * notes). Returns whether it was.
+ */
+static int moved_to_arrived(struct site *s, struct work *w, struct site_note *r, double now,
+			    struct buf *lines)
+{
+	struct trace *a = trail_find(s, s->arrived, r, now);
+	struct site_note *to;
+
+	if (!a || !(to = site_find_note(s, a->path)))
+		return 0;
+	record_move(s, r->url, r->note.path, to->note.path, lines);
+	site_key_add(&w->stale_keys, r->url);
+	trace_clear(s->arrived, a);
+	urls_update_claims(s, w, to);
+	return 1;
 }
 
 /*
@@ -431,19 +471,22 @@ void urls_find_moves(struct site *s, struct work *w)
 		if (pick) {
 			pick->seen = 1; /* one old note per new one */
 			record_move(s, r->url, r->note.path, pick->note.path, &lines);
-		} else {
-			departed_add(s, r);
+		} else if (!moved_to_arrived(s, w, r, now, &lines)) {
+			trail_add(&s->departed, r, r->url);
 		}
 	}
 	/* the other half of a move that began in an earlier change */
-	for (j = 0; j < na && s->ndeparted; j++) {
-		struct departed *d;
-		if (added[j]->seen || !(d = departed_find(s, added[j], now)))
+	for (j = 0; j < na; j++) {
+		struct trace *d;
+		if (added[j]->seen)
 			continue;
+		if (!(d = trail_find(s, s->departed, added[j], now))) {
+			trail_add(&s->arrived, added[j], NULL);
+			continue;
+		}
 		record_move(s, d->url, d->path, added[j]->note.path, &lines);
 		site_key_add(&w->stale_keys, d->url);
-		departed_clear(d);
-		s->ndeparted--;
+		trace_clear(s->departed, d);
 	}
 	for (j = 0; j < na; j++)
 		added[j]->seen = 0;
@@ -622,5 +665,6 @@ void urls_free(struct site *s)
 		free(g);
 	}
 	map_release(&s->url_groups);
-	urls_departed_release(s);
+	trail_free(&s->departed);
+	trail_free(&s->arrived);
 }

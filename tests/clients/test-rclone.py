@@ -20,9 +20,11 @@ Asserts:
   - an edit that changes a note's size, a delete and a move (to a new
     folder) made locally reach the site with the next sync: the edited
     page shows the new text, the deleted one answers 404, the moved one
-    answers at its new URL and its old one redirects there (rclone sends
-    a delete, with --delete-before, then an upload, which quire pairs into
-    a move); that sync transfers exactly 2 files and deletes 2;
+    answers at its new URL and its old one redirects there (rclone, by
+    default, uploads the moved file and deletes the old one after, often
+    in another of quire's changes: quire pairs the deletion with the
+    upload of the same bytes that came first); that sync transfers exactly
+    2 files and deletes 2;
   - what rclone decides with vendor=other (docs/editors.md says it): the
     server has no hash rclone knows and rclone sets no modification time
     there, so it compares sizes only. An edit that keeps a note's size is
@@ -168,12 +170,10 @@ def main():
             text = fh.read()
         with open(p, "w") as fh:
             fh.write(text.replace("samesize-marker-AAAA", "samesize-marker-BBBB"))
-        # --delete-before: rclone's default deletes after the uploads, and
-        # quire pairs a deletion with a later upload of the same bytes into
-        # a move (docs/design.md, "struct departed"), not an upload with a
-        # later deletion unless both land in one change (docs/editors.md)
-        code, st, lines = rclone(["sync", src, "q:", "--delete-before"], env,
-                                 "sync of the changes")
+        # rclone's default order: the uploads, then the deletions (quire
+        # pairs a deletion with an earlier upload of the same bytes: urls.c,
+        # "the arrived")
+        code, st, lines = rclone(["sync", src, "q:"], env, "sync of the changes")
         check(code == 0 and st.get("transfers") == 2 and st.get("deletes") == 2,
               "the changes' sync transfers 2 files and deletes 2 (exit %d, %s, %s)"
               % (code, st.get("transfers"), st.get("deletes")))
