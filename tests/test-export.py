@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from quiretest import QUIRE, ROOT, check, crawl, fetch, free_port, serve, summary  # noqa: E402
+from quiretest import QUIRE, ROOT, check, crawl, fetch, free_port, serve, stop, summary  # noqa: E402
 
 CUSTOM = "domains.quire.localhost"
 MISSING = ["/no-such-note", "/writing/no-such-note", "/tags/no-such-tag", "/_quire/nothing.css"]
@@ -173,12 +173,7 @@ def main():
         static_search(nport, out)
         incremental(tmp, vault)
     finally:
-        for p in procs:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs, 10)
         shutil.rmtree(tmp, ignore_errors=True)
     return summary()
 

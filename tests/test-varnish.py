@@ -41,7 +41,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
-from quiretest import QUIRE, ROOT, check, crawl, fetch, free_port, summary  # noqa: E402
+from quiretest import QUIRE, ROOT, check, crawl, fetch, free_port, stop, summary  # noqa: E402
 
 XKEY = "/usr/lib/x86_64-linux-gnu/varnish/vmods/libvmod_xkey.so"
 TOKEN = "test-varnish-token-0123456789abcdef"
@@ -210,12 +210,7 @@ def scenario(method):
         settle(qport, 0)
         run(tmp, qport, vport)
     finally:
-        for p in procs:
-            p.terminate()
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs, 10)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

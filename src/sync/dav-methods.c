@@ -159,6 +159,19 @@ static int may_write(struct dav_req *r, const struct if_header *ifh, const char 
 	return rc;
 }
 
+/*
+ * The checks of every write to r's own path: its If header (412) and its
+ * locks (423, see may_write()). 0, or the refusal answered.
+ */
+static int write_refused(struct dav_req *r, const struct if_header *ifh, int tree, int member)
+{
+	if (conditions(r, ifh, r->path, 0)) {
+		reply(r, 412, "precondition failed");
+		return 1;
+	}
+	return may_write(r, ifh, r->path, tree, member) != 0;
+}
+
 /* ---- GET, HEAD ---- */
 
 static void http_date(time_t t, char out[64])
@@ -269,11 +282,7 @@ static void do_put(struct dav_req *r, const struct if_header *ifh)
 		reply(r, 409, "the parent collection does not exist");
 		return;
 	}
-	if (conditions(r, ifh, r->path, 0)) {
-		reply(r, 412, "precondition failed");
-		return;
-	}
-	if (may_write(r, ifh, r->path, 0, k == DAV_NONE))
+	if (write_refused(r, ifh, 0, k == DAV_NONE))
 		return;
 	if (write_file(api, r->path, &r->body, &out) >= 300) {
 		reply(r, out.status, out.error);
@@ -297,11 +306,7 @@ static void do_delete(struct dav_req *r, const struct if_header *ifh)
 		reply(r, 404, "not found");
 		return;
 	}
-	if (conditions(r, ifh, r->path, 0)) {
-		reply(r, 412, "precondition failed");
-		return;
-	}
-	if (may_write(r, ifh, r->path, 1, 1))
+	if (write_refused(r, ifh, 1, 1))
 		return;
 	if (dav_fs_remove(api, r->path) < 0) {
 		reply_errno(r, errno, "delete");
@@ -330,11 +335,7 @@ static void do_mkcol(struct dav_req *r, const struct if_header *ifh)
 		reply(r, 409, "the parent collection does not exist");
 		return;
 	}
-	if (conditions(r, ifh, r->path, 0)) {
-		reply(r, 412, "precondition failed");
-		return;
-	}
-	if (may_write(r, ifh, r->path, 0, 1))
+	if (write_refused(r, ifh, 0, 1))
 		return;
 	if (dav_fs_mkdir(api, r->path) < 0) {
 		reply_errno(r, errno, "mkcol");
@@ -541,11 +542,7 @@ static void do_proppatch(struct dav_req *r, const struct if_header *ifh)
 		reply(r, 400, why ? why : "PROPPATCH takes a DAV:propertyupdate body");
 		goto out;
 	}
-	if (conditions(r, ifh, r->path, 0)) {
-		reply(r, 412, "precondition failed");
-		goto out;
-	}
-	if (may_write(r, ifh, r->path, 0, 0))
+	if (write_refused(r, ifh, 0, 0))
 		goto out;
 	if (!refused && dav_props_apply(r->dav->props, r->path, c, n) < 0) {
 		reply(r, 500, "the properties could not be saved");

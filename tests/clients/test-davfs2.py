@@ -105,18 +105,8 @@ def main():
                                stderr=subprocess.STDOUT, text=True, timeout=120)
             check(r.returncode == 0, "umount: %s" % r.stdout.strip())
         check(proc.poll() is None, "quire serve is still running")
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if quiretest._counts["failed"]:
-            try:
-                with open(os.path.join(work, "serve.log")) as fh:
-                    tail = fh.readlines()[-20:]
-                print("  the server's log, last lines:\n    " + "    ".join(tail), file=sys.stderr)
-            except OSError:
-                pass
+        quiretest.stop([proc])
+        quiretest.log_tail_if_failed(os.path.join(work, "serve.log"))
         shutil.rmtree(work, ignore_errors=True)
     return quiretest.summary()
 

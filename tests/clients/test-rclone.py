@@ -214,19 +214,8 @@ def main():
         if proc is not None and proc.poll() is not None:
             check(False, "quire serve exited during the test, status %d%s" % (
                 proc.returncode, " (signal %d)" % -proc.returncode if proc.returncode < 0 else ""))
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        if quiretest._counts["failed"]:
-            try:
-                with open(os.path.join(work, "serve.log")) as fh:
-                    tail = fh.readlines()[-20:]
-                print("  the server's log, last lines:\n    " + "    ".join(tail), file=sys.stderr)
-            except OSError:
-                pass
+        quiretest.stop([proc])
+        quiretest.log_tail_if_failed(os.path.join(work, "serve.log"))
         shutil.rmtree(work, ignore_errors=True)
     return quiretest.summary()
 

@@ -36,6 +36,30 @@ def summary():
     return 1 if _counts["failed"] else 0
 
 
+def stop(procs, timeout=20):
+    """Terminates each process (None is skipped), killing one that does not exit in time."""
+    for p in procs:
+        if p is None:
+            continue
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def log_tail_if_failed(path, lines=20):
+    """After a failed check, prints the last lines of a server's log."""
+    if not _counts["failed"]:
+        return
+    try:
+        with open(path) as fh:
+            tail = fh.readlines()[-lines:]
+        print("  the server's log, last lines:\n    " + "    ".join(tail), file=sys.stderr)
+    except OSError:
+        pass
+
+
 def serve(vault, extra=(), search_ready=None):
     proc = subprocess.Popen(
         [QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "1",
