@@ -30,6 +30,7 @@ without the vmod).
 
 Skips (77) when varnishd or the xkey vmod is not installed.
 """
+import http.client
 import json
 import os
 import re
@@ -139,7 +140,40 @@ def start_quire(vault, qport):
     raise SystemExit("quire serve did not start")
 
 
+def surrogate_keys(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    c.request("GET", path)
+    r = c.getresponse()
+    r.read()
+    keys = (r.getheader("Surrogate-Key") or "").split()
+    c.close()
+    return r.status, keys
+
+
+def tag_and_tree_keys(qport):
+    """A tagged note and its tag's listing share the tag's key; the explorer's documents say "tree"."""
+    status, body = fetch(qport, "127.0.0.1", "/tags/")[0], fetch(qport, "127.0.0.1", "/tags/")[2]
+    tags = re.findall(rb'href="(/tags/[^"/]+)"', body)
+    check(status == 200 and tags, "/tags/ lists tags")
+    if not tags:
+        return
+    tag = tags[0].decode()
+    status, tkeys = surrogate_keys(qport, tag)
+    tkeys = [k for k in tkeys if k.startswith("t")]
+    check(status == 200 and len(tkeys) == 1, "%s carries one tag key: %s" % (tag, tkeys))
+    listing = fetch(qport, "127.0.0.1", tag)[2]
+    notes = re.findall(rb'class="listing-link" href="([^"]+)"', listing)
+    check(notes, "%s lists notes" % tag)
+    if notes and tkeys:
+        status, nkeys = surrogate_keys(qport, notes[0].decode())
+        check(status == 200 and tkeys[0] in nkeys,
+              "%s, listed under %s, carries its key %s: %s" % (notes[0].decode(), tag, tkeys[0], nkeys))
+    _, keys = surrogate_keys(qport, "/_quire/tree.json")
+    check("tree" in keys, "/_quire/tree.json carries the key tree: %s" % keys)
+
+
 def run(tmp, qport, vport):
+    tag_and_tree_keys(qport)
     site = Site(qport, vport, [])
     for host in ("127.0.0.1", CUSTOM):
         site.urls += [(host, u) for u in crawl(qport, host)]

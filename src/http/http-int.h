@@ -212,6 +212,7 @@ struct http_request {
 	struct snapshot *snap;
 	struct snapshot_host *host; /* the custom domain asked for, or NULL: the main site */
 	int host_own;             /* the page is one of host's own (a route), not the main site's */
+	const char *tags;         /* the page's tags (struct page), for its Surrogate-Key */
 	enum kind kind;
 	int absolute;             /* absolute-form target: evhttp closes unless
 				     Proxy-Connection: keep-alive */

@@ -43,8 +43,51 @@ void purge_key(const char *host, const char *path, size_t len, char out[PURGE_KE
 	key_of('p', host, path, len, out);
 }
 
+/* " t<hash>" for the tag t[0..len) and each tag above it ("a/b": "a/b" and "a"). */
+static void add_tag_key(struct buf *h, const char *t, size_t len)
+{
+	char k[PURGE_KEY_SIZE];
+	size_t i;
+
+	for (i = 1; i <= len; i++) {
+		if (i < len && t[i] != '/')
+			continue;
+		key_of('t', NULL, t, i, k);
+		buf_addc(h, ' ');
+		buf_add(h, k, PURGE_KEY_SIZE - 1);
+	}
+}
+
+/*
+ * The tag keys of a response: a note's tags (one a line), or the tag whose
+ * listing path is (/tags/<tag>, its pages /tags/<tag>/~<hash> and its
+ * feed /tags/<tag>/rss.xml; not the index /tags/).
+ */
+static void add_tag_keys(struct buf *h, const char *path, size_t len, const char *tags)
+{
+	const char *t = tags, *end;
+
+	while (t && *t) {
+		end = strchr(t, '\n');
+		add_tag_key(h, t, end ? (size_t)(end - t) : strlen(t));
+		t = end ? end + 1 : NULL;
+	}
+	if (!tags && len > 6 && memcmp(path, "/tags/", 6) == 0) {
+		const char *tag = path + 6, *stop = path + len, *p;
+		for (p = tag; p + 1 < stop; p++)
+			if (p[0] == '/' && p[1] == '~')
+				break;
+		if (p + 1 >= stop)
+			p = stop;
+		if (p - tag > 8 && memcmp(p - 8, "/rss.xml", 8) == 0)
+			p -= 8;
+		if (p > tag)
+			add_tag_key(h, tag, (size_t)(p - tag));
+	}
+}
+
 void purge_add_header(struct buf *h, const char *host, int own, const char *path, size_t len,
-		      int note, int not_found)
+		      int note, int not_found, const char *tags)
 {
 	char k[PURGE_KEY_SIZE];
 	const char *slash;
@@ -67,6 +110,9 @@ void purge_add_header(struct buf *h, const char *host, int own, const char *path
 		buf_addc(h, ' ');
 		buf_add(h, k, PURGE_KEY_SIZE - 1);
 	}
+	add_tag_keys(h, path, len, tags);
+	if (len >= 12 && memcmp(path, "/_quire/tree", 12) == 0)
+		buf_adds(h, " tree");
 	if (not_found)
 		buf_adds(h, " q404");
 	buf_add(h, "\r\n", 2);

@@ -7,7 +7,10 @@
  * was served for; "host-main" for the main site), "p" + 16 hex digits of
  * a hash of its path (of host and path for a page a custom domain holds
  * of its own: a route, its sitemap), "f" + the hash of its folder for a
- * note, and "q404" for a 404. A key is computed from the request's path
+ * note, "t" + the hash of a tag for a note with that tag (and each tag
+ * above it: "a/b" also gives "a") and for the pages of that tag's
+ * listing (/tags/a/b and its other pages and feed), "tree" for the
+ * explorer's documents, and "q404" for a 404. A key is computed from the request's path
  * and host (a hash into a fixed buffer), so a 404 for a path carries the
  * key that the page created there later is purged by.
  *
@@ -57,10 +60,11 @@ void purge_key(const char *host, const char *path, size_t len, char out[PURGE_KE
  * Appends "Surrogate-Key: ...\r\n" for a response: host is the custom
  * domain's name or NULL for the main site; own is whether the page came
  * from that host's own pages; note whether it is a note (it gets its
- * folder's key); not_found whether it is a 404.
+ * folder's key); not_found whether it is a 404; tags the page's tags
+ * (struct page) or NULL.
  */
 void purge_add_header(struct buf *h, const char *host, int own, const char *path, size_t len,
-		      int note, int not_found);
+		      int note, int not_found, const char *tags);
 
 /* What changed from was to now: keys and absolute URLs, each once. */
 struct purge_set {

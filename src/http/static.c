@@ -280,7 +280,7 @@ void http_cache_control(struct http_request *r, int immutable)
 	/* what a cache in front may be told to purge this response by (purge.h) */
 	if (r->snap)
 		purge_add_header(&r->w->hdr, r->host ? r->host->name : NULL, r->host_own, r->path,
-				 r->path_len, r->kind == K_PAGE, r->kind == K_NOTFOUND);
+				 r->path_len, r->kind == K_PAGE, r->kind == K_NOTFOUND, r->tags);
 }
 
 /*
@@ -294,6 +294,7 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 	size_t len = p->body_len;
 	int gz = 0;
 
+	r->tags = p->tags;
 	if (p->gz && (ae = in_header(ev, "Accept-Encoding")) && http_accepts_gzip(ae)) {
 		gz = 1;
 		etag = p->gz_etag;

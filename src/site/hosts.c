@@ -964,6 +964,7 @@ static struct page *render_lazy(const struct snapshot *snap, const struct snapsh
 	p = page_new(src->kind, path, len);
 	p->content_type = src->content_type;
 	p->mtime = src->mtime;
+	p->tags = src->tags ? xstrdup(src->tags) : NULL;
 	buf_fit(&b);
 	bytes = buf_detach(&b, &n);
 	page_set_body(p, bytes, n, src->kind == PAGE_NOTE ? GZIP_LEVEL : GZIP_FAST);

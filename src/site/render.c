@@ -22,6 +22,7 @@
 #include "site/render.h"
 #include "util/gzip.h"
 #include "util/log.h"
+#include "util/unicode.h"
 #include "util/xalloc.h"
 #include "vault/resolve.h"
 
@@ -461,6 +462,22 @@ struct embed_path {
 	size_t at[RENDER_MAX_EMBED_DEPTH + 1];
 };
 
+/* A note's tags for its page (struct page's tags): lowercased, one a line; NULL for none. */
+static char *page_tags(const char *const *tags, size_t ntags)
+{
+	struct buf b = BUF_INIT;
+	size_t k;
+
+	for (k = 0; k < ntags; k++) {
+		char *low = utf8_lower(tags[k], strlen(tags[k]));
+		if (k)
+			buf_addc(&b, '\n');
+		buf_adds(&b, low);
+		free(low);
+	}
+	return ntags ? buf_detach(&b, NULL) : NULL;
+}
+
 /*
  * Whether showing [ts, te) of t at this depth would show an embed being
  * expanded: a cycle. A note may show another section of itself (or of a
@@ -637,6 +654,7 @@ void render_note_page(struct site *s, struct site_note *n)
 
 	p = page_new(PAGE_NOTE, n->url, strlen(n->url));
 	p->mtime = n->note.mtime;
+	p->tags = page_tags(tags, ntags);
 	buf_fit(&html); /* the page keeps these bytes: no growth slack */
 	bytes = buf_detach(&html, &len);
 	if (s->gzip_later)

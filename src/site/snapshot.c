@@ -83,6 +83,7 @@ struct page *page_gzipped(const struct page *p)
 	q->content_type = p->content_type;
 	q->mtime = p->mtime;
 	q->immutable = p->immutable;
+	q->tags = p->tags ? xstrdup(p->tags) : NULL;
 	/* the same ETag (same bytes), the same size rule, the same identity policy */
 	if (page_set_body(q, xmemdup(p->body, p->body_len), p->body_len, p->gz_later) < 0 || !q->gz) {
 		page_unref(q);
@@ -175,6 +176,7 @@ void page_unref(struct page *p)
 	xfree_lasting(p->gz);
 	free(p->location);
 	free(p->file);
+	free(p->tags);
 	free(p);
 }
 

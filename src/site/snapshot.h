@@ -89,6 +89,8 @@ struct page {
 	off_t file_size;          /* PAGE_FILE */
 	int immutable;            /* Cache-Control: immutable (content-hashed URL) */
 	int gz_later;             /* page_set_body_later(): the gzip level page_gzipped() uses */
+	char *tags;               /* a note's tags, lowercased, one a line, or NULL: what a
+				     cache in front may purge it by (http/purge.h) */
 };
 
 /*
