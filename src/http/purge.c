@@ -21,21 +21,19 @@
 
 /* ---- keys -------------------------------------------------------------------- */
 
+/*
+ * A key: tag, then 16 hex digits of a hash of the path, seeded with the
+ * host's hash for a custom host's own pages. Computed for every response,
+ * so without an allocation.
+ */
 static void key_of(char tag, const char *host, const char *path, size_t len,
 		   char out[PURGE_KEY_SIZE])
 {
-	struct buf b = BUF_INIT;
-	char hex[17];
+	uint64_t h = host && *host ? hash64_seeded(path, len, hash64(host, strlen(host)))
+				   : hash64(path, len);
 
-	if (host && *host) {
-		buf_adds(&b, host);
-		buf_addc(&b, '\n');
-	}
-	buf_add(&b, path, len);
-	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)hash64(b.ptr, b.len));
 	out[0] = tag;
-	memcpy(out + 1, hex, 17);
-	buf_release(&b);
+	snprintf(out + 1, PURGE_KEY_SIZE - 1, "%016llx", (unsigned long long)h);
 }
 
 void purge_key(const char *host, const char *path, size_t len, char out[PURGE_KEY_SIZE])

@@ -13,6 +13,11 @@ uint64_t hash64(const void *data, size_t len)
 	return XXH3_64bits(data, len);
 }
 
+uint64_t hash64_seeded(const void *data, size_t len, uint64_t seed)
+{
+	return XXH3_64bits_withSeed(data, len, seed);
+}
+
 void hash_hex16(const void *data, size_t len, char out[17])
 {
 	snprintf(out, 17, "%016llx", (unsigned long long)XXH3_64bits(data, len));

@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 uint64_t hash64(const void *data, size_t len);
+/* hash64 under a seed: the hash of a pair without joining it in memory first. */
+uint64_t hash64_seeded(const void *data, size_t len, uint64_t seed);
 
 /* A strong ETag: '"' + 16 lowercase hex digits + '"' + NUL. */
 #define ETAG_SIZE 19

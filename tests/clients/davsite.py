@@ -10,7 +10,6 @@ change should have made of it.
 """
 import http.client
 import os
-import re
 import secrets
 import subprocess
 import sys
@@ -33,15 +32,7 @@ def serve(vault, workdir, extra=()):
         [quiretest.QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "2",
          "--no-watch", "--search-rate", "0", "--token-file", tokfile, *extra],
         stdout=subprocess.PIPE, stderr=log, text=True)
-    port = None
-    for line in proc.stdout:
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        proc.kill()
-        raise SystemExit("quire serve did not say where it listens")
+    port = quiretest.listening_port(proc)
     # keep reading its stdout so that it never blocks on a full pipe
     import threading
     threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()

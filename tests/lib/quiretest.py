@@ -60,19 +60,21 @@ def log_tail_if_failed(path, lines=20):
         pass
 
 
+def listening_port(proc):
+    """The port `quire serve` says it listens on (its stdout, read to that line)."""
+    for line in proc.stdout:
+        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+        if m:
+            return int(m.group(1))
+    proc.kill()
+    raise SystemExit("quire serve did not say where it listens")
+
+
 def serve(vault, extra=(), search_ready=None):
     proc = subprocess.Popen(
         [QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "1",
          *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    port = None
-    for line in proc.stdout:
-        m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            port = int(m.group(1))
-            break
-    if port is None:
-        proc.kill()
-        raise SystemExit("quire serve did not say where it listens")
+    port = listening_port(proc)
     # the search index fills after the first snapshot
     for _ in range(100 if search_ready else 0):
         try:
