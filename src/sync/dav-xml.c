@@ -206,6 +206,12 @@ void dav_xml_escape(struct buf *b, const char *s, size_t len)
 		case '\r':
 			buf_adds(b, "&#13;");
 			break;
+		case '\n': /* in an attribute (xmlns, xml:lang) a parser reads these as spaces */
+			buf_adds(b, "&#10;");
+			break;
+		case '\t':
+			buf_adds(b, "&#9;");
+			break;
 		default:
 			buf_addc(b, s[i]);
 			break;
