@@ -20,6 +20,7 @@
 #include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -260,9 +261,7 @@ int http_deferred_stream_write(struct http_deferred *d, struct buf *piece)
 
 	pthread_mutex_lock(&w->done_lock);
 	while (!d->stream_dead && d->body.len + d->out_len > STREAM_WINDOW) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += STREAM_STALL_S;
+		struct timespec until = clock_deadline(STREAM_STALL_S * 1000L);
 		if (pthread_cond_timedwait(&d->drained, &w->done_lock, &until) == ETIMEDOUT)
 			d->stream_dead = 1;
 	}

@@ -3,6 +3,7 @@
  * that sends it (purge.h says what and why).
  */
 #include "http/purge.h"
+#include "util/clock.h"
 #include "util/hash.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -560,13 +561,7 @@ int purger_wait_idle(struct purger *pg, int timeout_ms)
 
 	if (!pg)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_sec += timeout_ms / 1000;
-	t.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
+	t = clock_deadline(timeout_ms);
 	pthread_mutex_lock(&pg->lock);
 	while ((pg->has_queued || pg->busy) && ret == 0)
 		ret = pthread_cond_timedwait(&pg->idle, &pg->lock, &t);

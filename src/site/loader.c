@@ -72,21 +72,6 @@ struct loader {
 /* How often an idle loader checks that the search index file is still there and whole. */
 #define SEARCH_CHECK_MS 2000
 
-/* ms from now on CLOCK_REALTIME, the clock of our condition variables. */
-static struct timespec deadline_after(int ms)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_sec += ms / 1000;
-	t.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (t.tv_nsec >= 1000000000L) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000L;
-	}
-	return t;
-}
-
 static void publish(struct loader *l, struct snapshot *snap)
 {
 	uint64_t v = snap->version;
@@ -451,7 +436,7 @@ static void *run(void *arg)
 					continue;
 			}
 			if (!l->retired_held) {
-				struct timespec t = deadline_after(SEARCH_CHECK_MS);
+				struct timespec t = clock_deadline(SEARCH_CHECK_MS);
 				if (l->search)
 					pthread_cond_timedwait(&l->wake, &l->lock, &t);
 				else
@@ -459,7 +444,7 @@ static void *run(void *arg)
 				continue;
 			}
 			/* a reader still held the snapshot we replaced: free it here, soon */
-			struct timespec t = deadline_after(REAP_MS);
+			struct timespec t = clock_deadline(REAP_MS);
 			pthread_cond_timedwait(&l->wake, &l->lock, &t);
 			pthread_mutex_unlock(&l->lock);
 			l->retired_held = snapshot_slot_reap(l->slot);
@@ -551,7 +536,7 @@ uint64_t loader_version(struct loader *l)
 
 int loader_wait(struct loader *l, uint64_t version, int timeout_ms)
 {
-	struct timespec deadline = deadline_after(timeout_ms);
+	struct timespec deadline = clock_deadline(timeout_ms);
 	int ret = 0;
 
 	pthread_mutex_lock(&l->lock);
@@ -569,7 +554,7 @@ int loader_search_ready(struct loader *l)
 
 int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms)
 {
-	struct timespec deadline = deadline_after(timeout_ms);
+	struct timespec deadline = clock_deadline(timeout_ms);
 	int ret = 0;
 
 	pthread_mutex_lock(&l->lock);

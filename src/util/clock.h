@@ -7,7 +7,15 @@
 #ifndef QUIRE_CLOCK_H
 #define QUIRE_CLOCK_H
 
+#include <time.h>
+
 /* Milliseconds since an arbitrary fixed point (boot). */
 double clock_ms(void);
+
+/*
+ * The moment ms milliseconds from now on CLOCK_REALTIME, the clock
+ * pthread_cond_timedwait() counts in: the deadline of a timed wait.
+ */
+struct timespec clock_deadline(long ms);
 
 #endif
