@@ -31,6 +31,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
+import { check, summary } from '../lib/check.mjs';
+import { stop } from '../lib/proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = process.env.QUIRE_SOURCE_ROOT || join(here, '..', '..');
@@ -39,16 +41,6 @@ const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => 
 const shots = process.env.QUIRE_ARTIFACTS || join(process.cwd(), 'browser-shots');
 const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
-let passed = 0;
-let failed = 0;
-function check(ok, what) {
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    console.error('  FAILED: ' + what);
-  }
-}
 
 /* quire serve on vault, on a free port; resolves when the search index answers. */
 async function serve(vault) {
@@ -145,7 +137,7 @@ async function main() {
     await run(browser, base);
   } finally {
     await browser.close();
-    proc.kill();
+    await stop(proc);
     rmSync(work, { recursive: true, force: true });
   }
 }
@@ -428,6 +420,5 @@ async function run(browser, base) {
 main()
   .catch((e) => check(false, 'the run finished: ' + (e && e.stack || e)))
   .finally(() => {
-    console.log(`${passed} passed, ${failed} failed`);
-    process.exit(failed ? 1 : 0);
+    process.exit(summary());
   });

@@ -39,22 +39,14 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuthType, createClient } from 'webdav';
+import { check, failures, summary } from '../lib/check.mjs';
+import { stop } from '../lib/proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = process.env.QUIRE_SOURCE_ROOT || join(here, '..', '..');
 const quire = process.env.QUIRE_BIN || join(root, 'build', 'quire');
 const LIVE_MS = 30000;
 
-let passed = 0;
-let failed = 0;
-function check(ok, what) {
-  if (ok) {
-    passed++;
-  } else {
-    failed++;
-    console.error('  FAILED: ' + what);
-  }
-}
 
 /* What a failed request was, for the report: method, URL, status, body. */
 async function describe(err) {
@@ -263,8 +255,8 @@ async function main() {
   try {
     await run(srv, base, web, vault);
   } finally {
-    srv.proc.kill('SIGTERM');
-    if (failed) console.error('  the server\'s log, last lines:\n' + srv.log().split('\n').slice(-15).join('\n'));
+    await stop(srv.proc);
+    if (failures()) console.error('  the server\'s log, last lines:\n' + srv.log().split('\n').slice(-15).join('\n'));
     rmSync(work, { recursive: true, force: true });
   }
 }
@@ -428,6 +420,5 @@ async function run(srv, base, web, vault) {
 }
 
 main().catch((err) => { check(false, 'uncaught: ' + (err && err.stack || err)); }).finally(() => {
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
+  process.exit(summary());
 });
