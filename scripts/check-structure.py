@@ -13,7 +13,11 @@ Checks, and prints each breach on a line of its own:
     file of A includes B's header);
   - lengths: no file over --max-file lines, no function over --max-func
     lines (a function runs from its name at column 0 to the '}' at
-    column 0 that closes it: the style the tree is written in).
+    column 0 that closes it: the style the tree is written in);
+  - map: docs/design.md's module map has a row for each stage folder and
+    names each of its modules there, as `name`, `name.h`, or `-part` in
+    the row of `base` for a module base-part (private -int headers aside),
+    and names no folder the tree does not have.
 Exit 0 when all hold, 1 when one does not. Run by `meson test structure`
 (tests/meson.build).
 Python 3 standard library only.
@@ -100,6 +104,35 @@ def long_functions(path, limit):
     return out
 
 
+def map_problems(src, order, files):
+    """What docs/design.md's module map leaves out or names that is not there."""
+    design = os.path.join(src, "..", "docs", "design.md")
+    if not os.path.exists(design):
+        return []
+    rows = {}
+    for line in open(design):
+        m = re.match(r"^\| `([a-z]+)/` \|(.*)$", line)
+        if m:
+            rows[m.group(1)] = set(re.findall(r"`([^`]+)`", m.group(2)))
+    out = ["map: docs/design.md names %s/, which src/ does not have" % f
+           for f in sorted(rows) if f not in order]
+    for f in order:
+        if f not in rows:
+            out.append("map: docs/design.md has no row for %s/" % f)
+            continue
+        names = rows[f]
+        mods = sorted({os.path.splitext(os.path.basename(x))[0] for x in files
+                       if os.path.relpath(x, src).split(os.sep)[0] == f})
+        for mod in mods:
+            if mod.endswith("-int") or mod in names or mod + ".h" in names:
+                continue
+            base, _, part = mod.rpartition("-")
+            if base and base in names and "-" + part in names:
+                continue
+            out.append("map: docs/design.md's row for %s/ does not name %s" % (f, mod))
+    return out
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     skip = {str(opt("--max-file", 0)), str(opt("--max-func", 0))}
@@ -142,6 +175,7 @@ def main():
             for name, line, length in long_functions(f, max_func):
                 problems.append("length: %s() at %s:%d has %d lines (at most %d)"
                                 % (name, rel, line, length, max_func))
+    problems += map_problems(src, order, files)
     for p in problems:
         print(p)
     print("%d files in %d stages (%s): %s" % (len(files), len(order), ", ".join(order),
