@@ -515,11 +515,18 @@ void urls_relocated(struct site *s, struct work *w)
 	buf_release(&lines);
 }
 
-/* Alias URLs of a note: each alias as a note name in the note's folder, and its former URLs. */
-static void alias_urls(struct site *s, const struct site_note *n, int report, char ***out,
-		       size_t *nout)
+/*
+ * Alias URLs of a note, and its former URLs. An alias is first a name (what
+ * Obsidian offers when linking); as a URL it is the note name in the note's
+ * folder, or, when it holds a '/', a path from the vault's root, which is
+ * what Obsidian Publish asks for ("Guides/Making friends" redirects
+ * /guides/making-friends). An alias whose URL quire keeps for itself
+ * (".config", "robots.txt") stays a name only: no redirect, no diagnostic,
+ * since Obsidian would give none.
+ */
+static void alias_urls(struct site *s, const struct site_note *n, char ***out, size_t *nout)
 {
-	const char *slash = strrchr(n->note.path, '/'), *why;
+	const char *slash = strrchr(n->note.path, '/');
 	const struct moved *m = map_gets(&s->moved, n->note.path);
 	size_t k;
 
@@ -542,23 +549,22 @@ static void alias_urls(struct site *s, const struct site_note *n, int report, ch
 		}
 	}
 	for (k = 0; k < n->note.aliases.n; k++) {
+		const char *alias = n->note.aliases.v[k];
 		struct buf from = BUF_INIT;
 		char *url;
-		if (slash)
+		if (strchr(alias, '/')) {
+			while (*alias == '/')
+				alias++;
+		} else if (slash) {
 			buf_add(&from, n->note.path, (size_t)(slash - n->note.path + 1));
-		buf_adds(&from, n->note.aliases.v[k]);
+		}
+		if (!*alias)
+			continue;
+		buf_adds(&from, alias);
 		buf_adds(&from, ".md");
 		url = vault_note_url(from.ptr, NULL);
 		buf_release(&from);
-		if ((why = vault_url_reserved(url))) {
-			if (report)
-				diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, n->note.path, 0,
-					  "alias '%s' refused: %s is reserved (%s)",
-					  n->note.aliases.v[k], url, why);
-			free(url);
-			continue;
-		}
-		if (strcmp(url, n->url) == 0) {
+		if (vault_url_reserved(url) || strcmp(url, n->url) == 0) {
 			free(url);
 			continue;
 		}
@@ -612,7 +618,7 @@ void urls_update_claims(struct site *s, struct work *w, struct site_note *n)
 	n->aliases = NULL;
 	n->naliases = 0;
 	if (n->published && !n->removed)
-		alias_urls(s, n, 1, &now, &nnow);
+		alias_urls(s, n, &now, &nnow);
 	for (k = 0; k < nnow; k++) {
 		claim(s, now[k], n, 1);
 		site_key_add(&w->stale_keys, now[k]);
