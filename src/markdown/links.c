@@ -413,6 +413,13 @@ void render_embed(struct ctx *c, size_t ix)
 			 * closed before it and opened again after it (an empty
 			 * one before it is dropped, unless it carries a ^block id).
 			 */
+			static const char br[] = "<br />\n";
+			/* the line break before it ends the paragraph anyway */
+			if (o->len >= c->para_at + sizeof(br) - 1 &&
+			    memcmp(o->ptr + o->len - (sizeof(br) - 1), br, sizeof(br) - 1) == 0)
+				buf_setlen(o, o->len - (sizeof(br) - 1));
+			else if (o->len > c->para_at && o->ptr[o->len - 1] == '\n')
+				buf_setlen(o, o->len - 1);
 			if (o->len == c->para_at && !c->para_id)
 				buf_setlen(o, c->para_tag);
 			else

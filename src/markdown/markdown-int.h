@@ -317,6 +317,11 @@ struct ctx {
 	 */
 	char open_tags[16][12];
 	int nopen_tags;
+	/*
+	 * Bit i: open_tags[i] is a block element ("<div>", "<hr>") that ended
+	 * our own <p> before it, as a browser would; a <p> opens again after it.
+	 */
+	unsigned reopen_para;
 	int title_closed;  /* in a callout's head paragraph: 1 past the title, 2 and no <p> */
 	cmark_node *summary_node;
 	size_t summary_from;
