@@ -32,6 +32,10 @@ Links the author wrote that quire did not resolve (a broken wikilink is an
 vault is left as written, without quire's classes) are not quire's links
 and are skipped: `quire check` reports the broken ones.
 
+Given folders as arguments (`tests/test-links.py VAULT...`), it crawls a
+copy of each of those instead: how a vault that is not in the repository
+(one of your own, or another author's) is checked the same way.
+
 Prints what failed, then "N passed, N failed" like the C tests.
 """
 import html.parser
@@ -246,9 +250,11 @@ def crawl(name, vault):
 def main():
     work = tempfile.mkdtemp(prefix="quire-links-")
     try:
-        for name, src in (("pwsh-docs", os.path.join(CORPUS, "pwsh-docs")),
-                          ("obsidian-tasks-docs", os.path.join(CORPUS, "obsidian-tasks-docs")),
-                          ("vault-sample", os.path.join(ROOT, "vault-sample"))):
+        vaults = [(os.path.basename(os.path.normpath(a)), a) for a in sys.argv[1:]] or \
+            [("pwsh-docs", os.path.join(CORPUS, "pwsh-docs")),
+             ("obsidian-tasks-docs", os.path.join(CORPUS, "obsidian-tasks-docs")),
+             ("vault-sample", os.path.join(ROOT, "vault-sample"))]
+        for name, src in vaults:
             if not os.path.isdir(src):
                 check(False, "%s: no vault at %s" % (name, src))
                 continue
