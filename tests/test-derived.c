@@ -56,6 +56,34 @@ static void make_vault(void)
 	tv_write(vault, "Secret.md", "---\ndraft: true\ntags: [plants]\ndate: 2030-01-01\n---\nSECRETWORD\n");
 }
 
+/*
+ * A vault without a tag still has /tags/ (every page's footer, the graph
+ * page and the search page link there): a listing that says it is empty,
+ * and it stays when the last tag goes.
+ */
+static void test_tag_index_without_tags(void)
+{
+	char *v = tv_new();
+	const char *path = "A.md";
+	struct site *s;
+
+	tv_write(v, "A.md", "No tags here.\n");
+	s = load(v);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK(has(s, "/tags/", "No pages yet."));
+	tv_write(v, "A.md", "Now #tagged.\n");
+	site_apply(s, &path, 1);
+	CHECK(has(s, "/tags/", "tagged"));
+	tv_write(v, "A.md", "Untagged again.\n");
+	site_apply(s, &path, 1);
+	CHECK(has(s, "/tags/", "No pages yet.") && !has(s, "/tags/", "tagged"));
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 static void test_tags(void)
 {
 	struct site *s = load(vault);
@@ -528,6 +556,7 @@ int main(void)
 	md_global_init();
 	make_vault();
 	RUN(test_tags);
+	RUN(test_tag_index_without_tags);
 	RUN(test_folders);
 	RUN(test_feeds);
 	RUN(test_edits);

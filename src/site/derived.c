@@ -59,6 +59,7 @@ struct derived *derived_new(void)
 {
 	struct derived *d = xcalloc(1, sizeof(struct derived));
 	d->by_date.cmp = cmp_listed_date;
+	d->tag_index_dirty = 1; /* /tags/ is there with no tag yet: every page links it */
 	return d;
 }
 
