@@ -236,6 +236,47 @@ static void test_links_follow_moves(void)
 }
 
 /*
+ * A Mermaid node of class internal-link links to the note it names
+ * (src/markdown/links.c): the link follows the note when it moves, goes
+ * when the note goes, and comes when a note of that name appears, each
+ * step equal to a full load.
+ */
+static void test_diagram_links(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+	const char *move_note[] = { "Biology.md", "sci/Biology.md" };
+
+	tv_write(root, "Biology.md", "Cells.\n");
+	tv_write(root, "D.md", "```mermaid\ngraph TD\n  A[Biology] --> B[Chemistry]\n"
+			       "  class A,B internal-link;\n```\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK(page_has(snap, "/d", "<a class=\"internal\" href=\"/biology\" data-node=\"Biology\">"));
+	CHECK(!page_has(snap, "/d", "data-node=\"Chemistry\""));
+	CHECK(page_has(snap, "/biology", "href=\"/d\"")); /* listed as a backlink */
+	CHECK_INT(inc->diags.nwarnings, 0);                  /* the missing one is said nowhere */
+
+	tv_unlink(root, "Biology.md");
+	tv_write(root, "sci/Biology.md", "Cells.\n");
+	step_paths(inc, &snap, root, move_note, 2, "a note a diagram links moved");
+	CHECK(page_has(snap, "/d", "href=\"/sci/biology\" data-node=\"Biology\""));
+
+	tv_write(root, "Chemistry.md", "Atoms.\n");
+	step(inc, &snap, root, "Chemistry.md", "a note a diagram names appeared");
+	CHECK(page_has(snap, "/d", "href=\"/chemistry\" data-node=\"Chemistry\""));
+
+	tv_unlink(root, "sci/Biology.md");
+	step(inc, &snap, root, "sci/Biology.md", "a note a diagram links deleted");
+	CHECK(!page_has(snap, "/d", "data-node=\"Biology\""));
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
+/*
  * A link to a heading chain ([[T#Other#Sub]]) goes to that very heading's
  * id, which only T's headings say ("sub-1" when an earlier "Sub" took
  * "sub"); when T is edited the linking page follows.
@@ -372,6 +413,7 @@ int main(void)
 	md_global_init();
 	RUN(test_fragments_from_pages);
 	RUN(test_links_follow_moves);
+	RUN(test_diagram_links);
 	RUN(test_heading_chain_ids);
 	RUN(test_url_groups);
 	RUN(test_tasks_docs);

@@ -1097,6 +1097,28 @@
     });
   }
 
+  /*
+   * A diagram's nodes of class internal-link become links to the notes the
+   * server resolved from their text (src/markdown/links.c), listed hidden
+   * right after the diagram, as Obsidian links them.
+   */
+  const squash = (t) => t.replace(/\s+/g, ' ').trim();
+  function linkDiagram(pre) {
+    const list = pre.nextElementSibling;
+    if (!list || !list.classList.contains('diagram-links')) return;
+    const urls = new Map();
+    list.querySelectorAll('a[data-node]').forEach((a) => urls.set(squash(a.dataset.node), a.getAttribute('href')));
+    pre.querySelectorAll('g.internal-link').forEach((g) => {
+      const url = urls.get(squash(g.textContent));
+      if (!url || g.closest('a')) return;
+      const a = doc.createElementNS('http://www.w3.org/2000/svg', 'a');
+      a.setAttribute('href', url);
+      a.setAttribute('class', 'diagram-link');
+      g.parentNode.insertBefore(a, g);
+      a.appendChild(g);
+    });
+  }
+
   const diagrams = [];
   function drawDiagrams() {
     if (!window.mermaid || !diagrams.length) return;
@@ -1108,7 +1130,9 @@
       window.mermaid.initialize({
         startOnLoad: false, securityLevel: 'strict', theme: isDark() ? 'dark' : 'default',
       });
-      window.mermaid.run({ nodes: diagrams }).catch(() => { /* its error is drawn in place */ });
+      window.mermaid.run({ nodes: diagrams })
+        .then(() => diagrams.forEach(linkDiagram))
+        .catch(() => { /* its error is drawn in place */ });
     } catch (e) { /* leave the source visible */ }
   }
 

@@ -771,11 +771,16 @@ static void code_block(struct ctx *c, cmark_node *n, struct ann *a)
 	lit = literal(n, &len);
 	cr(o);
 	if (first == 7 && !memcmp(info, "mermaid", 7)) {
+		struct buf raw = BUF_INIT;
+
 		c->res->features |= MD_HAS_DIAGRAM;
 		tag_open(c, a, "<pre class=\"mermaid\"");
 		buf_addc(o, '>');
 		md_add_html_exp(c, o, lit, len, PH_RAW);
 		tag_close(c, a, "</pre>");
+		md_pre_expand(&c->pre, &raw, lit, len, PH_RAW);
+		render_diagram_links(c, raw.ptr ? raw.ptr : "", raw.len);
+		buf_release(&raw);
 	} else {
 		int lang = c->opt && c->opt->highlight ? hl_find(info, first) : -1;
 

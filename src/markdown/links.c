@@ -16,6 +16,7 @@
 #include "markdown/markdown.h"
 #include "markdown/markdown-int.h"
 #include "markdown/sanitize.h"
+#include "util/map.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
@@ -609,4 +610,163 @@ void render_image(struct ctx *c, cmark_node *n, int entering)
 		md_add_html_exp(c, o, s, strlen(s), PH_URL);
 	}
 	buf_adds(o, "\" />");
+}
+
+/* ---- links in diagrams ---- */
+
+/* At most this many linked nodes a diagram: a bound on the work of a hostile note. */
+#define DIAGRAM_LINKS_MAX 256
+
+static int ident_char(char ch)
+{
+	return is_alpha(ch) || is_digit(ch) || ch == '_' || (unsigned char)ch >= 0x80;
+}
+
+/*
+ * The text of the node shape that opens at s[0] ("[Biology]", "((Cell))",
+ * "{"Is it?"}", "[/Slanted/]"): start and length, quotes taken off; 0 when
+ * s[0] opens no shape.
+ */
+static size_t shape_text(const char *s, size_t len, size_t *from)
+{
+	size_t i = 0, end;
+
+	while (i < len && i < 3 && strchr("[({>", s[i]))
+		i++;
+	if (!i)
+		return 0;
+	if (i < len && (s[i] == '/' || s[i] == '\\'))
+		i++;
+	for (end = i; end < len && !strchr("])}\n", s[end]); end++)
+		;
+	if (end > i && (s[end - 1] == '/' || s[end - 1] == '\\'))
+		end--;
+	while (i < end && is_space(s[i]))
+		i++;
+	while (end > i && is_space(s[end - 1]))
+		end--;
+	if (end - i >= 2 && s[i] == '"' && s[end - 1] == '"') {
+		i++;
+		end--;
+	}
+	*from = i;
+	return end - i;
+}
+
+/* Each node id with the text its first shape gives it: labels[id] = "text". */
+static void node_labels(const char *s, size_t len, struct map *labels)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		size_t id = i, from, n;
+		if (!ident_char(s[i]) || (i && ident_char(s[i - 1]))) {
+			i++;
+			continue;
+		}
+		while (i < len && ident_char(s[i]))
+			i++;
+		n = shape_text(s + i, len - i, &from);
+		if (n && !map_get(labels, s + id, i - id))
+			map_put(labels, s + id, i - id, xstrndup(s + i + from, n));
+	}
+}
+
+/* The next "class a,b internal-link" line from *at: its list of ids, or NULL. */
+static const char *next_class_line(const char *s, size_t len, size_t *at, size_t *idslen)
+{
+	static const char cls[] = "internal-link";
+
+	while (*at < len) {
+		const char *line = s + *at, *nl = memchr(line, '\n', len - *at), *p, *ids;
+		size_t ll = nl ? (size_t)(nl - line) : len - *at;
+		*at += ll + 1;
+		while (ll && (is_space(line[ll - 1]) || line[ll - 1] == ';'))
+			ll--;
+		for (p = line; p < line + ll && is_space(*p); p++)
+			;
+		if (line + ll - p < 7 || memcmp(p, "class", 5) != 0 || !is_space(p[5]))
+			continue;
+		if (ll < sizeof(cls) - 1 || memcmp(line + ll - (sizeof(cls) - 1), cls, sizeof(cls) - 1) ||
+		    !is_space(line[ll - sizeof(cls)]))
+			continue;
+		for (ids = p + 5; is_space(*ids); ids++)
+			;
+		*idslen = (size_t)(line + ll - (sizeof(cls) - 1) - ids);
+		while (*idslen && is_space(ids[*idslen - 1]))
+			(*idslen)--;
+		return ids;
+	}
+	return NULL;
+}
+
+/* A link to the note called name, once a diagram (seen owns its keys). */
+static void diagram_link(struct ctx *c, struct buf *o, const char *name, struct map *seen)
+{
+	struct link *l;
+	size_t ix;
+
+	char *key;
+
+	if (!*name || map_gets(seen, name))
+		return;
+	key = xstrdup(name);
+	map_put(seen, key, strlen(key), key);
+	l = md_new_link(c, &ix);
+	l->target = xstrdup(name);
+	l->markdown = 2; /* Obsidian keeps no record of these: a miss is said nowhere */
+	l = resolve(c, ix);
+	if (l->kind != MD_TARGET_NOTE)
+		return;
+	buf_adds(o, "<a class=\"internal\" href=\"");
+	add_url(c, o, l);
+	buf_adds(o, "\" data-node=\"");
+	buf_adds_html(o, name);
+	buf_adds(o, "\">");
+	buf_adds_html(o, name);
+	buf_adds(o, "</a>");
+}
+
+void render_diagram_links(struct ctx *c, const char *s, size_t len)
+{
+	struct map labels = MAP_INIT, seen = MAP_INIT;
+	struct buf *o = c->out, name = BUF_INIT;
+	size_t at = 0, idslen, start = o->len, count = 0, i;
+	const char *ids;
+	void *value;
+
+	if (!c->opt->resolve)
+		return;
+	buf_adds(o, "\n<div class=\"diagram-links\" hidden>");
+	while (count < DIAGRAM_LINKS_MAX && (ids = next_class_line(s, len, &at, &idslen))) {
+		if (!labels.cap)
+			node_labels(s, len, &labels);
+		for (i = 0; i < idslen && count < DIAGRAM_LINKS_MAX; count++) {
+			size_t n = strcspn(ids + i, ", \t");
+			const char *label;
+			if (n > idslen - i)
+				n = idslen - i;
+			label = map_get(&labels, ids + i, n);
+			buf_reset(&name);
+			if (label)
+				buf_adds(&name, label);
+			else
+				buf_add(&name, ids + i, n);
+			diagram_link(c, o, name.ptr ? name.ptr : "", &seen);
+			i += n;
+			while (i < idslen && (ids[i] == ',' || is_space(ids[i])))
+				i++;
+		}
+	}
+	if (o->len == start + strlen("\n<div class=\"diagram-links\" hidden>"))
+		buf_setlen(o, start);
+	else
+		buf_adds(o, "</div>");
+	buf_release(&name);
+	for (i = 0; map_next(&seen, &i, NULL, NULL, &value);)
+		free(value);
+	map_release(&seen);
+	for (i = 0; map_next(&labels, &i, NULL, NULL, &value);)
+		free(value);
+	map_release(&labels);
 }

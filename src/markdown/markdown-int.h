@@ -407,6 +407,15 @@ void md_link_close(struct ctx *c, size_t ix);
 /* The embed c->links[ix]: a splice, an image, audio, video, PDF, or a broken mark. */
 void render_embed(struct ctx *c, size_t ix);
 
+/*
+ * The links of a Mermaid diagram, src[0, len) with placeholders turned
+ * back: each node given the class internal-link is a link to the note its
+ * text names, as in Obsidian. Written after the diagram as a hidden list
+ * (<div class="diagram-links" hidden>) the theme's script attaches to the
+ * drawn nodes; a name that matches nothing is no link and no warning.
+ */
+void render_diagram_links(struct ctx *c, const char *src, size_t len);
+
 /* A Markdown link or image node, entering or leaving it. */
 void render_link(struct ctx *c, cmark_node *n, int entering);
 void render_image(struct ctx *c, cmark_node *n, int entering);

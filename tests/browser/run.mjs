@@ -255,7 +255,21 @@ async function run(browser, base) {
   check(typeset.maths >= 4 && typeset.katex === typeset.maths && typeset.raw === 0,
     `every formula is typeset by KaTeX, none left as source: ${JSON.stringify(typeset)}`);
   check(typeset.display >= 1, 'display math is typeset as a block');
-  check(typeset.svgs === 1 && typeset.nodes >= 5, 'the mermaid diagram is drawn (5 nodes)');
+  check(typeset.svgs === 2 && typeset.nodes >= 9, `both mermaid diagrams are drawn (9 nodes): ${typeset.svgs}, ${typeset.nodes}`);
+  /* nodes of class internal-link are links to the notes they name, as in Obsidian */
+  await desk.waitForFunction(() => document.querySelector('pre.mermaid a.diagram-link'), { timeout: 10000 })
+    .catch(() => {});
+  const nodeLinks = await desk.evaluate(() => [...document.querySelectorAll('pre.mermaid a.diagram-link')]
+    .map((a) => [a.textContent.replace(/\s+/g, ' ').trim(), a.getAttribute('href')]));
+  check(JSON.stringify(nodeLinks) === JSON.stringify([['render-on-write', '/design/render-on-write'],
+    ['invariants', '/design/invariants'], ['link-resolution', '/reference/link-resolution']]),
+  'the diagram\'s internal-link nodes link their notes, the missing one does not: ' + JSON.stringify(nodeLinks));
+  await Promise.all([desk.waitForNavigation({ waitUntil: 'networkidle0' }),
+    desk.click('pre.mermaid a.diagram-link[href="/design/invariants"]')]);
+  check(new URL(desk.url()).pathname === '/design/invariants', 'a click on a linked node opens its note');
+  check([200, 304].includes(await visit(desk, base + '/writing/formatting')), 'the formatting note answers again');
+  await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
+    .catch(() => {});
   check(typeset.scripts.every((u) => u.startsWith(base + '/_quire/')),
     'KaTeX and Mermaid come from quire itself: ' + JSON.stringify(typeset.scripts));
   await desk.screenshot({ path: join(shots, 'math-diagram-desktop.png'), fullPage: true });
