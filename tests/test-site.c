@@ -1034,6 +1034,67 @@ static void test_links_linear(void)
 	tv_remove(big);
 }
 
+/* The bytes of the page at url in s's table, NUL-terminated by the page, or "". */
+static const char *page_text(const struct site *s, const char *url)
+{
+	const struct page *p = map_gets(&s->pages, url);
+	return p && p->body ? p->body : "";
+}
+
+/*
+ * publish.css at the vault's root is the site's own CSS, as in Obsidian
+ * Publish: served at /_quire/publish.css and linked from every page, last.
+ * Without it an empty stylesheet stands there, so the file coming, changing
+ * or going changes that one page and renders or composes nothing else.
+ */
+static void test_site_stylesheet(void)
+{
+	char *v = tv_new();
+	const char *path = "publish.css";
+	struct site *s;
+
+	tv_write(v, "a.md", "# A\n\n> [!recipe] Soup\n> Water.\n");
+	tv_write(v, "sub/b.md", "B\n");
+	s = load(v, 2);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK(strstr(page_text(s, "/_quire/publish.css"), "no publish.css") != NULL);
+	CHECK(strstr(page_text(s, "/a"), "<link rel=\"stylesheet\" href=\"/_quire/publish.css\">"));
+	CHECK(strstr(page_text(s, "/sub/b"), "href=\"/_quire/publish.css\""));
+
+	tv_write(v, "publish.css", ".callout[data-callout=\"recipe\"] { --callout-color: 200, 110, 30; }\n");
+	site_apply(s, &path, 1);
+	CHECK(strstr(page_text(s, "/_quire/publish.css"), "200, 110, 30") != NULL);
+	CHECK_INT(s->nrendered, 0);
+	CHECK_INT(s->ncomposed, 0);
+	CHECK(map_gets(&s->pages, "/publish.css") == NULL); /* not an attachment nobody links */
+
+	tv_write(v, "publish.css", "body { color: teal; } /* longer now */\n");
+	site_apply(s, &path, 1);
+	CHECK(strstr(page_text(s, "/_quire/publish.css"), "teal") != NULL);
+	CHECK_INT(s->ncomposed, 0);
+
+	tv_unlink(v, "publish.css");
+	site_apply(s, &path, 1);
+	CHECK(strstr(page_text(s, "/_quire/publish.css"), "no publish.css") != NULL);
+	CHECK_INT(s->ncomposed, 0);
+	site_free(s);
+
+	/* publish_css: false: no link, no page */
+	tv_write(v, "quire.yml", "publish_css: false\n");
+	tv_write(v, "publish.css", "body { color: teal; }\n");
+	s = load(v, 2);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK(map_gets(&s->pages, "/_quire/publish.css") == NULL);
+	CHECK(!strstr(page_text(s, "/a"), "publish.css"));
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
 /*
  * A slug, alias, route or file name cannot take over what quire serves
  * itself (robots.txt, feeds, sitemaps, /_quire/, /api/, dot-segments):
@@ -1380,6 +1441,7 @@ int main(void)
 	RUN(test_embed_amplification);
 	RUN(test_links_linear);
 	RUN(test_reserved_urls);
+	RUN(test_site_stylesheet);
 	RUN(test_files_vanish_during_load);
 	RUN(test_folder_moved_in_batches);
 	return test_done();

@@ -191,8 +191,8 @@ static void changed_main(void *ctx, const char *path, size_t len, const struct p
 	size_t i = 0;
 	void *v;
 
-	if (same(was, now) || p->kind == PAGE_ASSET)
-		return;
+	if (same(was, now) || (p->kind == PAGE_ASSET && p->immutable))
+		return; /* at a content-hashed URL: never changes (publish.css does) */
 	purge_key(NULL, path, len, k);
 	purge_set_add(d->ps, &d->ps->keys, k, PURGE_KEY_SIZE - 1);
 	add_host(d->ps, "");

@@ -821,6 +821,8 @@ static void apply_files(struct site *s, struct work *w)
 
 	for (i = 0; i < w->nfiles; i++) {
 		struct site_file *f = w->files[i];
+		if (strcmp(f->path, SITE_CSS_SOURCE) == 0)
+			site_stylesheet(s, f->removed ? NULL : f);
 		if (f->removed) {
 			char *key = resolve_name_key(f->path);
 			site_key_add(&w->names, key);

@@ -200,6 +200,12 @@ static void head(struct buf *out, const struct layout_site *site, enum page_kind
 		add_html(out, site->katex_css_url);
 		buf_adds(out, "\">\n");
 	}
+	if (site->site_css_url) {
+		/* the vault's own publish.css, last: it overrides the theme */
+		buf_adds(out, "<link rel=\"stylesheet\" href=\"");
+		add_html(out, site->site_css_url);
+		buf_adds(out, "\">\n");
+	}
 	buf_adds(out, "<script>");
 	buf_adds(out, theme_script);
 	buf_adds(out, "</script>\n");

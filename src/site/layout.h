@@ -25,6 +25,7 @@ struct layout_site {
 	const char *url_prefix; /* "" or "/docs": prefix of every root-relative URL */
 	const char *base_url;   /* absolute site URL without trailing slash, or "" */
 	const char *css_url;    /* content-hashed stylesheet URL, with prefix */
+	const char *site_css_url; /* the vault's publish.css (SITE_CSS_URL), with prefix, or NULL */
 	const char *js_url;     /* content-hashed script URL, with prefix */
 	const char *icon_url;   /* content-hashed favicon URL, with prefix */
 	const char *tree_url;   /* explorer tree JSON URL, with prefix */

@@ -154,7 +154,7 @@ struct site {
 	struct page *not_found;
 	char *headers;            /* security headers for every response (see snapshot.h) */
 	struct layout_site layout;
-	char *asset_urls[13];     /* owned strings behind layout's URLs */
+	char *asset_urls[14];     /* owned strings behind layout's URLs */
 	int threads;
 	unsigned long applies;    /* site_apply() calls so far */
 	size_t npublished;        /* published notes */
@@ -214,6 +214,17 @@ static inline void notevec_take(struct notevec *v, const struct site_note *n)
 		}
 	}
 }
+
+/*
+ * Where a site serves the vault's publish.css (Obsidian Publish's custom
+ * CSS), or an empty stylesheet when there is none: every page links it
+ * (unless quire.yml says publish_css: false), so that the file coming,
+ * changing or going changes this one page and no other.
+ */
+#define SITE_CSS_SOURCE "publish.css"
+#define SITE_CSS_URL "/_quire/publish.css"
+/* Larger than this, publish.css is not served (a warning says so). */
+#define SITE_CSS_MAX (1024 * 1024)
 
 /* The page table ---------------------------------------------------------- */
 

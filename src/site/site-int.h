@@ -71,6 +71,13 @@ void apply_settle(struct notevec *v, int removed);
  */
 void apply_resolve_again(struct site *s, struct work *w, struct site_note *x);
 
+/* site.c */
+/*
+ * The vault's own stylesheet, publish.css at its root as Obsidian Publish
+ * reads it (f, or NULL when there is none), into the page at SITE_CSS_URL.
+ */
+void site_stylesheet(struct site *s, const struct site_file *f);
+
 /* moves.c */
 /* Moves in place the notes this change removed and found again elsewhere. */
 void moves_find(struct site *s, struct work *w);

@@ -15,6 +15,7 @@
 #include "site/vendor.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/files.h"
 #include "util/gzip.h"
 #include "util/hash.h"
 #include "util/log.h"
@@ -164,6 +165,36 @@ static void load_assets(struct site *s)
 	}
 }
 
+void site_stylesheet(struct site *s, const struct site_file *f)
+{
+	struct buf css = BUF_INIT, full = BUF_INIT;
+	struct page *p;
+	size_t len;
+
+	if (s->cfg.no_site_css)
+		return;
+	diag_forget(&s->diags, SITE_CSS_SOURCE, DIAG_OTHER);
+	if (f) {
+		buf_addf(&full, "%s/%s", s->vault, f->disk);
+		if (f->size > SITE_CSS_MAX)
+			diag_add(&s->diags, DIAG_WARNING, SITE_CSS_SOURCE, 0,
+				 "publish.css is %lld bytes, over the %d quire serves: not used",
+				 (long long)f->size, SITE_CSS_MAX);
+		else if (read_file(full.ptr, &css) < 0)
+			buf_reset(&css); /* gone since: the change that removes it follows */
+		buf_release(&full);
+	}
+	if (!css.len)
+		buf_adds(&css, "/* the vault has no publish.css: quire serves its own in its place */\n");
+	p = page_new(PAGE_ASSET, SITE_CSS_URL, strlen(SITE_CSS_URL));
+	p->content_type = "text/css; charset=utf-8";
+	buf_fit(&css);
+	len = css.len;
+	page_set_body(p, buf_detach(&css, NULL), len, GZIP_LEVEL);
+	site_page_put(s, p);
+	page_unref(p);
+}
+
 static struct page *text_page(enum page_kind kind, const char *path, const char *type,
 			      struct buf *content)
 {
@@ -253,6 +284,11 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	}
 	load_assets(s);
 	load_vendor(s);
+	if (!s->cfg.no_site_css) {
+		s->asset_urls[13] = site_make_href(s, SITE_CSS_URL);
+		s->layout.site_css_url = s->asset_urls[13];
+		site_stylesheet(s, NULL);
+	}
 
 	if (s->cfg.robots) {
 		buf_adds(&b, s->cfg.robots);

@@ -242,6 +242,10 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 			}
 		} else if (strcmp(key, "strict_line_breaks") == 0) {
 			set_flag(&cfg->strict_line_breaks, v, key, diags);
+		} else if (strcmp(key, "publish_css") == 0) {
+			int on = !cfg->no_site_css;
+			set_flag(&on, v, key, diags);
+			cfg->no_site_css = !on;
 		} else if (strcmp(key, "highlight") == 0) {
 			int on = !cfg->plain_code;
 			set_flag(&on, v, key, diags);

@@ -69,6 +69,7 @@ struct config {
 	char *frame_src;   /* CSP frame-src in quire's policy (default "https:") */
 	int strict_line_breaks; /* 0 (Obsidian's default): a single newline breaks the line */
 	int plain_code;         /* highlight: false: code blocks are not highlighted */
+	int no_site_css;        /* publish_css: false: pages link no /_quire/publish.css */
 	char *home;        /* vault path of the note served at the site's root ("a/Welcome.md"), or NULL */
 	struct config_host *hosts;
 	size_t nhosts;

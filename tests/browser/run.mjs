@@ -233,6 +233,16 @@ async function run(browser, base) {
   check(/^Results 21 to \d+ of \d+$/.test(await desk.$eval('.search-total', (p) => p.textContent)),
     'page 2 starts at the 21st result');
 
+  /* the vault's publish.css (Obsidian Publish's custom CSS) styles a callout type of its own */
+  check(await visit(desk, base + '/writing/callouts') === 200, 'the callouts note answers');
+  const recipe = await desk.evaluate(() => {
+    const c = document.querySelector('.callout[data-callout="recipe"]');
+    const n = document.querySelector('.callout[data-callout="note"]');
+    return c && n && [getComputedStyle(c).borderLeftColor, getComputedStyle(n).borderLeftColor];
+  });
+  check(recipe && recipe[0] === 'rgb(200, 110, 30)' && recipe[1] !== recipe[0],
+    'a rule of the vault\'s publish.css colours its own callout type: ' + JSON.stringify(recipe));
+
   /* math typeset by KaTeX and diagrams drawn by Mermaid, served by quire itself */
   check(await visit(desk, base + '/writing/formatting') === 200, 'the formatting note answers');
   await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
