@@ -223,7 +223,17 @@ def run(tmp, qport, vport):
     settle(qport, write(qport, "writing/brand-new.md", b"# Brand new\n\nA new note.\n"))
     r = fetch(vport, *new, headers={"Accept-Encoding": "gzip"})
     check(r[0] == 200 and r[3] == "MISS", "the new note is a 200 through Varnish at once")
-    site.compare(before, "create")
+    changed, before = site.compare(before, "create")
+
+    # the vault's publish.css: its one stylesheet is purged, every page stays a hit
+    css = [k for k in site.urls if k[1] == "/_quire/publish.css"]
+    check(("127.0.0.1", "/_quire/publish.css") in css, "pages link /_quire/publish.css: %s" % css)
+    settle(qport, write(qport, "publish.css", b".callout { outline: 1px solid teal; }\n"))
+    changed, before = site.compare(before, "publish.css")
+    check(changed and changed <= set(css),
+          "publish.css changed its stylesheet and nothing else: %s" % sorted(changed)[:5])
+    check(b"teal" in fetch(vport, "127.0.0.1", "/_quire/publish.css")[2],
+          "the new publish.css is served through Varnish at once")
 
 
 def scenario(method):
