@@ -81,150 +81,6 @@ static void add_raw_html(struct ctx *c, const char *s, size_t len, int block)
 		buf_setlen(o, start);
 }
 
-static int is_void_element(const char *name)
-{
-	static const char *const v[] = { "area", "base", "br", "col", "embed", "hr", "img",
-					 "input", "link", "meta", "source", "track", "wbr" };
-	size_t i;
-
-	for (i = 0; i < sizeof(v) / sizeof(*v); i++)
-		if (strcmp(name, v[i]) == 0)
-			return 1;
-	return 0;
-}
-
-/*
- * A start tag that ends an open <p> (the HTML standard's "close a p
- * element" in the "in body" insertion mode): raw "<p/>" between lines of a
- * table cell, as Obsidian's help vault writes, or "<div>" inside a
- * paragraph.
- */
-static int closes_p(const char *name)
-{
-	static const char *const v[] = {
-		"address", "article", "aside", "blockquote", "center", "details", "dialog",
-		"dir", "div", "dl", "dd", "dt", "fieldset", "figcaption", "figure", "footer",
-		"form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "li",
-		"listing", "main", "menu", "nav", "ol", "p", "pre", "search", "section",
-		"summary", "table", "ul", "xmp"
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(v) / sizeof(*v); i++)
-		if (strcmp(name, v[i]) == 0)
-			return 1;
-	return 0;
-}
-
-/* Closes the raw elements open from open_tags[i] on, innermost first. */
-static void close_open_tags(struct ctx *c, int i)
-{
-	while (c->nopen_tags > i) {
-		int k = --c->nopen_tags;
-		buf_addf(c->out, "</%s>", c->open_tags[k]);
-		if (c->reopen_para & (1u << k)) {
-			c->reopen_para &= ~(1u << k);
-			buf_adds(c->out, "<p>"); /* our paragraph goes on after the block */
-		}
-	}
-}
-
-/*
- * A start tag that ends a <p> (closes_p()) at o[from, o->len), standing
- * directly in a block (not inside <em>, say): the <p> it ends is closed
- * before it, a raw one the note opened or our own paragraph, so that the
- * HTML says what a browser builds from it. Returns 1 when it ended ours,
- * -1 when it was dropped (inside an inline element in a paragraph).
- */
-static int end_para_before(struct ctx *c, size_t from, cmark_node *n)
-{
-	struct buf *o = c->out;
-	cmark_node *parent = cmark_node_parent(n);
-	char *tag;
-	int i, ours = 0;
-
-	for (i = c->nopen_tags - 1; i >= 0 && strcmp(c->open_tags[i], "p") != 0; i--)
-		;
-	if ((cmark_node_get_type(parent) & CMARK_NODE_TYPE_MASK) != CMARK_NODE_TYPE_BLOCK) {
-		/* inside <em> or a link, in a <p>: no valid place for it, its content stays */
-		if (i >= 0 || c->in_para) {
-			buf_setlen(o, from);
-			return -1;
-		}
-		return 0;
-	}
-	if (i < 0 && !(c->in_para && !c->nopen_tags && is_type(parent, CMARK_NODE_PARAGRAPH)))
-		return 0;
-	tag = xstrndup(o->ptr + from, o->len - from);
-	buf_setlen(o, from);
-	if (i >= 0) {
-		close_open_tags(c, i);
-	} else {
-		buf_adds(o, "</p>");
-		ours = 1;
-	}
-	buf_adds(o, tag);
-	free(tag);
-	return ours;
-}
-
-/*
- * One tag of inline raw HTML, as the sanitizer wrote it at o[from, o->len):
- * a start tag is remembered, an end tag closes what it matches (and what
- * is open inside it) or is dropped when nothing open matches.
- */
-static void balance_inline_tag(struct ctx *c, cmark_node *node, size_t from)
-{
-	struct buf *o = c->out;
-	const char *t = o->ptr + from;
-	size_t len = o->len - from, n = 0, k;
-	char name[12];
-	int end, i;
-
-	if (len < 3 || t[0] != '<' || t[len - 1] != '>' || memchr(t + 1, '<', len - 1))
-		return; /* text, a comment, or more than one tag */
-	end = t[1] == '/';
-	for (k = 1 + (size_t)end; k < len && n < sizeof(name) - 1 &&
-				  (is_alpha(t[k]) || (n && is_digit(t[k]))); k++)
-		name[n++] = (char)(t[k] | (is_alpha(t[k]) ? 0x20 : 0));
-	name[n] = '\0';
-	if (!n || (k < len && (is_alpha(t[k]) || is_digit(t[k]))))
-		return; /* no name, or one too long to be an element we allow */
-	if (!end) {
-		int is_void = t[len - 2] == '/' || is_void_element(name);
-		int ours = closes_p(name) ? end_para_before(c, from, node) : 0; /* moves o->ptr */
-
-		if (ours < 0)
-			return;
-		if (ours && strcmp(name, "p") == 0)
-			return; /* the note's <p> goes on as ours: our </p> ends it */
-		if (ours && is_void) {
-			buf_adds(o, "<p>"); /* "<hr>": our paragraph goes on after it */
-			return;
-		}
-		if (!is_void && c->nopen_tags < 16) {
-			if (ours)
-				c->reopen_para |= 1u << c->nopen_tags;
-			memcpy(c->open_tags[c->nopen_tags++], name, n + 1);
-		}
-		return;
-	}
-	for (i = c->nopen_tags - 1; i >= 0 && strcmp(c->open_tags[i], name) != 0; i--)
-		;
-	if (i < 0) {
-		buf_setlen(o, from); /* a stray end tag */
-		return;
-	}
-	buf_setlen(o, from);
-	close_open_tags(c, i);
-}
-
-/* Closes what inline raw HTML left open in the block that ends here. */
-static void close_inline_tags(struct ctx *c)
-{
-	close_open_tags(c, 0);
-}
-
 void md_add_html_exp(struct ctx *c, struct buf *b, const char *s, size_t len, enum ph_mode mode)
 {
 	if (pre_has_placeholder(&c->pre, s, len)) {
@@ -592,6 +448,7 @@ static void title_end(struct ctx *c, cmark_node *br)
 	cmark_node *next = cmark_node_next(br);
 	size_t ix = math_alone(c, next);
 
+	md_inline_html_close(c); /* what the title's raw HTML opened ends with the title */
 	close_title(c, cmark_node_parent(cmark_node_parent(br)));
 	if (has_flag(cmark_node_parent(br), A_EMBEDS)) {
 		c->embed_block = 1;
@@ -734,9 +591,11 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 			footnote_backref(c, parent);
 		}
 		if (c->para_split && o->len == c->para_at) {
-			/* nothing after the last embed: no empty <p> */
+			/* nothing after the last embed or raw block: no empty <p> */
 			buf_setlen(o, c->para_tag);
 			tag_close(c, a, "");
+			if (o->len && o->ptr[o->len - 1] != '\n')
+				buf_addc(o, '\n');
 		} else {
 			tag_close(c, a, "</p>");
 			buf_addc(o, '\n');
@@ -1130,7 +989,7 @@ static void render_node(struct ctx *c, cmark_iter *it, cmark_node *n, int enteri
 
 		s = literal(n, &len);
 		add_raw_html(c, s, len, 0);
-		balance_inline_tag(c, n, from);
+		md_inline_html(c, n, from);
 		break;
 	}
 	case CMARK_NODE_EMPH:
@@ -1179,7 +1038,7 @@ void render_html(struct ctx *c, cmark_node *doc)
 		}
 		if (ev == CMARK_EVENT_EXIT && c->nopen_tags &&
 		    (cmark_node_get_type(n) & CMARK_NODE_TYPE_MASK) == CMARK_NODE_TYPE_BLOCK)
-			close_inline_tags(c);
+			md_inline_html_close(c);
 		render_node(c, it, n, ev == CMARK_EVENT_ENTER);
 	}
 	cmark_iter_free(it);

@@ -278,6 +278,9 @@ int md_sset_has(const struct sset *set, const char *key);
 struct sent *md_sset_add(struct sset *set, const char *key);
 void md_sset_release(struct sset *set);
 
+/* How many elements inline raw HTML may hold open in one block (inline-html.c). */
+#define MD_OPEN_TAGS_MAX 16
+
 /* One md_render() call: its input, output and the state of every stage. */
 struct ctx {
 	const struct md_options *opt;
@@ -315,13 +318,9 @@ struct ctx {
 	 * dropped, and what is still open is closed where the block ends, so
 	 * that a stray or missing end tag in a note leaves valid HTML.
 	 */
-	char open_tags[16][12];
+	char open_tags[MD_OPEN_TAGS_MAX][12];
+	unsigned char open_flags[MD_OPEN_TAGS_MAX]; /* inline-html.c */
 	int nopen_tags;
-	/*
-	 * Bit i: open_tags[i] is a block element ("<div>", "<hr>") that ended
-	 * our own <p> before it, as a browser would; a <p> opens again after it.
-	 */
-	unsigned reopen_para;
 	int title_closed;  /* in a callout's head paragraph: 1 past the title, 2 and no <p> */
 	cmark_node *summary_node;
 	size_t summary_from;
@@ -415,6 +414,15 @@ void render_embed(struct ctx *c, size_t ix);
  * drawn nodes; a name that matches nothing is no link and no warning.
  */
 void render_diagram_links(struct ctx *c, const char *src, size_t len);
+
+/*
+ * A tag of inline raw HTML, just written at c->out[from, len) by the
+ * sanitizer: weighed against what is open (inline-html.c), so that the
+ * block stays valid HTML. md_inline_html_close() closes what is still
+ * open, where the block ends (or a callout's title).
+ */
+void md_inline_html(struct ctx *c, cmark_node *n, size_t from);
+void md_inline_html_close(struct ctx *c);
 
 /* A Markdown link or image node, entering or leaving it. */
 void render_link(struct ctx *c, cmark_node *n, int entering);
