@@ -504,6 +504,33 @@ static void c_highlight(const struct rendered *r, size_t n)
 }
 BYTES_CASE(r_highlight, c_highlight)
 
+/*
+ * A Mermaid diagram whose nodes link (class internal-link): one line of n
+ * shapes that never close ("a0[a1[a2[...") and n class lines that name no
+ * node, each a pass over the source if the reader were naive.
+ */
+static void *b_diagram(size_t n)
+{
+	struct buf *b = new_buf();
+	size_t i;
+
+	buf_adds(b, "```mermaid\ngraph TD\n");
+	for (i = 0; i < n; i++)
+		buf_addf(b, "a%zu[", i);
+	buf_adds(b, "\n");
+	for (i = 0; i < n; i++)
+		buf_adds(b, "class  internal-link\n");
+	buf_adds(b, "class a0 internal-link\n```\n");
+	return b;
+}
+
+static void c_diagram(const struct rendered *r, size_t n)
+{
+	(void)n;
+	CHECK(contains(&r->md.html, "<div class=\"diagram-links\" hidden><a class=\"internal\""));
+}
+BYTES_CASE(r_diagram, c_diagram)
+
 /* cmark's staircase: "e`" "e``" "e```" ... to n bytes */
 static void *b_backtick_stairs(size_t n)
 {
@@ -1126,6 +1153,7 @@ static const struct pcase cases[] = {
 	{ "highlighted code, unclosed", 40000, 400000, b_highlight, r_highlight, drop_buf, NULL },
 	{ "backtick staircase (bytes)", 4 * MB, 4 * MB, b_backtick_stairs, r_backtick_stairs,
 	  drop_buf, NULL },
+	{ "diagram links", 4000, 40000, b_diagram, r_diagram, drop_buf, NULL },
 	{ "table columns", 2000, 80000, b_table_wide, r_table_wide, drop_buf, NULL },
 	{ "table rows of 256 cells", 100, 10000, b_table_full_rows, r_table_full_rows, drop_buf,
 	  NULL },

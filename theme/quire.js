@@ -1130,9 +1130,10 @@
       window.mermaid.initialize({
         startOnLoad: false, securityLevel: 'strict', theme: isDark() ? 'dark' : 'default',
       });
+      /* run() draws every diagram, then throws the first one's error: link them all anyway */
       window.mermaid.run({ nodes: diagrams })
-        .then(() => diagrams.forEach(linkDiagram))
-        .catch(() => { /* its error is drawn in place */ });
+        .catch(() => { /* its error is drawn in place */ })
+        .finally(() => diagrams.forEach(linkDiagram));
     } catch (e) { /* leave the source visible */ }
   }
 

@@ -13,6 +13,7 @@
  * resolves the same way; any other URL is written only if sanitize_url()
  * allows it.
  */
+#define _GNU_SOURCE /* memmem */
 #include "markdown/markdown.h"
 #include "markdown/markdown-int.h"
 #include "markdown/sanitize.h"
@@ -20,6 +21,7 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -616,88 +618,218 @@ void render_image(struct ctx *c, cmark_node *n, int entering)
 
 /* At most this many linked nodes a diagram: a bound on the work of a hostile note. */
 #define DIAGRAM_LINKS_MAX 256
+/* A node's text is looked for this far past its opening bracket, on its line. */
+#define DIAGRAM_LABEL_MAX 512
+
+static const char diagram_list_open[] = "\n<div class=\"diagram-links\" hidden>";
+static const char internal_link[] = "internal-link";
 
 static int ident_char(char ch)
 {
 	return is_alpha(ch) || is_digit(ch) || ch == '_' || (unsigned char)ch >= 0x80;
 }
 
-/*
- * The text of the node shape that opens at s[0] ("[Biology]", "((Cell))",
- * "{"Is it?"}", "[/Slanted/]"): start and length, quotes taken off; 0 when
- * s[0] opens no shape.
- */
-static size_t shape_text(const char *s, size_t len, size_t *from)
-{
-	size_t i = 0, end;
+/* A node of the diagram: the text of its last shape (in the source), and whether it links. */
+struct diagram_node {
+	const char *id, *label; /* in the source; label NULL: the id is its text */
+	size_t idlen, len;
+	int linked;
+};
 
-	while (i < len && i < 3 && strchr("[({>", s[i]))
-		i++;
-	if (!i)
+struct diagram {
+	struct map ids;             /* id (in the source) -> index + 1 in v */
+	struct diagram_node *v;
+	size_t n, alloc;
+	size_t linked[DIAGRAM_LINKS_MAX]; /* indexes in v, in the order they were linked */
+	size_t nlinked;
+};
+
+static struct diagram_node *node_of(struct diagram *d, const char *id, size_t len)
+{
+	uintptr_t at = (uintptr_t)map_get(&d->ids, id, len);
+
+	if (!at) {
+		ALLOC_GROW(d->v, d->n + 1, d->alloc);
+		memset(&d->v[d->n], 0, sizeof(*d->v));
+		d->v[d->n].id = id;
+		d->v[d->n].idlen = len;
+		at = ++d->n;
+		map_put(&d->ids, id, len, (void *)at);
+	}
+	return &d->v[at - 1];
+}
+
+static void mark_linked(struct diagram *d, const char *id, size_t len)
+{
+	struct diagram_node *nd = node_of(d, id, len);
+
+	if (nd->linked || d->nlinked == DIAGRAM_LINKS_MAX)
+		return;
+	nd->linked = 1;
+	d->linked[d->nlinked++] = (size_t)(nd - d->v);
+}
+
+/*
+ * The shape opening at s[0] ("[Biology]", "((Cell))", "[("DB")]",
+ * "{{"Is it?"}}", "[/Slanted/]", ">Flag]"): its text in s[*from, *from + *n)
+ * (quotes taken off); returns the shape's length, or 0 when s[0] opens no
+ * shape or its closer, the openers mirrored (")]" for "[("), is not on the
+ * line within DIAGRAM_LABEL_MAX bytes: a line of openers stays linear.
+ */
+static size_t shape_at(const char *s, size_t len, size_t *from, size_t *n)
+{
+	size_t lim = len < DIAGRAM_LABEL_MAX ? len : DIAGRAM_LABEL_MAX, o = 0, i, a, b, k;
+	char close[3];
+
+	if (lim && s[0] == '>')
+		close[o++] = ']';
+	else
+		while (o < 3 && o < lim && (s[o] == '[' || s[o] == '(' || s[o] == '{')) {
+			close[o] = s[o] == '[' ? ']' : s[o] == '(' ? ')' : '}';
+			o++;
+		}
+	if (!o)
 		return 0;
-	if (i < len && (s[i] == '/' || s[i] == '\\'))
-		i++;
-	for (end = i; end < len && !strchr("])}\n", s[end]); end++)
+	i = o + (o < lim && (s[o] == '/' || s[o] == '\\'));
+	if (i < lim && s[i] == '"') {
+		const char *q = memchr(s + i + 1, '"', lim - i - 1);
+		if (!q)
+			return 0;
+		a = i + 1;
+		b = (size_t)(q - s);
+		i = b + 1 + (b + 1 < lim && (s[b + 1] == '/' || s[b + 1] == '\\'));
+		for (k = 0; k < o; k++, i++)
+			if (i >= lim || s[i] != close[o - 1 - k])
+				return 0;
+		*from = a;
+		*n = b - a;
+		return i;
+	}
+	for (b = i; b < lim && s[b] != '\n'; b++) {
+		size_t e = b;
+		for (k = 0; k < o && e < lim && s[e] == close[o - 1 - k]; k++, e++)
+			;
+		if (k == o) {
+			*from = i;
+			*n = b - i - (b > i && (s[b - 1] == '/' || s[b - 1] == '\\'));
+			return e;
+		}
+	}
+	return 0;
+}
+
+/* "@{ shape: rect, label: "Text" }": the label's text; returns the length of the braces, or 0. */
+static size_t attrs_label(const char *s, size_t len, size_t *from, size_t *n)
+{
+	size_t lim = len < DIAGRAM_LABEL_MAX ? len : DIAGRAM_LABEL_MAX, i, end;
+	const char *close, *at;
+
+	if (lim < 3 || s[0] != '@' || s[1] != '{')
+		return 0;
+	close = memchr(s, '}', lim);
+	if (!close || memchr(s, '\n', (size_t)(close - s)))
+		return 0;
+	end = (size_t)(close - s) + 1;
+	at = memmem(s, end, "label:", 6);
+	if (!at)
+		return end;
+	for (i = (size_t)(at - s) + 6; i < end && is_space(s[i]); i++)
 		;
-	if (end > i && (s[end - 1] == '/' || s[end - 1] == '\\'))
-		end--;
-	while (i < end && is_space(s[i]))
-		i++;
-	while (end > i && is_space(s[end - 1]))
-		end--;
-	if (end - i >= 2 && s[i] == '"' && s[end - 1] == '"') {
-		i++;
-		end--;
+	if (i < end && s[i] == '"') {
+		const char *q = memchr(s + i + 1, '"', end - i - 1);
+		if (q) {
+			*from = i + 1;
+			*n = (size_t)(q - s) - i - 1;
+		}
+		return end;
 	}
 	*from = i;
-	return end - i;
+	for (*n = 0; i + *n < end - 1 && s[i + *n] != ','; (*n)++)
+		;
+	return end;
 }
 
-/* Each node id with the text its first shape gives it: labels[id] = "text". */
-static void node_labels(const char *s, size_t len, struct map *labels)
+/* A "class a,b internal-link" line (from its word "class" on): links a and b. */
+static void class_line(struct diagram *d, const char *s, size_t len)
 {
-	size_t i = 0;
+	size_t i = 5, j, k;
+
+	while (len > i && (is_space(s[len - 1]) || s[len - 1] == ';'))
+		len--;
+	if (len < i + sizeof(internal_link) ||
+	    memcmp(s + len - (sizeof(internal_link) - 1), internal_link, sizeof(internal_link) - 1) ||
+	    !is_space(s[len - sizeof(internal_link)]))
+		return;
+	len -= sizeof(internal_link) - 1;
+	for (j = i; j < len;) {
+		while (j < len && (is_space(s[j]) || s[j] == ','))
+			j++;
+		for (k = j; k < len && !is_space(s[k]) && s[k] != ','; k++)
+			;
+		if (k > j)
+			mark_linked(d, s + j, k - j);
+		j = k;
+	}
+}
+
+/*
+ * One pass over the source: each node id with the text of its shape, and
+ * the nodes linked by a class line or ":::internal-link". Strings, edge
+ * labels ("|text|"), comments ("%%") and a shape's own text are stepped
+ * over, so a word inside them is no node.
+ */
+static void diagram_read(struct diagram *d, const char *s, size_t len)
+{
+	size_t i = 0, line = 0, from, n, w;
 
 	while (i < len) {
-		size_t id = i, from, n;
-		if (!ident_char(s[i]) || (i && ident_char(s[i - 1]))) {
+		char ch = s[i];
+		if (ch == '\n') {
+			line = ++i;
+		} else if (ch == '%' && i + 1 < len && s[i + 1] == '%') {
+			const char *nl = memchr(s + i, '\n', len - i);
+			i = nl ? (size_t)(nl - s) : len;
+		} else if (ch == '"' || ch == '|') {
+			const char *q = memchr(s + i + 1, ch, len - i - 1);
+			const char *nl = memchr(s + i + 1, '\n', len - i - 1);
+			i = q && (!nl || q < nl) ? (size_t)(q - s) + 1 : i + 1;
+		} else if (!ident_char(ch) || (i && ident_char(s[i - 1]))) {
 			i++;
-			continue;
+		} else {
+			size_t id = i, idlen, k;
+			const char *nl;
+			struct diagram_node *nd;
+			while (i < len && ident_char(s[i]))
+				i++;
+			idlen = i - id;
+			for (k = line; k < id && is_space(s[k]); k++)
+				;
+			if (k == id && i - id == 5 && !memcmp(s + id, "class", 5) && i < len &&
+			    is_space(s[i])) {
+				nl = memchr(s + id, '\n', len - id);
+				w = nl ? (size_t)(nl - s) : len;
+				class_line(d, s + id, w - id);
+				i = w;
+				continue;
+			}
+			nd = node_of(d, s + id, idlen);
+			if ((w = shape_at(s + i, len - i, &from, &n)) ||
+			    ((n = 0), (w = attrs_label(s + i, len - i, &from, &n)))) {
+				if (n) {
+					nd->label = s + i + from;
+					nd->len = n;
+				}
+				i += w;
+			}
+			if (len - i > 3 + sizeof(internal_link) - 2 && !memcmp(s + i, ":::", 3) &&
+			    !memcmp(s + i + 3, internal_link, sizeof(internal_link) - 1) &&
+			    (i + 2 + sizeof(internal_link) == len ||
+			     !ident_char(s[i + 2 + sizeof(internal_link)]))) {
+				mark_linked(d, s + id, idlen);
+				i += 2 + sizeof(internal_link);
+			}
 		}
-		while (i < len && ident_char(s[i]))
-			i++;
-		n = shape_text(s + i, len - i, &from);
-		if (n && !map_get(labels, s + id, i - id))
-			map_put(labels, s + id, i - id, xstrndup(s + i + from, n));
 	}
-}
-
-/* The next "class a,b internal-link" line from *at: its list of ids, or NULL. */
-static const char *next_class_line(const char *s, size_t len, size_t *at, size_t *idslen)
-{
-	static const char cls[] = "internal-link";
-
-	while (*at < len) {
-		const char *line = s + *at, *nl = memchr(line, '\n', len - *at), *p, *ids;
-		size_t ll = nl ? (size_t)(nl - line) : len - *at;
-		*at += ll + 1;
-		while (ll && (is_space(line[ll - 1]) || line[ll - 1] == ';'))
-			ll--;
-		for (p = line; p < line + ll && is_space(*p); p++)
-			;
-		if (line + ll - p < 7 || memcmp(p, "class", 5) != 0 || !is_space(p[5]))
-			continue;
-		if (ll < sizeof(cls) - 1 || memcmp(line + ll - (sizeof(cls) - 1), cls, sizeof(cls) - 1) ||
-		    !is_space(line[ll - sizeof(cls)]))
-			continue;
-		for (ids = p + 5; is_space(*ids); ids++)
-			;
-		*idslen = (size_t)(line + ll - (sizeof(cls) - 1) - ids);
-		while (*idslen && is_space(ids[*idslen - 1]))
-			(*idslen)--;
-		return ids;
-	}
-	return NULL;
 }
 
 /* A link to the note called name, once a diagram (seen owns its keys). */
@@ -705,7 +837,6 @@ static void diagram_link(struct ctx *c, struct buf *o, const char *name, struct 
 {
 	struct link *l;
 	size_t ix;
-
 	char *key;
 
 	if (!*name || map_gets(seen, name))
@@ -714,7 +845,7 @@ static void diagram_link(struct ctx *c, struct buf *o, const char *name, struct 
 	map_put(seen, key, strlen(key), key);
 	l = md_new_link(c, &ix);
 	l->target = xstrdup(name);
-	l->markdown = 2; /* Obsidian keeps no record of these: a miss is said nowhere */
+	l->markdown = 3; /* a diagram's: to a note or nothing, and a miss is said nowhere */
 	l = resolve(c, ix);
 	if (l->kind != MD_TARGET_NOTE)
 		return;
@@ -729,36 +860,31 @@ static void diagram_link(struct ctx *c, struct buf *o, const char *name, struct 
 
 void render_diagram_links(struct ctx *c, const char *s, size_t len)
 {
-	struct map labels = MAP_INIT, seen = MAP_INIT;
+	struct diagram d;
+	struct map seen = MAP_INIT;
 	struct buf *o = c->out, name = BUF_INIT;
-	size_t at = 0, idslen, start = o->len, count = 0, i;
-	const char *ids;
+	size_t start = o->len, i;
 	void *value;
 
-	if (!c->opt->resolve)
+	if (!c->opt->resolve || !memmem(s, len, internal_link, sizeof(internal_link) - 1))
 		return;
-	buf_adds(o, "\n<div class=\"diagram-links\" hidden>");
-	while (count < DIAGRAM_LINKS_MAX && (ids = next_class_line(s, len, &at, &idslen))) {
-		if (!labels.cap)
-			node_labels(s, len, &labels);
-		for (i = 0; i < idslen && count < DIAGRAM_LINKS_MAX; count++) {
-			size_t n = strcspn(ids + i, ", \t");
-			const char *label;
-			if (n > idslen - i)
-				n = idslen - i;
-			label = map_get(&labels, ids + i, n);
-			buf_reset(&name);
-			if (label)
-				buf_adds(&name, label);
-			else
-				buf_add(&name, ids + i, n);
-			diagram_link(c, o, name.ptr ? name.ptr : "", &seen);
-			i += n;
-			while (i < idslen && (ids[i] == ',' || is_space(ids[i])))
-				i++;
+	memset(&d, 0, sizeof(d));
+	diagram_read(&d, s, len);
+	buf_adds(o, diagram_list_open);
+	for (i = 0; i < d.nlinked; i++) {
+		const struct diagram_node *nd = &d.v[d.linked[i]];
+		const char *t = nd->label;
+		size_t n = nd->len;
+		buf_reset(&name);
+		if (t) {
+			trim(&t, &n);
+			buf_add(&name, t, n);
 		}
+		if (!name.len)
+			buf_add(&name, nd->id, nd->idlen);
+		diagram_link(c, o, name.ptr ? name.ptr : "", &seen);
 	}
-	if (o->len == start + strlen("\n<div class=\"diagram-links\" hidden>"))
+	if (o->len == start + sizeof(diagram_list_open) - 1)
 		buf_setlen(o, start);
 	else
 		buf_adds(o, "</div>");
@@ -766,7 +892,6 @@ void render_diagram_links(struct ctx *c, const char *s, size_t len)
 	for (i = 0; map_next(&seen, &i, NULL, NULL, &value);)
 		free(value);
 	map_release(&seen);
-	for (i = 0; map_next(&labels, &i, NULL, NULL, &value);)
-		free(value);
-	map_release(&labels);
+	map_release(&d.ids);
+	free(d.v);
 }

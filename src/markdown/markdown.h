@@ -47,7 +47,10 @@ struct md_ref {
 	/*
 	 * Written as a Markdown link or image, not [[...]]: 1 to what looks
 	 * like a file, 2 to a path that may be a web page's (no extension,
-	 * or from the root): when it matches nothing, no warning.
+	 * or from the root): when it matches nothing, no warning. 3: a
+	 * diagram node's text (class internal-link), resolved like a
+	 * wikilink's name but to a note only, and when it matches nothing,
+	 * no warning either (Obsidian keeps no record of these).
 	 */
 	int markdown;
 };

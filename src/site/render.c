@@ -41,6 +41,8 @@ void render_resolve(const struct site *s, const struct site_note *n, const struc
 		item = (void *)n;
 	} else {
 		kind = resolver_find(s->resolver, n->note.path, ref->target, &item);
+		if (kind == RESOLVE_FILE && ref->markdown == 3)
+			kind = RESOLVE_NONE; /* a diagram links notes: an attachment is not published by it */
 		/*
 		 * A Markdown link to a file by a path that misses
 		 * ("../module/x.md" where x.md is in help/): vaults converted
@@ -176,8 +178,8 @@ void render_note_body(struct site *s, struct site_note *n)
 		const struct md_ref *ref = &n->md.refs[k];
 		if (n->refs[k].kind != MD_TARGET_BROKEN)
 			continue;
-		if (ref->markdown == 2)
-			continue; /* perhaps a web path (markdown.h) */
+		if (ref->markdown >= 2)
+			continue; /* perhaps a web path, or a diagram's node (markdown.h) */
 		if (ref->markdown)
 			diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, ref->line,
 				  "%s to %s, which is not in the vault: left as written",

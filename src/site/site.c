@@ -390,7 +390,7 @@ void site_stats(const struct site *s, struct site_stats *st)
 		st->published++;
 		for (k = 0; k < n->md.nrefs; k++) {
 			/* a path that matched nothing and names no file: a web link (markdown.h) */
-			if (n->md.refs[k].markdown == 2 && n->refs[k].kind == MD_TARGET_BROKEN)
+			if (n->md.refs[k].markdown >= 2 && n->refs[k].kind == MD_TARGET_BROKEN)
 				continue;
 			st->wikilinks += !n->md.refs[k].markdown;
 			if (n->md.refs[k].kind == MD_REF_EMBED)
@@ -497,6 +497,7 @@ void site_free(struct site *s)
 	map_release(&s->file_by_path);
 	free_vecmap(&s->mentions);
 	free_vecmap(&s->claims);
+	site_keys_release(&s->unclaimed);
 	urls_free(s);
 	free(s->moves_file);
 	free(s->data_dir);
