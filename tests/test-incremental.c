@@ -236,6 +236,40 @@ static void test_links_follow_moves(void)
 }
 
 /*
+ * An alias may claim the URL a tag page takes ("tags/bar"): the tag page
+ * wins while the tag is used, and the alias's redirect is back when it is
+ * not, as in a full load.
+ */
+static void test_alias_under_tag_page(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+	struct page *p;
+
+	tv_write(root, "N.md", "---\naliases: [tags/bar]\n---\nN\n");
+	tv_write(root, "T.md", "Untagged.\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	p = snapshot_get(snap, "/tags/bar", 9);
+	CHECK(p && p->kind == PAGE_REDIRECT);
+
+	tv_write(root, "T.md", "Now #bar.\n");
+	step(inc, &snap, root, "T.md", "a tag takes the URL an alias claims");
+	p = snapshot_get(snap, "/tags/bar", 9);
+	CHECK(p && p->kind == PAGE_GENERATED);
+
+	tv_write(root, "T.md", "Untagged again.\n");
+	step(inc, &snap, root, "T.md", "the tag goes: the alias has its URL back");
+	p = snapshot_get(snap, "/tags/bar", 9);
+	CHECK(p && p->kind == PAGE_REDIRECT);
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
+/*
  * A Mermaid node of class internal-link links to the note it names
  * (src/markdown/links.c): the link follows the note when it moves, goes
  * when the note goes, and comes when a note of that name appears, each
@@ -414,6 +448,7 @@ int main(void)
 	RUN(test_fragments_from_pages);
 	RUN(test_links_follow_moves);
 	RUN(test_diagram_links);
+	RUN(test_alias_under_tag_page);
 	RUN(test_heading_chain_ids);
 	RUN(test_url_groups);
 	RUN(test_tasks_docs);

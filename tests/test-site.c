@@ -329,7 +329,8 @@ static void test_urls_and_aliases(void)
 	tv_write(v, "Guides/index.md", "---\naliases: [Old Guides]\n---\n# Guides\n");
 	/* Obsidian Publish's redirect: an alias with a '/' is a path from the vault's root */
 	tv_write(v, "Guides/Config.md",
-		 "---\naliases:\n  - .config\n  - Customization/Config folders\n  - /Top Level\n---\nC\n");
+		 "---\naliases:\n  - .config\n  - Customization/Config folders\n  - /Top Level\n"
+		 "  - ../escape\n  - a//b\n  - x/\n  - /\n---\nC\n");
 	tv_write(v, "Guides/My Note.md", "x\n");
 	tv_write(v, "Guides/my-note.md", "y\n");
 	tv_write(v, "Top.md", "---\nslug: /elsewhere/top\n---\n[[My Note]]\n");
@@ -350,6 +351,9 @@ static void test_urls_and_aliases(void)
 	p = snapshot_get(snap, "/top-level", 10);
 	CHECK(p && p->kind == PAGE_REDIRECT && strcmp(p->location, "/guides/config") == 0);
 	CHECK(snapshot_get(snap, "/guides/customization/config-folders", 36) == NULL);
+	/* a '/' alias that names no path ("..", an empty segment) stays a name */
+	CHECK(snapshot_get(snap, "/-/escape", 9) == NULL && snapshot_get(snap, "/a/-/b", 6) == NULL &&
+	      snapshot_get(snap, "/x/-", 4) == NULL && snapshot_get(snap, "/escape", 7) == NULL);
 	CHECK(!has_diag(s, "Guides/Config.md", "alias"));
 	p = snapshot_get(snap, "/_quire/tree.json", 17);
 	CHECK(p && strstr(p->body, "\"url\":\"/guides/\"") != NULL);

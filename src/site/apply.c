@@ -1022,6 +1022,13 @@ static void update_derived(struct site *s, struct work *w)
 			buf_release(&w->rerender.v[i]->md.text);
 	t = clock_ms();
 	derived_update(s, changed.v, changed.n, w->recompose.v, w->recompose.n);
+	if (s->unclaimed.len) {
+		size_t it = 0;
+		void *v;
+		while (map_next(&s->unclaimed, &it, NULL, NULL, &v))
+			urls_refresh_key(s, v);
+		site_keys_release(&s->unclaimed);
+	}
 	s->derived_ms = clock_ms() - t;
 	t = clock_ms();
 	hosts_update(s, changed.v, changed.n);

@@ -71,8 +71,14 @@ static void put_text(struct site *s, enum page_kind kind, const char *key, const
 void derived_del_generated(struct site *s, const char *key)
 {
 	struct page *cur = map_gets(&s->pages, key);
-	if (cur && cur->kind == PAGE_GENERATED)
+	if (cur && cur->kind == PAGE_GENERATED) {
 		site_page_del(s, key);
+		/* an alias claiming the URL takes it back, as in a load (apply.c) */
+		if (map_gets(&s->claims, key) && !map_gets(&s->unclaimed, key)) {
+			char *k = xstrdup(key);
+			map_put(&s->unclaimed, k, strlen(k), k);
+		}
+	}
 }
 
 /* The main site's origin: base_url without its path prefix. */

@@ -132,6 +132,7 @@ struct site {
 	struct resolver *resolver;
 	struct map mentions;      /* name key -> notes whose links use that name */
 	struct map claims;        /* alias URL -> notes claiming it, in path order */
+	struct map unclaimed;     /* claimed URLs a generated page left this change -> owned key */
 	struct map url_groups;    /* base URL -> the published notes asking for it (site.c) */
 	struct map moved;         /* note path -> the URLs it had before it moved there */
 	/*

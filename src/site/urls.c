@@ -515,6 +515,19 @@ void urls_relocated(struct site *s, struct work *w)
 	buf_release(&lines);
 }
 
+/* An alias with a '/' that names a path: no empty, "." or ".." segment. */
+static int path_alias(const char *a)
+{
+	for (;;) {
+		size_t n = strcspn(a, "/");
+		if (!n || (n == 1 && a[0] == '.') || (n == 2 && a[0] == '.' && a[1] == '.'))
+			return 0;
+		if (!a[n])
+			return 1;
+		a += n + 1;
+	}
+}
+
 /*
  * Alias URLs of a note, and its former URLs. An alias is first a name (what
  * Obsidian offers when linking); as a URL it is the note name in the note's
@@ -555,11 +568,15 @@ static void alias_urls(struct site *s, const struct site_note *n, char ***out, s
 		if (strchr(alias, '/')) {
 			while (*alias == '/')
 				alias++;
+			if (!path_alias(alias))
+				continue; /* "../x", "a//b", "x/": a name only */
 		} else if (slash) {
 			buf_add(&from, n->note.path, (size_t)(slash - n->note.path + 1));
 		}
-		if (!*alias)
+		if (!*alias) {
+			buf_release(&from);
 			continue;
+		}
 		buf_adds(&from, alias);
 		buf_adds(&from, ".md");
 		url = vault_note_url(from.ptr, NULL);

@@ -16,6 +16,8 @@ struct timespec clock_deadline(long ms)
 	struct timespec t;
 
 	clock_gettime(CLOCK_REALTIME, &t);
+	if (ms < 0)
+		ms = 0;
 	t.tv_sec += ms / 1000;
 	t.tv_nsec += (ms % 1000) * 1000000L;
 	if (t.tv_nsec >= 1000000000L) {

@@ -14,7 +14,8 @@ double clock_ms(void);
 
 /*
  * The moment ms milliseconds from now on CLOCK_REALTIME, the clock
- * pthread_cond_timedwait() counts in: the deadline of a timed wait.
+ * pthread_cond_timedwait() counts in: the deadline of a timed wait (now,
+ * for ms < 0).
  */
 struct timespec clock_deadline(long ms);
 
