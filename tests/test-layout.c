@@ -155,8 +155,7 @@ static void test_head(void)
 	CHECK(has(&b, "<meta property=\"og:description\" content=\"How to install quire.\">"));
 	CHECK(has(&b, "<meta property=\"og:url\" "
 		      "content=\"https://example.com/docs/guide/install\">"));
-	CHECK(has(&b, "<link rel=\"icon\" href=\"/docs/_quire/favicon.89ab.svg\" "
-		      "type=\"image/svg+xml\">"));
+	CHECK(has(&b, "<link rel=\"icon\" href=\"/docs/_quire/favicon.89ab.svg\">"));
 	CHECK(has(&b, "<link rel=\"stylesheet\" href=\"/docs/_quire/quire.0123abcd.css\">"));
 	CHECK(has(&b, "<script src=\"/docs/_quire/quire.4567ef01.js\" defer></script>"));
 	CHECK(has(&b, "data-tree=\"/docs/_quire/tree.json\""));

@@ -1100,6 +1100,48 @@ out:
 }
 
 /*
+ * A favicon at the vault's root, named as Obsidian Publish names them, is
+ * the site's icon at /_quire/favicon, a URL that stays: choosing another
+ * changes that one page. Without one, quire's own icon stands there.
+ */
+static void test_site_icon(void)
+{
+	char *v = tv_new();
+	const char *ico = "favicon.ico", *png = "favicon-32x32.png";
+	const struct page *p;
+	struct site *s;
+
+	tv_write(v, "a.md", "A\n");
+	s = load(v, 2);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	p = map_gets(&s->pages, "/_quire/favicon");
+	CHECK(p && !strcmp(p->content_type, "image/svg+xml") && strstr(p->body, "<svg"));
+	CHECK(strstr(page_text(s, "/a"), "<link rel=\"icon\" href=\"/_quire/favicon\">") != NULL);
+
+	tv_write_len(v, "favicon.ico", "\0\0\1\0ICO", 7);
+	site_apply(s, &ico, 1);
+	p = map_gets(&s->pages, "/_quire/favicon");
+	CHECK(p && p->body_len == 7 && !memcmp(p->body, "\0\0\1\0ICO", 7));
+	CHECK_INT(s->ncomposed, 0);
+
+	tv_write_len(v, "favicon-32x32.png", "\x89PNG32", 7);
+	site_apply(s, &png, 1);
+	p = map_gets(&s->pages, "/_quire/favicon");
+	CHECK(p && !strcmp(p->content_type, "image/png") && !memcmp(p->body, "\x89PNG32", 7));
+
+	tv_unlink(v, "favicon-32x32.png");
+	site_apply(s, &png, 1);
+	p = map_gets(&s->pages, "/_quire/favicon");
+	CHECK(p && p->body_len == 7 && !memcmp(p->body, "\0\0\1\0ICO", 7)); /* the next one */
+	CHECK_INT(s->ncomposed, 0);
+	site_free(s);
+out:
+	tv_remove(v);
+}
+
+/*
  * A slug, alias, route or file name cannot take over what quire serves
  * itself (robots.txt, feeds, sitemaps, /_quire/, /api/, dot-segments):
  * slugs and routes are refused with an error, aliases stay names (no
@@ -1446,6 +1488,7 @@ int main(void)
 	RUN(test_links_linear);
 	RUN(test_reserved_urls);
 	RUN(test_site_stylesheet);
+	RUN(test_site_icon);
 	RUN(test_files_vanish_during_load);
 	RUN(test_folder_moved_in_batches);
 	return test_done();

@@ -818,11 +818,13 @@ static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, s
 static void apply_files(struct site *s, struct work *w)
 {
 	size_t i;
+	int icon = 0;
 
 	for (i = 0; i < w->nfiles; i++) {
 		struct site_file *f = w->files[i];
 		if (strcmp(f->path, SITE_CSS_SOURCE) == 0)
 			site_stylesheet(s, f->removed ? NULL : f);
+		icon |= site_icon_source(f->path);
 		if (f->removed) {
 			char *key = resolve_name_key(f->path);
 			site_key_add(&w->names, key);
@@ -843,6 +845,8 @@ static void apply_files(struct site *s, struct work *w)
 			page_unref(p);
 		}
 	}
+	if (icon)
+		site_icon(s); /* a favicon came, changed or went: the choice is made again */
 }
 
 /*

@@ -185,7 +185,7 @@ static void head(struct buf *out, const struct layout_site *site, enum page_kind
 	buf_adds(out, "<meta name=\"color-scheme\" content=\"light dark\">\n"
 		      "<link rel=\"icon\" href=\"");
 	add_html(out, site->icon_url);
-	buf_adds(out, "\" type=\"image/svg+xml\">\n<link rel=\"stylesheet\" href=\"");
+	buf_adds(out, "\">\n<link rel=\"stylesheet\" href=\"");
 	add_html(out, site->css_url);
 	buf_adds(out, "\">\n");
 	if (site->feed_url) {

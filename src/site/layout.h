@@ -27,7 +27,7 @@ struct layout_site {
 	const char *css_url;    /* content-hashed stylesheet URL, with prefix */
 	const char *site_css_url; /* the vault's publish.css (SITE_CSS_URL), with prefix, or NULL */
 	const char *js_url;     /* content-hashed script URL, with prefix */
-	const char *icon_url;   /* content-hashed favicon URL, with prefix */
+	const char *icon_url;   /* the site's icon (SITE_ICON_URL), with prefix */
 	const char *tree_url;   /* explorer tree JSON URL, with prefix */
 	const char *search_url; /* search page URL with prefix ("/search"), or NULL when there is none */
 	const char *feed_url;   /* site RSS feed URL with prefix, or NULL when there is none */

@@ -155,7 +155,7 @@ struct site {
 	struct page *not_found;
 	char *headers;            /* security headers for every response (see snapshot.h) */
 	struct layout_site layout;
-	char *asset_urls[14];     /* owned strings behind layout's URLs */
+	char *asset_urls[15];     /* owned strings behind layout's URLs */
 	int threads;
 	unsigned long applies;    /* site_apply() calls so far */
 	size_t npublished;        /* published notes */
@@ -224,8 +224,15 @@ static inline void notevec_take(struct notevec *v, const struct site_note *n)
  */
 #define SITE_CSS_SOURCE "publish.css"
 #define SITE_CSS_URL "/_quire/publish.css"
-/* Larger than this, publish.css is not served (a warning says so). */
+/* Larger than this, publish.css (or a favicon) is not served (a warning says so). */
 #define SITE_CSS_MAX (1024 * 1024)
+/*
+ * The site's icon, at a URL that stays: the vault's own favicon as
+ * Obsidian Publish names it at the root (favicon-32x32.png, favicon-32.png,
+ * favicon.ico, then the other sizes it recommends), else quire's.
+ */
+#define SITE_ICON_URL "/_quire/favicon"
+int site_icon_source(const char *path);
 
 /* The page table ---------------------------------------------------------- */
 

@@ -77,6 +77,8 @@ void apply_resolve_again(struct site *s, struct work *w, struct site_note *x);
  * reads it (f, or NULL when there is none), into the page at SITE_CSS_URL.
  */
 void site_stylesheet(struct site *s, const struct site_file *f);
+/* The page at SITE_ICON_URL, from the first of the vault's favicons there is, or quire's. */
+void site_icon(struct site *s);
 
 /* moves.c */
 /* Moves in place the notes this change removed and found again elsewhere. */

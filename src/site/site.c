@@ -159,8 +159,6 @@ static void load_assets(struct site *s)
 			s->layout.css_url = s->asset_urls[n];
 		else if (strcmp(f->name, "quire.js") == 0)
 			s->layout.js_url = s->asset_urls[n];
-		else if (strcmp(f->name, "favicon.svg") == 0)
-			s->layout.icon_url = s->asset_urls[n];
 		buf_release(&url);
 	}
 }
@@ -191,6 +189,62 @@ void site_stylesheet(struct site *s, const struct site_file *f)
 	buf_fit(&css);
 	len = css.len;
 	page_set_body(p, buf_detach(&css, NULL), len, GZIP_LEVEL);
+	site_page_put(s, p);
+	page_unref(p);
+}
+
+/* Obsidian Publish's favicon names, in the order one is chosen. */
+static const char *const icon_names[] = {
+	"favicon-32x32.png", "favicon-32.png", "favicon.ico", "favicon-196x196.png",
+	"favicon-192x192.png", "favicon-180x180.png", "favicon-167x167.png",
+	"favicon-152x152.png", "favicon-128x128.png",
+};
+
+int site_icon_source(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(icon_names) / sizeof(*icon_names); i++)
+		if (strcmp(path, icon_names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+void site_icon(struct site *s)
+{
+	const struct theme_file *t;
+	const char *type = "image/svg+xml";
+	struct buf icon = BUF_INIT;
+	struct page *p;
+	size_t i, len;
+
+	diag_forget(&s->diags, "favicon", DIAG_OTHER);
+	for (i = 0; i < sizeof(icon_names) / sizeof(*icon_names) && !icon.len; i++) {
+		const struct site_file *f = map_gets(&s->file_by_path, icon_names[i]);
+		struct buf full = BUF_INIT;
+		if (!f || f->removed)
+			continue;
+		if (f->size > SITE_CSS_MAX) {
+			diag_add(&s->diags, DIAG_WARNING, "favicon", 0,
+				 "%s is %lld bytes, over the %d quire serves: not used", f->path,
+				 (long long)f->size, SITE_CSS_MAX);
+			continue;
+		}
+		buf_addf(&full, "%s/%s", s->vault, f->disk);
+		if (read_file(full.ptr, &icon) == 0 && icon.len)
+			type = vault_content_type(f->path);
+		else
+			buf_reset(&icon);
+		buf_release(&full);
+	}
+	for (t = theme_files; !icon.len && t->name; t++)
+		if (strcmp(t->name, "favicon.svg") == 0)
+			buf_add(&icon, t->data, t->len);
+	p = page_new(PAGE_ASSET, SITE_ICON_URL, strlen(SITE_ICON_URL));
+	p->content_type = type;
+	buf_fit(&icon);
+	len = icon.len;
+	page_set_body(p, buf_detach(&icon, NULL), len, GZIP_LEVEL);
 	site_page_put(s, p);
 	page_unref(p);
 }
@@ -284,6 +338,9 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	}
 	load_assets(s);
 	load_vendor(s);
+	s->asset_urls[14] = site_make_href(s, SITE_ICON_URL);
+	s->layout.icon_url = s->asset_urls[14];
+	site_icon(s);
 	if (!s->cfg.no_site_css) {
 		s->asset_urls[13] = site_make_href(s, SITE_CSS_URL);
 		s->layout.site_css_url = s->asset_urls[13];
