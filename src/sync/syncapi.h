@@ -51,6 +51,8 @@ struct syncapi_options {
 				    max_body_size must be at least this */
 	int threads;             /* threads for file work; 0 = 4 */
 	int auth_failures;       /* failed authentications per minute and address; 0 = 10 */
+	int loopback;            /* the server listens on a loopback address only: a token
+				    shorter than 16 bytes is taken, with a warning */
 };
 
 struct syncapi_stats {
