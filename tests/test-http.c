@@ -1794,6 +1794,37 @@ static void test_signals(void)
 	http_server_free(s.srv);
 }
 
+/* What the server says of its address: the sync API takes a short token on loopback only. */
+static void test_loopback(void)
+{
+	static const struct {
+		const char *listen;
+		int loopback;
+	} cases[] = {
+		{ "127.0.0.1:0", 1 }, { "127.3.2.1:0", 1 }, { "localhost:0", 1 },
+		{ "[::1]:0", 1 }, { "0.0.0.0:0", 0 }, { "[::]:0", 0 }, { ":0", 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct http_options opt = { 0 };
+		struct http_server *srv;
+		opt.slot = &slot;
+		opt.listen = cases[i].listen;
+		srv = http_server_new(&opt);
+		if (!srv) {
+			/* no IPv6 on this machine: nothing to say of [::1] */
+			CHECK(cases[i].listen[0] == '[');
+			continue;
+		}
+		if (http_server_loopback(srv) != cases[i].loopback) {
+			fprintf(stderr, "  %s: loopback %d\n", cases[i].listen, http_server_loopback(srv));
+			test_current_failed = 1;
+		}
+		http_server_free(srv);
+	}
+}
+
 static void test_bad_options(void)
 {
 	struct http_options opt = { 0 };
@@ -1850,6 +1881,7 @@ int main(void)
 	RUN(test_access_log);
 	RUN(test_graceful_stop);
 	RUN(test_bad_options);
+	RUN(test_loopback);
 	RUN(test_signals);
 
 	snapshot_slot_release(&slot);

@@ -27,9 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 static const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
@@ -87,30 +84,6 @@ static int parse_int(const char *s, const char *flag, int min, int max, int *out
 	return 0;
 }
 
-
-/* Whether ADDR:PORT is a loopback address: 127.x.y.z, [::1] or localhost. */
-static int listens_on_loopback(const char *listen)
-{
-	const char *colon = strrchr(listen, ':');
-	size_t n = colon ? (size_t)(colon - listen) : strlen(listen);
-	char host[64];
-	struct in_addr a4;
-	struct in6_addr a6;
-
-	if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
-		listen++;
-		n -= 2;
-	}
-	if (n >= sizeof(host))
-		return 0;
-	memcpy(host, listen, n);
-	host[n] = '\0';
-	if (strcmp(host, "localhost") == 0)
-		return 1;
-	if (inet_pton(AF_INET, host, &a4) == 1)
-		return (ntohl(a4.s_addr) >> 24) == 127;
-	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
-}
 
 /*
  * The token: the first line of file (trailing whitespace dropped), else
@@ -307,7 +280,7 @@ int serve_main(int argc, char **argv)
 		sa.token = token;
 		sa.data_dir = data_dir;
 		sa.max_upload = max_upload;
-		sa.loopback = listens_on_loopback(ho.listen);
+		sa.loopback = http_server_loopback(srv);
 		api = syncapi_new(&sa, loader);
 		if (!api || syncapi_register(api, srv) < 0)
 			goto out;

@@ -177,6 +177,7 @@ struct http_server {
 	struct worker **workers;
 	int nworkers;
 	int port;
+	int loopback;             /* listening on 127.0.0.0/8 or ::1 only */
 	struct handler *handlers;
 	size_t nhandlers, ahandlers;
 	size_t nraw;              /* handlers with raw set */

@@ -423,6 +423,16 @@ static int set_port(struct sockaddr_storage *ss, int port)
 	return 0;
 }
 
+/* Whether a listening address reaches this machine only: 127.0.0.0/8 or ::1. */
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return 0;
+}
+
 static int bound_port(int fd)
 {
 	struct sockaddr_storage ss;
@@ -648,6 +658,7 @@ struct http_server *http_server_new(const struct http_options *opt)
 	event_set_log_callback(libevent_log);
 	if (resolve(srv->listen, &ss, &sslen) < 0)
 		goto fail;
+	srv->loopback = is_loopback(&ss);
 	srv->workers = xcalloc((size_t)srv->opt.threads, sizeof(*srv->workers));
 	for (i = 0; i < srv->opt.threads; i++) {
 		if ((fd = listen_socket(&ss, sslen)) < 0)
@@ -675,6 +686,11 @@ fail:
 int http_server_port(const struct http_server *srv)
 {
 	return srv->port;
+}
+
+int http_server_loopback(const struct http_server *srv)
+{
+	return srv->loopback;
 }
 
 static void *worker_main(void *arg)

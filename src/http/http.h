@@ -73,6 +73,9 @@ struct http_server *http_server_new(const struct http_options *opt);
 /* The bound port (useful with port 0). */
 int http_server_port(const struct http_server *srv);
 
+/* Whether the server listens on a loopback address only (127.0.0.0/8, ::1). */
+int http_server_loopback(const struct http_server *srv);
+
 /*
  * Runs every loop (loop 0 on the calling thread, the others on threads of
  * their own) until http_server_stop() or, with opt->handle_signals, SIGINT
