@@ -457,13 +457,10 @@ static void title_end(struct ctx *c, cmark_node *br)
 	}
 	if (ix == NONE) {
 		/* the rest of the paragraph, which an embed of a note may split */
-		c->para_tag = c->out->len;
+		size_t at = c->out->len;
 		buf_adds(c->out, "<p>");
+		md_para_begin(c, at, 0);
 		c->title_closed = 1;
-		c->in_para = 1;
-		c->para_id = 0;
-		c->para_split = 0;
-		c->para_at = c->out->len;
 		return;
 	}
 	math_html(c, ix, 1);
@@ -555,20 +552,19 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 			return;
 		}
 		if (!tight_paragraph(n)) {
+			size_t at;
 			cr(o);
-			c->para_tag = o->len;
+			at = o->len;
 			tag_open(c, a, "<p");
 			buf_addc(o, '>');
-			c->in_para = 1;
+			md_para_begin(c, at, 0);
 			c->para_id = a && (a->flags & A_ID);
-			c->para_split = 0;
-			c->para_at = o->len;
 		}
 		return;
 	}
 	if (a && (a->flags & A_CALLHEAD)) {
 		/* the title is still open when no line followed it */
-		if (c->title_closed == 1 && c->para_split && o->len == c->para_at)
+		if (c->title_closed == 1 && md_para_empty(c))
 			buf_setlen(o, c->para_tag); /* nothing after the last embed: no empty <p> */
 		else if (c->title_closed == 1)
 			buf_adds(o, "</p>\n");
@@ -590,7 +586,7 @@ static void paragraph(struct ctx *c, cmark_iter *it, cmark_node *n, struct ann *
 			buf_addc(o, ' ');
 			footnote_backref(c, parent);
 		}
-		if (c->para_split && o->len == c->para_at) {
+		if (md_para_empty(c)) {
 			/* nothing after the last embed or raw block: no empty <p> */
 			buf_setlen(o, c->para_tag);
 			tag_close(c, a, "");
@@ -893,7 +889,7 @@ static void line_break(struct ctx *c, cmark_node *n, struct ann *a, int soft)
 	}
 	if (c->embed_block && soft)
 		; /* between embeds rendered without <p>: nothing */
-	else if (c->in_para && c->para_split && c->out->len == c->para_at)
+	else if (c->in_para && md_para_empty(c))
 		; /* right after a note's embed, which ended the line: no empty line */
 	else if (!soft || c->opt->hard_breaks)
 		buf_adds(c->out, "<br />\n");

@@ -81,12 +81,10 @@ static int open_index(const struct ctx *c, const char *const *names, size_t n)
 /* Our paragraph goes on: a <p> that, left empty, the paragraph's end takes back. */
 static void reopen_para(struct ctx *c)
 {
-	c->para_tag = c->out->len;
+	size_t at = c->out->len;
+
 	buf_adds(c->out, "<p>");
-	c->para_at = c->out->len;
-	c->para_split = 1;
-	c->para_id = 0;
-	c->in_para = 1;
+	md_para_begin(c, at, 1);
 }
 
 static void close_open_tags(struct ctx *c, int i)
@@ -131,7 +129,7 @@ static int end_para_before(struct ctx *c, size_t from, cmark_node *parent)
 		close_open_tags(c, i);
 	} else {
 		close_open_tags(c, 0); /* what the note opened in our paragraph ends with it */
-		if (c->para_split && o->len == c->para_at)
+		if (md_para_empty(c))
 			buf_setlen(o, c->para_tag); /* an empty part, between two blocks */
 		else
 			buf_adds(o, "</p>");
@@ -176,11 +174,7 @@ static void start_tag(struct ctx *c, cmark_node *n, size_t from, const char *nam
 	ours = closes_p(name) && end_para_before(c, from, parent);
 	if (ours && !strcmp(name, "p")) {
 		/* the note's <p ...> is our paragraph's next part: our </p> ends it */
-		c->para_tag = o->len - taglen;
-		c->para_at = o->len;
-		c->para_split = 1;
-		c->para_id = 0;
-		c->in_para = 1;
+		md_para_begin(c, o->len - taglen, 1);
 	} else if (ours && is_void) {
 		reopen_para(c); /* "<hr>" */
 	} else if (!is_void) {

@@ -441,12 +441,11 @@ void render_embed(struct ctx *c, size_t ix)
 		res->nsplices++;
 		buf_adds(o, "</div>");
 		if (c->in_para) {
+			size_t at;
 			buf_addc(o, '\n');
-			c->para_tag = o->len;
+			at = o->len;
 			buf_adds(o, "<p>");
-			c->para_at = o->len;
-			c->para_split = 1;
-			c->para_id = 0;
+			md_para_begin(c, at, 1);
 		}
 		break;
 	case MD_TARGET_ATTACHMENT:
@@ -724,6 +723,7 @@ static size_t attrs_label(const char *s, size_t len, size_t *from, size_t *n)
 	size_t lim = len < DIAGRAM_LABEL_MAX ? len : DIAGRAM_LABEL_MAX, i, end;
 	const char *close, *at;
 
+	*n = 0;
 	if (lim < 3 || s[0] != '@' || s[1] != '{')
 		return 0;
 	close = memchr(s, '}', lim);
@@ -814,25 +814,26 @@ static void diagram_read(struct diagram *d, const char *s, size_t len)
 			}
 			nd = node_of(d, s + id, idlen);
 			if ((w = shape_at(s + i, len - i, &from, &n)) ||
-			    ((n = 0), (w = attrs_label(s + i, len - i, &from, &n)))) {
+			    (w = attrs_label(s + i, len - i, &from, &n))) {
 				if (n) {
 					nd->label = s + i + from;
 					nd->len = n;
 				}
 				i += w;
 			}
-			if (len - i > 3 + sizeof(internal_link) - 2 && !memcmp(s + i, ":::", 3) &&
-			    !memcmp(s + i + 3, internal_link, sizeof(internal_link) - 1) &&
-			    (i + 2 + sizeof(internal_link) == len ||
-			     !ident_char(s[i + 2 + sizeof(internal_link)]))) {
+			/* "A:::internal-link", "A[Text]:::internal-link" */
+			k = 3 + sizeof(internal_link) - 1;
+			if (len - i >= k && !memcmp(s + i, ":::", 3) &&
+			    !memcmp(s + i + 3, internal_link, k - 3) &&
+			    (i + k == len || !ident_char(s[i + k]))) {
 				mark_linked(d, s + id, idlen);
-				i += 2 + sizeof(internal_link);
+				i += k;
 			}
 		}
 	}
 }
 
-/* A link to the note called name, once a diagram (seen owns its keys). */
+/* A link to the note called name, at most once a diagram (seen owns its keys). */
 static void diagram_link(struct ctx *c, struct buf *o, const char *name, struct map *seen)
 {
 	struct link *l;

@@ -308,7 +308,9 @@ struct ctx {
 	/*
 	 * An open <p> (not tight, not a callout head): where its tag starts
 	 * and where what it holds starts, so that a note embedded inside it
-	 * closes it first (a <div> may not sit in a <p>) and opens it again.
+	 * closes it first (a <div> may not sit in a <p>) and opens it again,
+	 * as a raw block element does (inline-html.c): md_para_begin(),
+	 * md_para_empty().
 	 */
 	int in_para, para_id, para_split;
 	size_t para_tag, para_at;
@@ -339,6 +341,26 @@ static inline int has_flag(cmark_node *n, unsigned flag)
 	struct ann *a = ann_of(n);
 
 	return a && (a->flags & flag);
+}
+
+/*
+ * A part of our paragraph begins: its <p...> tag runs from tag_at to the
+ * end of the output. split: it follows an embed or a raw block element
+ * that ended the part before, and is taken back whole if nothing follows.
+ */
+static inline void md_para_begin(struct ctx *c, size_t tag_at, int split)
+{
+	c->para_tag = tag_at;
+	c->para_at = c->out->len;
+	c->para_split = split;
+	c->para_id = 0;
+	c->in_para = 1;
+}
+
+/* Whether the part begun last is a split one with nothing in it yet. */
+static inline int md_para_empty(const struct ctx *c)
+{
+	return c->para_split && c->out->len == c->para_at;
 }
 
 static inline int is_type(cmark_node *n, cmark_node_type t)

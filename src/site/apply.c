@@ -818,12 +818,11 @@ static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, s
 static void apply_files(struct site *s, struct work *w)
 {
 	size_t i;
-	int icon = 0;
+	int css = 0, icon = 0;
 
 	for (i = 0; i < w->nfiles; i++) {
 		struct site_file *f = w->files[i];
-		if (strcmp(f->path, SITE_CSS_SOURCE) == 0)
-			site_stylesheet(s, f->removed ? NULL : f);
+		css |= strcmp(f->path, SITE_CSS_SOURCE) == 0;
 		icon |= site_icon_source(f->path);
 		if (f->removed) {
 			char *key = resolve_name_key(f->path);
@@ -845,6 +844,9 @@ static void apply_files(struct site *s, struct work *w)
 			page_unref(p);
 		}
 	}
+	/* what the site serves of its own from these files: after removed ones left the table */
+	if (css)
+		site_stylesheet(s);
 	if (icon)
 		site_icon(s); /* a favicon came, changed or went: the choice is made again */
 }

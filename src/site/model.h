@@ -224,8 +224,8 @@ static inline void notevec_take(struct notevec *v, const struct site_note *n)
  */
 #define SITE_CSS_SOURCE "publish.css"
 #define SITE_CSS_URL "/_quire/publish.css"
-/* Larger than this, publish.css (or a favicon) is not served (a warning says so). */
-#define SITE_CSS_MAX (1024 * 1024)
+/* Larger than this, publish.css or a favicon is not served (a warning says so). */
+#define SITE_ASSET_MAX (1024 * 1024)
 /*
  * The site's icon, at a URL that stays: the vault's own favicon as
  * Obsidian Publish names it at the root (favicon-32x32.png, favicon-32.png,

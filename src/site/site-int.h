@@ -74,9 +74,9 @@ void apply_resolve_again(struct site *s, struct work *w, struct site_note *x);
 /* site.c */
 /*
  * The vault's own stylesheet, publish.css at its root as Obsidian Publish
- * reads it (f, or NULL when there is none), into the page at SITE_CSS_URL.
+ * reads it (an empty one when there is none), into the page at SITE_CSS_URL.
  */
-void site_stylesheet(struct site *s, const struct site_file *f);
+void site_stylesheet(struct site *s);
 /* The page at SITE_ICON_URL, from the first of the vault's favicons there is, or quire's. */
 void site_icon(struct site *s);
 

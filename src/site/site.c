@@ -163,34 +163,57 @@ static void load_assets(struct site *s)
 	}
 }
 
-void site_stylesheet(struct site *s, const struct site_file *f)
+/*
+ * A vault file quire serves as its own (publish.css, a favicon) into out:
+ * 0, or -1 when it is over SITE_ASSET_MAX (a warning under its name) or
+ * could not be read (gone since: the change that removes it follows).
+ */
+static int read_site_asset(struct site *s, const struct site_file *f, struct buf *out)
 {
-	struct buf css = BUF_INIT, full = BUF_INIT;
-	struct page *p;
+	struct buf full = BUF_INIT;
+	int rc;
+
+	if (f->size > SITE_ASSET_MAX) {
+		diag_add(&s->diags, DIAG_WARNING, f->path, 0,
+			 "%s is %lld bytes, over the %d quire serves: not used", f->path,
+			 (long long)f->size, SITE_ASSET_MAX);
+		return -1;
+	}
+	buf_addf(&full, "%s/%s", s->vault, f->disk);
+	rc = read_file(full.ptr, out);
+	buf_release(&full);
+	if (rc < 0)
+		buf_reset(out);
+	return rc;
+}
+
+/* body as the page at url: an asset at a URL that stays, so revalidated (not immutable). */
+static void put_site_asset(struct site *s, const char *url, const char *type, struct buf *body)
+{
+	struct page *p = page_new(PAGE_ASSET, url, strlen(url));
 	size_t len;
+
+	p->content_type = type;
+	buf_fit(body);
+	len = body->len;
+	page_set_body(p, buf_detach(body, NULL), len, GZIP_LEVEL);
+	site_page_put(s, p);
+	page_unref(p);
+}
+
+void site_stylesheet(struct site *s)
+{
+	const struct site_file *f = map_gets(&s->file_by_path, SITE_CSS_SOURCE);
+	struct buf css = BUF_INIT;
 
 	if (s->cfg.no_site_css)
 		return;
 	diag_forget(&s->diags, SITE_CSS_SOURCE, DIAG_OTHER);
-	if (f) {
-		buf_addf(&full, "%s/%s", s->vault, f->disk);
-		if (f->size > SITE_CSS_MAX)
-			diag_add(&s->diags, DIAG_WARNING, SITE_CSS_SOURCE, 0,
-				 "publish.css is %lld bytes, over the %d quire serves: not used",
-				 (long long)f->size, SITE_CSS_MAX);
-		else if (read_file(full.ptr, &css) < 0)
-			buf_reset(&css); /* gone since: the change that removes it follows */
-		buf_release(&full);
-	}
+	if (f)
+		read_site_asset(s, f, &css);
 	if (!css.len)
 		buf_adds(&css, "/* the vault has no publish.css: quire serves its own in its place */\n");
-	p = page_new(PAGE_ASSET, SITE_CSS_URL, strlen(SITE_CSS_URL));
-	p->content_type = "text/css; charset=utf-8";
-	buf_fit(&css);
-	len = css.len;
-	page_set_body(p, buf_detach(&css, NULL), len, GZIP_LEVEL);
-	site_page_put(s, p);
-	page_unref(p);
+	put_site_asset(s, SITE_CSS_URL, "text/css; charset=utf-8", &css);
 }
 
 /* Obsidian Publish's favicon names, in the order one is chosen. */
@@ -215,38 +238,18 @@ void site_icon(struct site *s)
 	const struct theme_file *t;
 	const char *type = "image/svg+xml";
 	struct buf icon = BUF_INIT;
-	struct page *p;
-	size_t i, len;
+	size_t i;
 
-	diag_forget(&s->diags, "favicon", DIAG_OTHER);
 	for (i = 0; i < sizeof(icon_names) / sizeof(*icon_names) && !icon.len; i++) {
 		const struct site_file *f = map_gets(&s->file_by_path, icon_names[i]);
-		struct buf full = BUF_INIT;
-		if (!f || f->removed)
-			continue;
-		if (f->size > SITE_CSS_MAX) {
-			diag_add(&s->diags, DIAG_WARNING, "favicon", 0,
-				 "%s is %lld bytes, over the %d quire serves: not used", f->path,
-				 (long long)f->size, SITE_CSS_MAX);
-			continue;
-		}
-		buf_addf(&full, "%s/%s", s->vault, f->disk);
-		if (read_file(full.ptr, &icon) == 0 && icon.len)
+		diag_forget(&s->diags, icon_names[i], DIAG_OTHER);
+		if (f && read_site_asset(s, f, &icon) == 0 && icon.len)
 			type = vault_content_type(f->path);
-		else
-			buf_reset(&icon);
-		buf_release(&full);
 	}
 	for (t = theme_files; !icon.len && t->name; t++)
 		if (strcmp(t->name, "favicon.svg") == 0)
 			buf_add(&icon, t->data, t->len);
-	p = page_new(PAGE_ASSET, SITE_ICON_URL, strlen(SITE_ICON_URL));
-	p->content_type = type;
-	buf_fit(&icon);
-	len = icon.len;
-	page_set_body(p, buf_detach(&icon, NULL), len, GZIP_LEVEL);
-	site_page_put(s, p);
-	page_unref(p);
+	put_site_asset(s, SITE_ICON_URL, type, &icon);
 }
 
 static struct page *text_page(enum page_kind kind, const char *path, const char *type,
@@ -344,7 +347,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	if (!s->cfg.no_site_css) {
 		s->asset_urls[13] = site_make_href(s, SITE_CSS_URL);
 		s->layout.site_css_url = s->asset_urls[13];
-		site_stylesheet(s, NULL);
+		site_stylesheet(s);
 	}
 
 	if (s->cfg.robots) {
