@@ -818,6 +818,61 @@ static void test_delete(void)
 	resp_free(&r);
 }
 
+/*
+ * GET of a file: its bytes, with the SHA-256 of exactly those as the ETag
+ * (what `quire sync` downloads by); 404 for a file that is not there, a
+ * folder, or a symlink; 401 without the token; 400 for a path the API
+ * refuses.
+ */
+static void test_get(void)
+{
+	const char bin[] = { 'a', 0, 'b', '\n', (char)0xff };
+	char sha[SHA256_HEX_SIZE], etag[SHA256_HEX_SIZE + 2];
+	struct resp r;
+
+	CHECK(put("got/bytes.bin", NULL, bin, sizeof(bin), &r) == 0);
+	CHECK(r.status == 201 || r.status == 200);
+	resp_free(&r);
+	CHECK(get("/api/v1/files/got/bytes.bin", &r) == 0);
+	CHECK_INT(r.status, 200);
+	CHECK_INT(r.body.len, sizeof(bin));
+	CHECK(r.body.ptr && memcmp(r.body.ptr, bin, sizeof(bin)) == 0);
+	hash_sha256_hex(bin, sizeof(bin), sha);
+	snprintf(etag, sizeof(etag), "\"%s\"", sha);
+	CHECK_STR(hdr(&r, "ETag"), etag);
+	CHECK_STR(hdr(&r, "Content-Type"), "application/octet-stream");
+	resp_free(&r);
+	CHECK(get("/api/v1/files/got/none.md", &r) == 0);
+	CHECK_INT(r.status, 404);
+	CHECK(body_has(&r, "\"error\""));
+	resp_free(&r);
+	CHECK(get("/api/v1/files/got", &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
+	{
+		struct buf target = BUF_INIT, link = BUF_INIT;
+		buf_addf(&target, "%s/got/bytes.bin", vault);
+		buf_addf(&link, "%s/got/link.bin", vault);
+		CHECK(symlink(target.ptr, link.ptr) == 0);
+		buf_release(&target);
+		buf_release(&link);
+	}
+	CHECK(get("/api/v1/files/got/link.bin", &r) == 0);
+	CHECK_INT(r.status, 404);
+	resp_free(&r);
+	CHECK(get("/api/v1/files/got/%2e%2e/index.md", &r) == 0);
+	CHECK_INT(r.status, 400);
+	resp_free(&r);
+	httpc_source = "127.0.0.4";
+	CHECK(fetch_request(port, "GET", "/api/v1/files/got/bytes.bin", NULL, NULL, 0, &r) == 0);
+	CHECK_INT(r.status, 401);
+	CHECK(r.body.len < sizeof(bin) || memcmp(r.body.ptr, bin, sizeof(bin)) != 0);
+	resp_free(&r);
+	httpc_source = NULL;
+	tv_unlink(vault, "got/link.bin");
+	tv_unlink(vault, "got/bytes.bin");
+}
+
 static int move(const char *json, struct resp *r)
 {
 	return fetch_request(port, "POST", "/api/v1/move", AUTH, json, strlen(json), r);
@@ -1129,6 +1184,7 @@ int main(void)
 	RUN(test_preconditions);
 	RUN(test_race);
 	RUN(test_delete);
+	RUN(test_get);
 	RUN(test_move);
 	RUN(test_move_folder);
 	RUN(test_wait);

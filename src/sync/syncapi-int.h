@@ -35,7 +35,7 @@ struct loader;
 #define JSON_TYPE "application/json"
 
 /* J_CALL: a job of another front (WebDAV, dav.c) that runs j->run on the pool. */
-enum job_kind { J_PUT, J_DELETE, J_MOVE, J_MANIFEST, J_CALL };
+enum job_kind { J_PUT, J_DELETE, J_MOVE, J_MANIFEST, J_CALL, J_GET };
 
 enum cond { C_NONE, C_MATCH, C_MATCH_ANY };
 
@@ -117,7 +117,7 @@ struct syncapi {
 	struct spare spares[SPARES_MAX]; /* under lock */
 	size_t nspares;
 
-	_Atomic uint64_t puts, deletes, moves, manifests, hashed, auth_failures, limited;
+	_Atomic uint64_t puts, deletes, moves, manifests, gets, hashed, auth_failures, limited;
 };
 
 static inline void count(_Atomic uint64_t *c)

@@ -20,11 +20,15 @@
 #include "http/http.h"
 #include "site/loader.h"
 #include "sync/hashcache.h"
+#include "util/files.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/parallel.h"
 #include "util/xalloc.h"
 #include "vault/vault.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -33,6 +37,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MAX_QUEUED 4096
 
@@ -179,6 +184,59 @@ out:
 	diag_list_release(&diags);
 }
 
+/* ---- reading a file ---- */
+
+/*
+ * GET /api/v1/files/<path>: the bytes, with the SHA-256 of exactly those
+ * bytes as the ETag (hashed here, not taken from the cache: a write
+ * renamed in between cannot pair one version's tag with another's bytes).
+ * Writes replace files by rename, so the read sees one whole version;
+ * only regular files are read, and no symlink is followed on the way.
+ */
+static void do_get(struct syncapi *api, struct job *j)
+{
+	struct buf body = BUF_INIT;
+	char sha[SHA256_HEX_SIZE], etag[SHA256_HEX_SIZE + 2];
+	const char *leaf;
+	struct stat st;
+	int parent, fd = -1, err = 0;
+
+	parent = syncapi_open_parent(api, j->path, 0, &leaf);
+	if (parent >= 0) {
+		fd = openat(parent, leaf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		err = errno;
+		close(parent);
+	} else {
+		err = errno;
+	}
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+		err = ENOENT;
+	}
+	if (fd < 0) {
+		syncapi_dreply_error(j->d, err == ENOENT || err == ENOTDIR || err == ELOOP ? 404 : 500,
+				     err == ENOENT || err == ENOTDIR || err == ELOOP ? "no such file"
+										     : strerror(err),
+				     j->path);
+		return;
+	}
+	if (read_fd(fd, &body) < 0) {
+		err = errno;
+		close(fd);
+		syncapi_dreply_error(j->d, 500, strerror(err), j->path);
+		buf_release(&body);
+		return;
+	}
+	close(fd);
+	hash_sha256_hex(body.ptr ? body.ptr : "", body.len, sha);
+	snprintf(etag, sizeof(etag), "\"%s\"", sha);
+	count(&api->gets);
+	http_deferred_header(j->d, "ETag", etag);
+	http_deferred_header(j->d, "Cache-Control", "no-store");
+	http_deferred_reply_buf(j->d, 200, "application/octet-stream", &body);
+}
+
 /* ---- running jobs ---- */
 
 static void answer(struct syncapi *api, struct job *j, struct outcome *out)
@@ -227,6 +285,9 @@ static void run_job(struct syncapi *api, struct job *j)
 	switch (j->kind) {
 	case J_MANIFEST:
 		do_manifest(api, j);
+		return;
+	case J_GET:
+		do_get(api, j);
 		return;
 	case J_CALL:
 		j->run(api, j);

@@ -94,6 +94,11 @@ static int dir_status(int err)
  */
 int syncapi_open_parent(struct syncapi *api, const char *path, int create, const char **leaf)
 {
+	return syncapi_open_parent_at(api->root_fd, path, create, leaf);
+}
+
+int syncapi_open_parent_at(int root_fd, const char *path, int create, const char **leaf)
+{
 	struct buf seg = BUF_INIT;
 	const char *p = path, *slash;
 	int fd, next = -1, saved, ok = 0;
@@ -104,7 +109,7 @@ int syncapi_open_parent(struct syncapi *api, const char *path, int create, const
 	 * Rejected: handing out root_fd itself (every caller would need to know
 	 * not to close it).
 	 */
-	fd = openat(api->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
 	while ((slash = strchr(p, '/'))) {

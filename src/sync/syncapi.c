@@ -182,9 +182,9 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	struct buf path = BUF_INIT;
 	struct job *j;
 
-	if (m != HTTP_PUT && m != HTTP_DELETE) {
-		http_reply_header(req, "Allow", "PUT, DELETE");
-		syncapi_reply_error(req, 405, "files take PUT and DELETE", NULL);
+	if (m != HTTP_PUT && m != HTTP_DELETE && m != HTTP_GET) {
+		http_reply_header(req, "Allow", "GET, PUT, DELETE");
+		syncapi_reply_error(req, 405, "files take GET, PUT and DELETE", NULL);
 		return;
 	}
 	if (syncapi_decode_path(raw, len, &path, &why) < 0) {
@@ -193,7 +193,7 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 		return;
 	}
 	j = xcalloc(1, sizeof(*j));
-	j->kind = m == HTTP_PUT ? J_PUT : J_DELETE;
+	j->kind = m == HTTP_PUT ? J_PUT : m == HTTP_GET ? J_GET : J_DELETE;
 	j->path = buf_detach(&path, NULL);
 	im = http_request_header(req, "If-Match");
 	inm = http_request_header(req, "If-None-Match");
@@ -460,6 +460,7 @@ void syncapi_get_stats(struct syncapi *api, struct syncapi_stats *out)
 	out->deletes = atomic_load(&api->deletes);
 	out->moves = atomic_load(&api->moves);
 	out->manifests = atomic_load(&api->manifests);
+	out->gets = atomic_load(&api->gets);
 	out->hashed = atomic_load(&api->hashed);
 	out->auth_failures = atomic_load(&api->auth_failures);
 	out->limited = atomic_load(&api->limited);

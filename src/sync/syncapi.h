@@ -3,6 +3,7 @@
  * writes the vault of a running server.
  *
  *	GET    /api/v1/manifest            {"version":N,"files":{"path":{"sha256":"hex","size":N}}}
+ *	GET    /api/v1/files/<path>        the file's bytes, ETag: "<sha256 of them>"
  *	PUT    /api/v1/files/<path>        body = the bytes; If-Match: "<sha256>" | If-None-Match: *
  *	DELETE /api/v1/files/<path>        If-Match optional
  *	POST   /api/v1/move                {"from":"a.md","to":"b/a.md"}
@@ -56,7 +57,7 @@ struct syncapi_options {
 };
 
 struct syncapi_stats {
-	uint64_t puts, deletes, moves, manifests;
+	uint64_t puts, deletes, moves, manifests, gets;
 	uint64_t hashed;         /* files read and hashed to answer manifests */
 	uint64_t auth_failures, limited;
 };
@@ -94,5 +95,15 @@ int syncapi_check_path(const char *path, size_t len, struct buf *out, const char
 
 /* Percent-decodes raw (len bytes) and checks it as above. */
 int syncapi_decode_path(const char *raw, size_t len, struct buf *out, const char **why);
+
+/*
+ * The folder holding path (checked as above) below the folder root_fd,
+ * opened one segment at a time without following symlinks (with create,
+ * missing folders are made and their parents fsynced): a descriptor the
+ * caller closes, *leaf pointing into path at the last segment; -1 with
+ * errno. The server writes the vault through it, and `quire sync` its
+ * local copy, so that a symlink cannot redirect either.
+ */
+int syncapi_open_parent_at(int root_fd, const char *path, int create, const char **leaf);
 
 #endif
