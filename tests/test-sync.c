@@ -9,11 +9,13 @@
  */
 #include "lib/httpc.h"
 #include "lib/server.h"
+#include "lib/syncproc.h"
 #include "lib/test.h"
 #include "lib/tv.h"
 #include "sync/syncapi.h"
 #include "util/hash.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 #include "vault/vault.h"
 
 #include <fcntl.h>
@@ -64,73 +66,19 @@ static struct syncapi_stats stats(void)
 
 /* ---- running the client ---- */
 
-struct run {
-	pid_t pid;
-	char out_path[64];
-	int status;          /* exit status, or 128 + signal */
-	struct buf out;      /* stdout and stderr */
-};
-
-/*
- * Starts `quire sync client_vault url --token-file F extra...` with env
- * (NAME=VALUE strings, NULL-terminated, may be NULL) added.
- */
-static void spawn(struct run *r, const char *const *extra, const char *const *env)
+/* `quire sync client_vault url --token-file F extra...` with env (NAME=VALUE...) added. */
+static void spawn(struct syncproc *r, const char *const *extra, const char *const *env)
 {
-	const char *argv[16];
-	int n = 0, fd;
-
-	memset(r, 0, sizeof(*r));
-	buf_init(&r->out, 0);
-	snprintf(r->out_path, sizeof(r->out_path), "/tmp/quire-sync-out-XXXXXX");
-	fd = mkstemp(r->out_path);
-	CHECK(fd >= 0);
-	argv[n++] = quire_bin;
-	argv[n++] = "sync";
-	argv[n++] = client_vault;
-	argv[n++] = url;
-	argv[n++] = "--token-file";
-	argv[n++] = token_file;
-	while (extra && *extra && n < 15)
-		argv[n++] = *extra++;
-	argv[n] = NULL;
-	fflush(NULL);
-	r->pid = fork();
-	CHECK(r->pid >= 0);
-	if (r->pid == 0) {
-		while (env && *env)
-			putenv((char *)*env++);
-		if (dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-			_exit(126);
-		execv(quire_bin, (char *const *)argv);
-		_exit(127);
-	}
-	close(fd);
+	syncproc_spawn(r, client_vault, url, token_file, extra, env);
 }
 
-static int finish(struct run *r)
-{
-	int st = 0;
-
-	CHECK(waitpid(r->pid, &st, 0) == r->pid);
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	CHECK(read_file(r->out_path, &r->out) == 0);
-	unlink(r->out_path);
-	return r->status;
-}
-
-static int sync_run(struct run *r, const char *const *extra, const char *const *env)
+static int sync_run(struct syncproc *r, const char *const *extra, const char *const *env)
 {
 	spawn(r, extra, env);
-	return finish(r);
+	return syncproc_finish(r);
 }
 
-static void run_free(struct run *r)
-{
-	buf_release(&r->out);
-}
-
-static int out_has(const struct run *r, const char *s)
+static int out_has(const struct syncproc *r, const char *s)
 {
 	if (!strstr(r->out.ptr, s)) {
 		fprintf(stderr, "  output lacks '%s':\n%s", s, r->out.ptr);
@@ -181,11 +129,12 @@ static void test_first_sync(void)
 {
 	struct syncapi_stats s0 = stats(), s1;
 	struct buf b = BUF_INIT;
-	struct run r;
+	struct syncproc r;
 
 	CHECK_INT(sync_run(&r, NULL, NULL), 0);
-	CHECK(out_has(&r, "uploaded 8, deleted 0, unchanged 0, conflicts 0, failed 0 in "));
-	run_free(&r);
+	CHECK(out_has(&r, "uploaded 8, downloaded 0, merged 0, deleted 0 here and 0 on the server, unchanged 0, "
+			   "conflicts 0, failed 0 in "));
+	syncproc_free(&r);
 	s1 = stats();
 	CHECK_INT(s1.puts - s0.puts, 8);
 	check_mirror();
@@ -202,11 +151,12 @@ static void test_first_sync(void)
 static void test_noop_resync(void)
 {
 	struct syncapi_stats s0 = stats(), s1;
-	struct run r;
+	struct syncproc r;
 
 	CHECK_INT(sync_run(&r, NULL, NULL), 0);
-	CHECK(out_has(&r, "uploaded 0, deleted 0, unchanged 8, conflicts 0, failed 0 in "));
-	run_free(&r);
+	CHECK(out_has(&r, "uploaded 0, downloaded 0, merged 0, deleted 0 here and 0 on the server, unchanged 8, "
+			   "conflicts 0, failed 0 in "));
+	syncproc_free(&r);
 	s1 = stats();
 	CHECK_INT(s1.puts - s0.puts, 0);
 	CHECK_INT(s1.deletes - s0.deletes, 0);
@@ -214,10 +164,10 @@ static void test_noop_resync(void)
 
 static void test_dry_run(void)
 {
-	const char *const dry[] = { "--dry-run", "--delete", NULL };
+	const char *const dry[] = { "--dry-run", NULL };
 	struct syncapi_stats s0, s1;
 	struct buf b = BUF_INIT;
-	struct run r;
+	struct syncproc r;
 
 	tv_write(client_vault, "projects/alpha.md", "# Alpha\n\nAlpha plan, revised.\n");
 	tv_write(client_vault, "projects/gamma.md", "# Gamma\n\nNew project.\n");
@@ -231,9 +181,10 @@ static void test_dry_run(void)
 	CHECK_INT(sync_run(&r, dry, NULL), 0);
 	CHECK(out_has(&r, "would upload projects/alpha.md (changed"));
 	CHECK(out_has(&r, "would upload projects/gamma.md (new"));
-	CHECK(out_has(&r, "would delete notes/scratch.md"));
-	CHECK(out_has(&r, "would upload 2, would delete 1, unchanged 6"));
-	run_free(&r);
+	CHECK(out_has(&r, "would delete notes/scratch.md on the server"));
+	CHECK(out_has(&r, "dry run: would have uploaded 2, downloaded 0, merged 0, deleted 0 here and 1 "
+			  "on the server, unchanged 6"));
+	syncproc_free(&r);
 	s1 = stats();
 	CHECK_INT(s1.puts - s0.puts, 0);
 	CHECK_INT(s1.deletes - s0.deletes, 0);
@@ -245,29 +196,44 @@ static void test_dry_run(void)
 	buf_release(&b);
 }
 
-static void test_delete(void)
+/*
+ * --push sends what changed here and takes nothing; with --delete it also
+ * deletes what the server has and this side does not, when the server's
+ * copy is the one last synced.
+ */
+static void test_push_delete(void)
 {
-	const char *const del[] = { "--delete", NULL };
+	const char *const push[] = { "--push", NULL };
+	const char *const del[] = { "--push", "--delete", NULL };
 	struct syncapi_stats s0 = stats(), s1;
 	struct buf b = BUF_INIT;
-	struct run r;
+	struct syncproc r;
 
 	/* without --delete the server keeps what the client lacks */
-	CHECK_INT(sync_run(&r, NULL, NULL), 0);
-	CHECK(out_has(&r, "uploaded 2, deleted 0, unchanged 6"));
+	CHECK_INT(sync_run(&r, push, NULL), 0);
+	CHECK(out_has(&r, "uploaded 2, downloaded 0, merged 0, deleted 0 here and 0 on the server, "
+			  "unchanged 6"));
 	CHECK(out_has(&r, "1 files are only on the server"));
-	run_free(&r);
+	syncproc_free(&r);
 	CHECK(tv_exists(server_vault, "notes/scratch.md"));
 	CHECK_INT(fetch_page(srv.port, "/projects/alpha", &b), 200);
 	CHECK(strstr(b.ptr, "revised") != NULL);
 	CHECK_INT(sync_run(&r, del, NULL), 0);
-	CHECK(out_has(&r, "uploaded 0, deleted 1, unchanged 8"));
-	run_free(&r);
+	CHECK(out_has(&r, "uploaded 0, downloaded 0, merged 0, deleted 0 here and 1 on the server, "
+			  "unchanged 8"));
+	syncproc_free(&r);
 	s1 = stats();
 	CHECK_INT(s1.deletes - s0.deletes, 1);
 	CHECK(!tv_exists(server_vault, "notes/scratch.md"));
 	CHECK_INT(fetch_page(srv.port, "/notes/scratch", NULL), 404);
 	check_mirror();
+	/* --delete alone would be a one-way flag on a two-way sync */
+	{
+		const char *const alone[] = { "--delete", NULL };
+		CHECK_INT(sync_run(&r, alone, NULL), 2);
+		CHECK(out_has(&r, "--delete goes with --push"));
+		syncproc_free(&r);
+	}
 	buf_release(&b);
 }
 
@@ -280,8 +246,8 @@ static void test_interrupted(void)
 	struct vault_scan scan = VAULT_SCAN_INIT;
 	struct diag_list d;
 	size_t before_rerun = 0, i;
-	struct run r;
-	char name[64], text[128];
+	struct syncproc r;
+	char name[64], text[256];
 	double t0;
 
 	for (i = 0; i < 30; i++) {
@@ -298,9 +264,9 @@ static void test_interrupted(void)
 		s1 = stats();
 	} while (s1.puts - s0.puts < 5 && now_s() - t0 < 20);
 	CHECK(kill(r.pid, SIGKILL) == 0);
-	finish(&r);
+	syncproc_finish(&r);
 	CHECK_INT(r.status, 128 + SIGKILL);
-	run_free(&r);
+	syncproc_free(&r);
 	usleep(50 * 1000); /* a PUT the server was still writing finishes */
 	s1 = stats();
 	CHECK(s1.puts - s0.puts >= 5 && s1.puts - s0.puts < 30);
@@ -315,10 +281,10 @@ static void test_interrupted(void)
 	CHECK_INT(before_rerun, s1.puts - s0.puts);
 
 	CHECK_INT(sync_run(&r, NULL, NULL), 0);
-	snprintf(text, sizeof(text), "uploaded %zu, deleted 0, unchanged %zu, conflicts 0, failed 0",
-		 30 - before_rerun, 8 + before_rerun);
+	snprintf(text, sizeof(text), "uploaded %zu, downloaded 0, merged 0, deleted 0 here and 0 on the "
+		 "server, unchanged %zu, conflicts 0, failed 0", 30 - before_rerun, 8 + before_rerun);
 	CHECK(out_has(&r, text));
-	run_free(&r);
+	syncproc_free(&r);
 	s2 = stats();
 	CHECK_INT(s2.puts - s1.puts, 30 - before_rerun);
 	check_mirror();
@@ -327,18 +293,63 @@ static void test_interrupted(void)
 		(unsigned long long)(s2.puts - s1.puts));
 }
 
-/* The server's copy changes after the client read the manifest: a conflict, not an overwrite. */
+/*
+ * The first file whose path starts with prefix and ends with suffix in
+ * vault (a conflict copy), or NULL; the caller frees it.
+ */
+static char *find_file(const char *vault, const char *prefix, const char *suffix)
+{
+	struct vault_scan scan = VAULT_SCAN_INIT;
+	struct diag_list d;
+	char *found = NULL;
+	size_t i;
+
+	diag_list_init(&d);
+	if (vault_scan(vault, NULL, &scan, &d) == 0)
+		for (i = 0; i < scan.n && !found; i++) {
+			const char *p = scan.files[i].path;
+			size_t n = strlen(p), k = strlen(suffix);
+			if (!strncmp(p, prefix, strlen(prefix)) && n >= k && !strcmp(p + n - k, suffix))
+				found = xstrdup(p);
+		}
+	vault_scan_release(&scan);
+	diag_list_release(&d);
+	return found;
+}
+
+/* Whether vault's file rel holds exactly text. */
+static int holds(const char *vault, const char *rel, const char *text)
+{
+	struct buf b = BUF_INIT, p = BUF_INIT;
+	int yes;
+
+	buf_addf(&p, "%s/%s", vault, rel);
+	yes = read_file(p.ptr, &b) == 0 && b.len == strlen(text) && !memcmp(b.ptr, text, b.len);
+	if (!yes)
+		fprintf(stderr, "  %s does not hold '%s' but '%s'\n", p.ptr, text, b.ptr ? b.ptr : "(none)");
+	buf_release(&b);
+	buf_release(&p);
+	return yes;
+}
+
+/*
+ * The server's copy changes after the client read the manifest: the PUT
+ * is refused (If-Match), never overwrites it, and the pass made again
+ * sees a note changed on both sides on the same line: this side's text
+ * keeps the name, the server's is a conflict copy on both sides.
+ */
 static void test_conflict(void)
 {
 	const char *const pause[] = { "QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS=400", NULL };
 	const char *const one[] = { "--jobs", "1", NULL };
 	const char *server_text = "# Alpha\n\nEdited on the server meanwhile.\n";
+	const char *client_text = "# Alpha\n\nClient's third version.\n";
 	struct syncapi_stats s0;
-	struct buf b = BUF_INIT, p = BUF_INIT;
-	struct run r;
+	struct syncproc r;
+	char *copy;
 	double t0;
 
-	tv_write(client_vault, "projects/alpha.md", "# Alpha\n\nClient's third version.\n");
+	tv_write(client_vault, "projects/alpha.md", client_text);
 	tv_write(client_vault, "projects/beta.md", "# Beta\n\nBeta, client edit.\n");
 	usleep(60 * 1000);
 	s0 = stats();
@@ -347,16 +358,26 @@ static void test_conflict(void)
 	while (stats().manifests == s0.manifests && now_s() - t0 < 20)
 		usleep(2000);
 	tv_write(server_vault, "projects/alpha.md", server_text);
-	finish(&r);
-	CHECK_INT(r.status, 1);
-	CHECK(out_has(&r, "conflict: projects/alpha.md"));
-	CHECK(out_has(&r, "uploaded 1, deleted 0, unchanged 36, conflicts 1, failed 0"));
-	run_free(&r);
-	buf_addf(&p, "%s/projects/alpha.md", server_vault);
-	CHECK(read_file(p.ptr, &b) == 0 && strcmp(b.ptr, server_text) == 0);
+	syncproc_finish(&r);
+	CHECK_INT(r.status, 3);
+	CHECK(out_has(&r, "conflict: projects/alpha.md: changed on both sides"));
+	CHECK(out_has(&r, "conflicts 1, failed 0"));
+	syncproc_free(&r);
+	copy = find_file(server_vault, "projects/alpha.sync-conflict-", "-server.md");
+	CHECK(copy != NULL);
+	if (copy) {
+		CHECK(holds(server_vault, copy, server_text));
+		CHECK(holds(client_vault, copy, server_text));
+	}
+	CHECK(holds(server_vault, "projects/alpha.md", client_text));
+	CHECK(holds(client_vault, "projects/alpha.md", client_text));
 	CHECK(same_file("projects/beta.md"));
-	buf_release(&b);
-	buf_release(&p);
+	/* settled: nothing more to do */
+	CHECK_INT(sync_run(&r, NULL, NULL), 0);
+	CHECK(out_has(&r, "uploaded 0, downloaded 0, merged 0, deleted 0 here and 0 on the server"));
+	syncproc_free(&r);
+	check_mirror();
+	free(copy);
 }
 
 /* ---- --watch ---- */
@@ -383,7 +404,7 @@ static double until_page(const char *page_url, const char *text, double timeout_
 }
 
 /* Waits until the running client printed s. */
-static int until_said(const struct run *r, const char *s, double timeout_s)
+static int until_said(const struct syncproc *r, const char *s, double timeout_s)
 {
 	struct buf out = BUF_INIT;
 	double t0 = now_s();
@@ -403,17 +424,18 @@ static int until_said(const struct run *r, const char *s, double timeout_s)
 
 /*
  * quire sync --watch: a save is live at once, a deletion and a folder
- * moved reach the site, a change made on the server is reported as a
- * conflict and kept, the server away and back gets what changed
- * meanwhile (and keeps what changed there), and Ctrl-C stops it.
+ * moved reach the site, a change made on the server comes down, the
+ * server away and back gets what changed meanwhile, a note changed on
+ * both sides meanwhile keeps both versions, and Ctrl-C stops it.
  */
 static void test_watch(void)
 {
 	const char *const watch[] = { "--watch", NULL };
 	const char *server_text = "# Beta\n\nBeta, edited on the server.\n";
-	char listen[32];
-	struct buf b = BUF_INIT, p = BUF_INIT;
-	struct run r;
+	const char *local_text = "# Beta\n\nBeta, a later local edit.\n";
+	const char *away_text = "# Beta\n\nBeta, changed on the server while it was down.\n";
+	char listen[32], *copy = NULL;
+	struct syncproc r;
 	double ms;
 
 	spawn(&r, watch, NULL);
@@ -443,9 +465,8 @@ static void test_watch(void)
 	CHECK(until_page("/diary/2024/day-one", "First entry.", 10) >= 0);
 	CHECK(until_said(&r, "deleted journal/2024/day one.md", 5));
 
-	/* changed on the server, then here: a conflict, the server's bytes kept */
+	/* changed on the server (another client's edit, through the API): it comes down */
 	{
-		/* another client's edit, through the API */
 		struct resp put;
 		CHECK(fetch_request(srv.port, "PUT", "/api/v1/files/projects/beta.md",
 				    "Authorization: Bearer " TOKEN "\r\n", server_text,
@@ -453,36 +474,226 @@ static void test_watch(void)
 		CHECK(put.status == 200 || put.status == 201);
 		resp_free(&put);
 	}
-	CHECK(until_page("/projects/beta", "edited on the server", 10) >= 0);
-	tv_write(client_vault, "projects/beta.md", "# Beta\n\nBeta, a later local edit.\n");
-	CHECK(until_said(&r, "conflict: projects/beta.md", 10));
-	buf_addf(&p, "%s/projects/beta.md", server_vault);
-	CHECK(read_file(p.ptr, &b) == 0 && strcmp(b.ptr, server_text) == 0);
+	CHECK(until_said(&r, "downloaded projects/beta.md", 10));
+	CHECK(holds(client_vault, "projects/beta.md", server_text));
 
-	/* the server away: what is saved meanwhile arrives when it is back */
+	/*
+	 * The server away: what is saved meanwhile arrives when it is back, and
+	 * a note changed on both sides meanwhile keeps both versions.
+	 */
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", srv.port);
 	stop_server();
 	tv_write(client_vault, "notes/while-away.md", "# While away\n\nWritten while the server was down.\n");
+	tv_write(client_vault, "projects/beta.md", local_text);
 	CHECK(until_said(&r, "server away", 10));
+	tv_write(server_vault, "projects/beta.md", away_text);
 	usleep(300 * 1000);
 	start_server_on(listen);
 	CHECK(srv.port > 0);
 	CHECK(until_page("/notes/while-away", "Written while the server was down.", 20) >= 0);
+	CHECK(until_said(&r, "conflict: projects/beta.md", 10));
 	CHECK(until_said(&r, "server back", 10));
-	/* the conflict still stands: not sent in the pass after the absence */
-	buf_reset(&b);
-	CHECK(read_file(p.ptr, &b) == 0 && strcmp(b.ptr, server_text) == 0);
+	CHECK(until_page("/projects/beta", "a later local edit", 10) >= 0);
+	copy = find_file(server_vault, "projects/beta.sync-conflict-", ".md");
+	CHECK(copy != NULL);
+	if (copy)
+		CHECK(holds(server_vault, copy, away_text));
 
 	CHECK(kill(r.pid, SIGINT) == 0);
-	finish(&r);
-	CHECK_INT(r.status, 1); /* projects/beta.md was left unsent */
+	syncproc_finish(&r);
+	CHECK_INT(r.status, 3); /* a conflict copy was written */
 	CHECK(out_has(&r, "stopped watching"));
 	CHECK(!strstr(r.out.ptr, "Sanitizer"));
-	run_free(&r);
-	/* as it was, for the tests after */
-	tv_write(client_vault, "projects/beta.md", server_text);
-	buf_release(&b);
-	buf_release(&p);
+	syncproc_free(&r);
+	free(copy);
+}
+
+/* ---- both ways ---- */
+
+/* A write through the sync API (no precondition: another client's edit) or WebDAV. */
+static void server_put(const char *path, const char *text, int dav)
+{
+	struct buf t = BUF_INIT;
+	struct resp r;
+
+	buf_adds(&t, dav ? "/dav/" : "/api/v1/files/");
+	buf_add_urlpath(&t, path, strlen(path));
+	CHECK(fetch_request(srv.port, "PUT", t.ptr, "Authorization: Bearer " TOKEN "\r\n", text,
+			    strlen(text), &r) == 0);
+	CHECK(r.status == 200 || r.status == 201 || r.status == 204);
+	resp_free(&r);
+	buf_release(&t);
+}
+
+static void server_delete(const char *path)
+{
+	struct buf t = BUF_INIT;
+	struct resp r;
+
+	buf_adds(&t, "/api/v1/files/");
+	buf_add_urlpath(&t, path, strlen(path));
+	CHECK(fetch_request(srv.port, "DELETE", t.ptr, "Authorization: Bearer " TOKEN "\r\n", NULL,
+			    0, &r) == 0);
+	CHECK_INT(r.status, 200);
+	resp_free(&r);
+	buf_release(&t);
+}
+
+/* A sync that should settle everything: its exit status, its output checked for want. */
+static int sync_says(const char *const *extra, const char *want)
+{
+	struct syncproc r;
+	int st = sync_run(&r, extra, NULL);
+
+	CHECK(out_has(&r, want));
+	CHECK(!strstr(r.out.ptr, "Sanitizer"));
+	syncproc_free(&r);
+	return st;
+}
+
+#define NOTE5 "# Five\n\nline one\nline two\nline three\nline four\nline five\n"
+
+/*
+ * Edits made on the server only come down: a changed note, a new one
+ * (through WebDAV), a deleted one, a moved one; nothing is uploaded over
+ * them.
+ */
+static void test_server_changes_come_down(void)
+{
+	struct syncapi_stats s0;
+
+	tv_write(client_vault, "two/edit.md", "# Edit\n\nfirst\n");
+	tv_write(client_vault, "two/gone.md", "# Gone\n");
+	tv_write(client_vault, "two/from.md", "# Moved\n\nmoves on the server\n");
+	CHECK_INT(sync_says(NULL, "conflicts 0, failed 0"), 0);
+	server_put("two/edit.md", "# Edit\n\nsecond, from the server\n", 0);
+	server_put("two/new.md", "# New\n\nmade through WebDAV\n", 1);
+	server_delete("two/gone.md");
+	{
+		struct resp r;
+		const char *body = "{\"from\":\"two/from.md\",\"to\":\"two/sub/to.md\"}";
+		CHECK(fetch_request(srv.port, "POST", "/api/v1/move",
+				    "Authorization: Bearer " TOKEN "\r\n", body, strlen(body), &r) == 0);
+		CHECK_INT(r.status, 200);
+		resp_free(&r);
+	}
+	s0 = stats();
+	CHECK_INT(sync_says(NULL, "uploaded 0, downloaded 3, merged 0, deleted 2 here and 0 on the "
+				  "server"), 0);
+	CHECK_INT(stats().puts - s0.puts, 0);
+	CHECK(holds(client_vault, "two/edit.md", "# Edit\n\nsecond, from the server\n"));
+	CHECK(holds(client_vault, "two/new.md", "# New\n\nmade through WebDAV\n"));
+	CHECK(holds(client_vault, "two/sub/to.md", "# Moved\n\nmoves on the server\n"));
+	CHECK(!tv_exists(client_vault, "two/gone.md"));
+	CHECK(!tv_exists(client_vault, "two/from.md"));
+	check_mirror();
+	/* and the next run has nothing to do */
+	CHECK_INT(sync_says(NULL, "uploaded 0, downloaded 0, merged 0, deleted 0 here and 0"), 0);
+}
+
+/*
+ * A note edited on both sides: merged when the edits touch different
+ * lines (exit 0), both versions kept when they touch the same line (exit
+ * 3, the server's as a conflict copy on both sides); an attachment
+ * changed on both sides is always a conflict copy.
+ */
+static void test_both_sides(void)
+{
+	const char *merged = "# Five\n\nline one, server\nline two\nline three\nline four\n"
+			     "line five, here\n";
+	const char *mine = "# Five\n\nline one, server\nline two\nline three, here\nline four\n"
+			   "line five, here\n";
+	const char *theirs = "# Five\n\nline one, server\nline two\nline three, there\nline four\n"
+			     "line five, here\n";
+	char *copy, *bin_copy;
+
+	tv_write(client_vault, "two/five.md", NOTE5);
+	tv_write(client_vault, "two/pic.bin", "\x01\x02 first");
+	CHECK_INT(sync_says(NULL, "conflicts 0, failed 0"), 0);
+	server_put("two/five.md", "# Five\n\nline one, server\nline two\nline three\nline four\n"
+				  "line five\n", 1);
+	tv_write(client_vault, "two/five.md", "# Five\n\nline one\nline two\nline three\nline four\n"
+					      "line five, here\n");
+	CHECK_INT(sync_says(NULL, "uploaded 1, downloaded 0, merged 1, deleted 0 here and 0 on the "
+				  "server, unchanged"), 0);
+	CHECK(holds(client_vault, "two/five.md", merged));
+	CHECK(holds(server_vault, "two/five.md", merged));
+
+	server_put("two/five.md", theirs, 0);
+	tv_write(client_vault, "two/five.md", mine);
+	server_put("two/pic.bin", "\x01\x02 server", 1);
+	tv_write(client_vault, "two/pic.bin", "\x01\x02 here");
+	CHECK_INT(sync_says(NULL, "merged 0, deleted 0 here and 0 on the server, unchanged"), 3);
+	CHECK(holds(client_vault, "two/five.md", mine));
+	CHECK(holds(server_vault, "two/five.md", mine));
+	copy = find_file(server_vault, "two/five.sync-conflict-", "-server.md");
+	bin_copy = find_file(client_vault, "two/pic.sync-conflict-", "-server.bin");
+	CHECK(copy && bin_copy);
+	if (copy && bin_copy) {
+		CHECK(holds(server_vault, copy, theirs));
+		CHECK(holds(client_vault, copy, theirs));
+		CHECK(holds(server_vault, bin_copy, "\x01\x02 server"));
+	}
+	CHECK(holds(server_vault, "two/pic.bin", "\x01\x02 here"));
+	check_mirror();
+	free(copy);
+	free(bin_copy);
+}
+
+/* An edit beats a deletion on the other side, either way round. */
+static void test_edit_beats_delete(void)
+{
+	tv_write(client_vault, "two/kept-there.md", "# A\n\nv1\n");
+	tv_write(client_vault, "two/kept-here.md", "# B\n\nv1\n");
+	CHECK_INT(sync_says(NULL, "conflicts 0, failed 0"), 0);
+	tv_unlink(client_vault, "two/kept-there.md");
+	server_put("two/kept-there.md", "# A\n\nv2, edited on the server\n", 0);
+	server_delete("two/kept-here.md");
+	tv_write(client_vault, "two/kept-here.md", "# B\n\nv2, edited here\n");
+	CHECK_INT(sync_says(NULL, "uploaded 1, downloaded 1, merged 0, deleted 0 here and 0 on the "
+				  "server"), 0);
+	CHECK(holds(client_vault, "two/kept-there.md", "# A\n\nv2, edited on the server\n"));
+	CHECK(holds(server_vault, "two/kept-there.md", "# A\n\nv2, edited on the server\n"));
+	CHECK(holds(server_vault, "two/kept-here.md", "# B\n\nv2, edited here\n"));
+	check_mirror();
+}
+
+/*
+ * A new machine (no record) whose copy of a note differs from the
+ * server's: neither is overwritten. And --push leaves a note the server
+ * changed since the last sync as it is there.
+ */
+static void test_no_record_and_push(void)
+{
+	const char *const push[] = { "--push", NULL };
+	char *old = client_vault, *fresh = tv_new(), *copy;
+
+	tv_write(fresh, "two/edit.md", "# Edit\n\nthe new machine's own\n");
+	tv_write(fresh, "two/new.md", "# New\n\nmade through WebDAV\n");
+	client_vault = fresh;
+	CHECK_INT(sync_says(NULL, "conflicts 1, failed 0"), 3);
+	CHECK(holds(fresh, "two/edit.md", "# Edit\n\nthe new machine's own\n"));
+	copy = find_file(fresh, "two/edit.sync-conflict-", ".md");
+	CHECK(copy != NULL);
+	if (copy)
+		CHECK(holds(fresh, copy, "# Edit\n\nsecond, from the server\n"));
+	CHECK(holds(fresh, "index.md", "# Home\n\nSynced home page. See [[alpha]].\n"));
+	check_mirror();
+	client_vault = old;
+	tv_remove(fresh);
+	free(copy);
+
+	/* --push: the server's edit is not overwritten, and nothing comes down */
+	CHECK_INT(sync_says(NULL, "failed 0"), 0);
+	server_put("two/new.md", "# New\n\nchanged on the server\n", 0);
+	tv_write(client_vault, "two/new.md", "# New\n\nchanged here\n");
+	CHECK_INT(sync_says(push, "conflict: two/new.md: changed on the server since the last sync; "
+				  "not overwritten"), 1);
+	CHECK(holds(server_vault, "two/new.md", "# New\n\nchanged on the server\n"));
+	CHECK(holds(client_vault, "two/new.md", "# New\n\nchanged here\n"));
+	/* both ways then keeps both */
+	CHECK_INT(sync_says(NULL, "conflicts 1, failed 0"), 3);
+	check_mirror();
 }
 
 static void test_bad_token(void)
@@ -490,7 +701,7 @@ static void test_bad_token(void)
 	struct syncapi_stats s0 = stats();
 	struct buf f = BUF_INIT;
 	char *dir = tv_new(), *old = token_file;
-	struct run r;
+	struct syncproc r;
 
 	tv_write(client_vault, "projects/delta.md", "# Delta\n");
 	buf_addf(&f, "%s/token", dir);
@@ -498,7 +709,7 @@ static void test_bad_token(void)
 	token_file = f.ptr;
 	CHECK(sync_run(&r, NULL, NULL) != 0);
 	CHECK(out_has(&r, "wrong token"));
-	run_free(&r);
+	syncproc_free(&r);
 	token_file = old;
 	buf_release(&f);
 	tv_remove(dir);
@@ -532,11 +743,8 @@ int main(void)
 	char *tokdir;
 
 	log_set_level(LOG_WARN);
-	quire_bin = getenv("QUIRE_BIN");
-	if (!quire_bin || access(quire_bin, X_OK) != 0) {
-		fprintf(stderr, "test-sync: QUIRE_BIN must name the built quire binary\n");
+	if (!(quire_bin = syncproc_bin("test-sync")))
 		return 1;
-	}
 	server_vault = tv_new();
 	client_vault = tv_new();
 	tokdir = tv_new();
@@ -565,10 +773,14 @@ int main(void)
 	RUN(test_first_sync);
 	RUN(test_noop_resync);
 	RUN(test_dry_run);
-	RUN(test_delete);
+	RUN(test_push_delete);
 	RUN(test_interrupted);
 	RUN(test_conflict);
 	RUN(test_watch);
+	RUN(test_server_changes_come_down);
+	RUN(test_both_sides);
+	RUN(test_edit_beats_delete);
+	RUN(test_no_record_and_push);
 	RUN(test_bad_token);
 
 	stop_server();

@@ -2,26 +2,34 @@
  * synccli-requests.c: the requests of `quire sync`, on evhttp's client.
  *
  * One event loop and --jobs keep-alive connections. Each connection runs
- * one request at a time and takes the next operation from the plan when
- * it finishes, so --jobs bounds both concurrency and memory (a file is
- * read into memory when its upload starts and freed when the request is
- * done). The manifest and the wait are single GETs on the first
- * connection, run on the loop to their end.
+ * one request at a time and takes the next operation of the running
+ * phase when it finishes (phase 1: the GETs of files to take, merge or
+ * copy; phase 2: PUTs and DELETEs), so --jobs bounds both concurrency and
+ * memory: a file is read into memory when its upload starts and freed
+ * when the request is done, and a download is held until it is written.
+ * The manifest and the wait are single GETs on the first connection, run
+ * on the loop to their end.
  *
- * Outcomes. 200/201 uploaded; DELETE 200, or 404 (already gone), deleted;
- * 412 a conflict (the server's file is not the one the manifest showed);
- * anything else, or a connection failure, failed. The exit status is 1
- * when anything conflicted or failed.
+ * Bounds. Before each request its connection is told the most it may
+ * read of the answer: SYNCCLI_MAX_MANIFEST for the manifest, --max-file
+ * for a file, 64 KiB for the JSON answer of a write, 64 KiB of headers.
+ * evhttp stops reading past them, and the request fails saying so.
  *
- * Rejected: re-reading each file's hash just before sending it (the
- * server returns the hash of what it stored, which is compared with the
- * planned one instead: a file changed during the run is reported, and the
- * next run sends it again).
+ * Outcomes. PUT 200/201 uploaded; DELETE 200, or 404 (already gone),
+ * deleted; GET 200 handed to the plan (synccli_got()); 412 (or a GET's
+ * 404) means the server changed the file since the manifest was read:
+ * counted as raced, and the pass is made again; anything else, or a
+ * connection failure, failed.
+ *
+ * Rejected: re-reading each file's hash just before sending it (the hash
+ * of the bytes sent is what the record keeps, so a file changed during
+ * the run is sent as it was read, and the next run compares again).
  */
 #include "sync/synccli-int.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/hash.h"
 #include "util/json.h"
 #include "util/xalloc.h"
 
@@ -38,6 +46,9 @@
 
 #define REQUEST_TIMEOUT_S 300
 #define PROGRESS_EVERY_MS 100
+/* The most read of a write's answer (a line of JSON) and of an answer's headers. */
+#define MAX_ANSWER (64u << 10)
+#define MAX_HEADERS (64u << 10)
 
 /* ---- progress ---- */
 
@@ -136,6 +147,14 @@ static void describe(struct evhttp_request *req, struct buf *out)
 				 : "");
 }
 
+static void sync_error_cb(enum evhttp_request_error err, void *arg)
+{
+	struct client *c = arg;
+
+	if (err == EVREQ_HTTP_DATA_TOO_LONG)
+		c->sync_too_long = 1;
+}
+
 static void sync_cb(struct evhttp_request *req, void *arg)
 {
 	struct client *c = arg;
@@ -158,17 +177,27 @@ static void sync_cb(struct evhttp_request *req, void *arg)
 }
 
 /*
- * A GET on the first connection, run to its end on the loop. Returns the
- * status (0 when the connection failed); the body goes to c->sync_body.
+ * Bounds what a connection reads of the next answer: evhttp fails the
+ * request (EVREQ_HTTP_DATA_TOO_LONG) as soon as the body, announced or
+ * chunked, passes max, before holding more.
  */
-int synccli_fetch(struct client *c, const char *target)
+static void bound(struct evhttp_connection *con, size_t max)
+{
+	evhttp_connection_set_max_body_size(con, (ev_ssize_t)max);
+	evhttp_connection_set_max_headers_size(con, MAX_HEADERS);
+}
+
+int synccli_fetch(struct client *c, const char *target, size_t max)
 {
 	struct evhttp_request *req = new_request(c, sync_cb, c);
 
 	c->sync_done = 0;
 	c->sync_status = 0;
+	c->sync_too_long = 0;
 	if (!req)
 		return 0;
+	evhttp_request_set_error_cb(req, sync_error_cb);
+	bound(c->slots[0].con, max);
 	if (evhttp_make_request(c->slots[0].con, req, EVHTTP_REQ_GET, target) < 0)
 		return 0; /* evhttp freed req */
 	while (!c->sync_done)
@@ -179,11 +208,48 @@ int synccli_fetch(struct client *c, const char *target)
 
 static void start_next(struct conn_slot *s);
 
+static const char *verb(const struct op *op)
+{
+	return op->kind == OP_PUT ? "upload" : op->kind == OP_GET ? "download" : "delete";
+}
+
+/* The JSON answer of a write: the version it promised, into c->max_version. */
+static void take_version(struct client *c, struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+	const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+	struct json_reader jr;
+	struct buf key = BUF_INIT;
+	uint64_t v = 0;
+
+	json_init(&jr, body ? body : "", body ? len : 0);
+	if (json_object(&jr) == 0) {
+		while (json_key(&jr, &key) > 0) {
+			if (strcmp(key.ptr, "version") == 0 && json_u64(&jr, &v) == 0 &&
+			    v > c->max_version)
+				c->max_version = v;
+			else if (json_skip(&jr) < 0)
+				break;
+		}
+	}
+	buf_release(&key);
+}
+
+static void op_error_cb(enum evhttp_request_error err, void *arg)
+{
+	struct conn_slot *s = arg;
+
+	if (err == EVREQ_HTTP_DATA_TOO_LONG && s->op)
+		s->op->too_long = 1;
+}
+
 /* An operation's answer. */
 static void op_cb(struct evhttp_request *req, void *arg)
 {
 	struct conn_slot *s = arg;
 	struct client *c = s->c;
+	struct counts *n = &c->run->n;
 	struct op *op = s->op;
 	int status = req ? evhttp_request_get_response_code(req) : 0;
 	struct buf msg = BUF_INIT;
@@ -192,51 +258,30 @@ static void op_cb(struct evhttp_request *req, void *arg)
 	op->status = status;
 	c->running--;
 	c->done++;
-	if (op->kind == OP_PUT)
-		c->bytes_done += (uint64_t)op->size;
-	if ((op->kind == OP_PUT && (status == 200 || status == 201)) ||
-	    (op->kind == OP_DELETE && (status == 200 || status == 404))) {
+	c->bytes_done += (uint64_t)op->size;
+	if (op->kind == OP_GET && status == 200) {
 		struct evbuffer *in = evhttp_request_get_input_buffer(req);
 		size_t len = evbuffer_get_length(in);
 		const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
-		struct json_reader jr;
-		struct buf key = BUF_INIT, sha = BUF_INIT;
-		uint64_t v = 0;
-
-		json_init(&jr, body ? body : "", body ? len : 0);
-		if (json_object(&jr) == 0) {
-			while (json_key(&jr, &key) > 0) {
-				if (strcmp(key.ptr, "version") == 0 && json_u64(&jr, &v) == 0 &&
-				    v > c->max_version)
-					c->max_version = v;
-				else if (strcmp(key.ptr, "sha256") == 0)
-					json_string(&jr, &sha);
-				else if (json_skip(&jr) < 0)
-					break;
-			}
-		}
-		if (op->kind == OP_PUT) {
-			c->uploaded++;
-			if (sha.len == SHA256_HEX_SIZE - 1)
-				memcpy(op->stored, sha.ptr, SHA256_HEX_SIZE);
-			if (sha.len && strcmp(sha.ptr, op->sha) != 0)
-				say(c, "changed while syncing: %s (the server has what was read; "
-				       "run sync again)", op->path);
-		} else {
-			c->deleted++;
-		}
-		buf_release(&key);
-		buf_release(&sha);
+		synccli_got(c->run, op, body, len);
+	} else if (op->kind == OP_GET && status == 404) {
+		n->raced++; /* deleted on the server since the manifest: the next round sees it */
+	} else if ((op->kind == OP_PUT && (status == 200 || status == 201)) ||
+		   (op->kind == OP_DELETE && (status == 200 || status == 404))) {
+		take_version(c, req);
+		synccli_sent(c->run, op);
 	} else if (status == 412) {
-		c->conflicts++;
-		say(c, "conflict: %s: changed on the server since the manifest was read; not %s",
-		    op->path, op->kind == OP_PUT ? "overwritten" : "deleted");
+		n->raced++; /* changed on the server since the manifest: compared again */
+	} else if (op->too_long) {
+		n->failed++;
+		say(c, "failed: download %s: the server sent more than %zu bytes (--max-file)",
+		    op->path, c->max_file);
 	} else {
-		c->failed++;
+		n->failed++;
 		describe(req, &msg);
-		say(c, "failed: %s %s: %s", op->kind == OP_PUT ? "upload" : "delete", op->path,
-		    msg.ptr);
+		say(c, "failed: %s %s: %s", verb(op), op->path, msg.ptr);
 	}
+	buf_release(&op->text);
 	buf_release(&msg);
 	progress(c, 0);
 	start_next(s);
@@ -246,10 +291,67 @@ static void fail_op(struct conn_slot *s, struct op *op, const char *why)
 {
 	struct client *c = s->c;
 
-	c->failed++;
+	c->run->n.failed++;
 	c->done++;
 	op->status = -1;
-	say(c, "failed: %s %s: %s", op->kind == OP_PUT ? "upload" : "delete", op->path, why);
+	buf_release(&op->text);
+	say(c, "failed: %s %s: %s", verb(op), op->path, why);
+}
+
+/*
+ * A PUT's body: the file's bytes, read now: read_file() (whole, into
+ * memory), since the body must be in the request's buffer before it is
+ * sent, and freed when the request is done (--jobs bounds how many are
+ * held). Their hash is what the record keeps once the server has them.
+ * Rejected: evbuffer_add_file() (the file could change between the
+ * Content-Length and the last byte sent).
+ */
+static int put_body(struct client *c, struct op *op, struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct buf full = BUF_INIT, body = BUF_INIT;
+	char tag[SHA256_HEX_SIZE + 3], num[32];
+	int rc = 0;
+
+	buf_addf(&full, "%s/%s", c->vault, op->disk);
+	if (read_file(full.ptr, &body) < 0) {
+		buf_release(&full);
+		buf_release(&body);
+		return -1;
+	}
+	buf_release(&full);
+	op->size = (off_t)body.len;
+	hash_sha256_hex(body.ptr ? body.ptr : "", body.len, op->sent);
+	snprintf(num, sizeof(num), "%zu", body.len);
+	rc |= evhttp_add_header(h, "Content-Length", num);
+	rc |= evhttp_add_header(h, "Content-Type", "application/octet-stream");
+	if (op->remote[0]) {
+		snprintf(tag, sizeof(tag), "\"%s\"", op->remote);
+		rc |= evhttp_add_header(h, "If-Match", tag);
+	} else {
+		rc |= evhttp_add_header(h, "If-None-Match", "*");
+	}
+	rc |= evbuffer_add(evhttp_request_get_output_buffer(req), body.ptr ? body.ptr : "",
+			   body.len);
+	if (synccli_is_note(op->path))
+		buf_add(&op->text, body.ptr ? body.ptr : "", body.len);
+	buf_release(&body);
+	errno = EIO;
+	return rc ? -1 : 0;
+}
+
+static enum evhttp_cmd_type method(const struct op *op)
+{
+	return op->kind == OP_PUT ? EVHTTP_REQ_PUT : op->kind == OP_GET ? EVHTTP_REQ_GET
+									 : EVHTTP_REQ_DELETE;
+}
+
+/* Whether op is sent in the phase running. */
+static int in_phase(const struct client *c, const struct op *op)
+{
+	if (op->kind == OP_UNLINK)
+		return 0;
+	return (op->kind == OP_GET) == (c->phase == 1);
 }
 
 /* Starts the next operation of the plan on s, or leaves s idle. */
@@ -260,11 +362,12 @@ static void launch(struct conn_slot *s)
 	while (c->next < c->nops) {
 		struct op *op = &c->ops[c->next++];
 		struct evhttp_request *req;
-		struct buf target = BUF_INIT, body = BUF_INIT, full = BUF_INIT;
-		struct evkeyvalq *h;
-		char tag[SHA256_HEX_SIZE + 3], num[32];
+		struct buf target = BUF_INIT;
+		char tag[SHA256_HEX_SIZE + 3];
 		int rc = 0;
 
+		if (!in_phase(c, op))
+			continue;
 		buf_addf(&target, "%s/api/v1/files/", c->prefix);
 		buf_add_urlpath(&target, op->path, strlen(op->path));
 		req = new_request(c, op_cb, s);
@@ -273,41 +376,18 @@ static void launch(struct conn_slot *s)
 			buf_release(&target);
 			continue;
 		}
-		h = evhttp_request_get_output_headers(req);
+		evhttp_request_set_error_cb(req, op_error_cb);
 		if (op->kind == OP_PUT) {
-			/*
-			 * The file's bytes, read now: read_file() (whole, into memory), since
-			 * the body must be in the request's buffer before it is sent, and
-			 * freed when the request is done (--jobs bounds how many are held).
-			 * Rejected: evbuffer_add_file() (the file could change between the
-			 * Content-Length and the last byte sent).
-			 */
-			buf_addf(&full, "%s/%s", c->vault, op->disk);
-			if (read_file(full.ptr, &body) < 0) {
+			if (put_body(c, op, req) < 0) {
 				fail_op(s, op, strerror(errno));
 				evhttp_request_free(req);
 				buf_release(&target);
-				buf_release(&full);
-				buf_release(&body);
 				continue;
 			}
-			op->size = (off_t)body.len;
-			snprintf(num, sizeof(num), "%zu", body.len);
-			rc |= evhttp_add_header(h, "Content-Length", num);
-			rc |= evhttp_add_header(h, "Content-Type", "application/octet-stream");
-			if (op->remote[0]) {
-				snprintf(tag, sizeof(tag), "\"%s\"", op->remote);
-				rc |= evhttp_add_header(h, "If-Match", tag);
-			} else {
-				rc |= evhttp_add_header(h, "If-None-Match", "*");
-			}
-			rc |= evbuffer_add(evhttp_request_get_output_buffer(req), body.ptr, body.len);
-		} else {
+		} else if (op->kind == OP_DELETE) {
 			snprintf(tag, sizeof(tag), "\"%s\"", op->remote);
-			rc |= evhttp_add_header(h, "If-Match", tag);
+			rc |= evhttp_add_header(evhttp_request_get_output_headers(req), "If-Match", tag);
 		}
-		buf_release(&full);
-		buf_release(&body);
 		if (rc) {
 			fail_op(s, op, "cannot make a request");
 			evhttp_request_free(req);
@@ -316,9 +396,8 @@ static void launch(struct conn_slot *s)
 		}
 		s->op = op;
 		c->running++;
-		if (evhttp_make_request(s->con, req,
-					op->kind == OP_PUT ? EVHTTP_REQ_PUT : EVHTTP_REQ_DELETE,
-					target.ptr) < 0) {
+		bound(s->con, op->kind == OP_GET ? c->max_file : MAX_ANSWER);
+		if (evhttp_make_request(s->con, req, method(op), target.ptr) < 0) {
 			s->op = NULL;
 			c->running--;
 			fail_op(s, op, "cannot send the request");

@@ -1,15 +1,15 @@
 /*
  * synccli.c: `quire sync`, the command.
  *
- * Steps, in order: scan the local vault with the scanner's rules (no
- * ignore globs, as the server's manifest), hash every file through the
- * hash cache (in parallel; only changed files are read), fetch the
- * manifest, plan (upload new and changed files, delete what only the
- * server has with --delete, count the rest unchanged), run the plan on
- * --jobs keep-alive connections from one event loop, then long-poll
- * /api/v1/wait for the highest version the server returned. sync_main()
- * reads as these steps; the requests, and what their answers count, are
- * in synccli-requests.c.
+ * Steps, in order: load the record of the last sync (syncrecord.h), scan
+ * the local vault with the scanner's rules (no ignore globs, as the
+ * server's manifest), hash every file through the hash cache (in
+ * parallel; only changed files are read), fetch the manifest (bounded,
+ * every path checked as the server checks paths), plan from the three
+ * versions of each file and run the plan (synccli-plan.c), make the pass
+ * again while the server changed during it, wait for the server to
+ * publish what was sent, print the summary. sync_main() reads as these
+ * steps.
  *
  * Test hooks (environment): QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS sleeps
  * after the manifest is fetched; QUIRE_SYNC_TEST_DELAY_MS delays the start
@@ -19,6 +19,7 @@
 #include "sync/hashcache.h"
 #include "sync/syncapi.h"
 #include "sync/synccli-int.h"
+#include "sync/syncrecord.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/diag.h"
@@ -47,23 +48,40 @@
 #define DEFAULT_JOBS 4
 #define MAX_JOBS 64
 #define WAIT_TIMEOUT_MS 60000
+#define ROUNDS 3
 
 static const char sync_usage[] =
-	"usage: quire sync VAULT URL [--token-file FILE] [--delete] [--dry-run] [--jobs N]\n"
+	"usage: quire sync VAULT URL [--token-file FILE] [--push [--delete]] [--dry-run]\n"
+	"                            [--jobs N] [--max-file BYTES] [--watch]\n"
 	"\n"
-	"Pushes the vault folder VAULT to the quire server at URL (http://host:port[/prefix])\n"
-	"through its sync API, and waits until the site shows the changes. Files that are\n"
-	"new or changed are uploaded; a file changed on the server since it was listed is\n"
-	"reported as a conflict, not overwritten. Run it again after an interruption: it\n"
-	"sends only what is left.\n"
+	"Syncs the vault folder VAULT with the quire server at URL (http://host:port[/prefix])\n"
+	"through its sync API, both ways, and waits until the site shows the changes. Each\n"
+	"file is compared with the record of the last sync (VAULT/.quire/sync-record): a file\n"
+	"changed on one side only is taken from that side (edits, new files and deletions\n"
+	"come down as well as go up); a note changed on both sides is merged when the edits\n"
+	"touch different lines; otherwise this side's file is kept and the server's version\n"
+	"is written beside it as NAME.sync-conflict-YYYYMMDD-HHMMSS-server.EXT (UTC), which\n"
+	"is synced too. An edit beats a deletion on the other side. Every write to the\n"
+	"server says which version it replaces, so an edit made there during the sync is\n"
+	"never overwritten. Run it again after an interruption: it does only what is left.\n"
 	"\n"
 	"  --token-file FILE   the API token (default: $QUIRE_TOKEN)\n"
-	"  --delete            also delete files the server has and VAULT does not\n"
+	"  --push              one way: send what changed here, take nothing from the server;\n"
+	"                      a file changed on the server since the last sync is a conflict,\n"
+	"                      not overwritten\n"
+	"  --delete            with --push: also delete files the server has and VAULT does\n"
+	"                      not, when the server's copy is the one last synced\n"
 	"  --dry-run           print what would be done, change nothing\n"
 	"  --jobs N            requests at once (default 4)\n"
-	"  --watch             then stay running: push each change made in VAULT as it is\n"
-	"                      saved (a file deleted there is deleted on the server), report\n"
-	"                      conflicts, retry while the server is away; stop with Ctrl-C\n";
+	"  --max-file BYTES    the largest file taken from the server (default 64 MiB); the\n"
+	"                      manifest may be up to 256 MiB\n"
+	"  --watch             then stay running: sync again whenever a file is saved in VAULT\n"
+	"                      or the server publishes a change; retry while the server is\n"
+	"                      away; stop with Ctrl-C\n"
+	"\n"
+	"Exit status: 0 everything is in sync; 3 in sync, with conflict copies written (both\n"
+	"versions are on both sides: merge them by hand); 1 something failed or was left\n"
+	"unsynced (with --push, a conflict); 2 usage.\n";
 
 /* ---- the local side ---- */
 
@@ -83,13 +101,83 @@ void synccli_free_manifest(struct map *m)
 	map_release(m);
 }
 
-/* Parses {"version":N,"files":{"path":{"sha256":"..","size":N},...}} into m. 0 or -1. */
-int synccli_parse_manifest(const char *body, size_t len, struct map *m, uint64_t *version)
+static int hex64(const struct buf *b)
+{
+	size_t i;
+
+	if (b->len != 64)
+		return 0;
+	for (i = 0; i < 64; i++)
+		if (!((b->ptr[i] >= '0' && b->ptr[i] <= '9') || (b->ptr[i] >= 'a' && b->ptr[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/*
+ * A path of the manifest, checked as the server checks the paths it is
+ * sent (and as it lists them: already NFC). 0, or -1 with err set.
+ */
+static int check_listed(const struct buf *path, struct buf *err)
+{
+	struct buf nfc = BUF_INIT;
+	const char *why = NULL;
+	int rc = 0;
+
+	if (syncapi_check_path(path->ptr, path->len, &nfc, &why) < 0)
+		rc = -1;
+	else if (nfc.len != path->len || memcmp(nfc.ptr, path->ptr, nfc.len) != 0)
+		rc = -1, why = "not in NFC";
+	if (rc < 0) {
+		buf_adds(err, "it lists the path \"");
+		buf_adds_json(err, path->ptr);
+		buf_addf(err, "\" (%s)", why);
+	}
+	buf_release(&nfc);
+	return rc;
+}
+
+/* One file's entry, {"sha256":"..","size":N}, into r. 0, or -1 with err set. */
+static int parse_entry(struct json_reader *jr, struct remote *r, struct buf *err)
+{
+	struct buf field = BUF_INIT, sha = BUF_INIT;
+	int rc = -1;
+
+	if (json_object(jr) < 0)
+		goto out;
+	while (json_key(jr, &field) > 0) {
+		if (strcmp(field.ptr, "sha256") == 0) {
+			if (json_string(jr, &sha) < 0 || !hex64(&sha)) {
+				buf_addf(err, "the hash of \"%s\" is not 64 lowercase hex digits",
+					 r->path);
+				goto out;
+			}
+			memcpy(r->sha, sha.ptr, SHA256_HEX_SIZE);
+		} else if (strcmp(field.ptr, "size") == 0) {
+			if (json_u64(jr, &r->size) < 0)
+				goto out;
+		} else if (json_skip(jr) < 0) {
+			goto out;
+		}
+	}
+	if (!r->sha[0]) {
+		buf_addf(err, "\"%s\" has no sha256", r->path);
+		goto out;
+	}
+	rc = 0;
+out:
+	buf_release(&field);
+	buf_release(&sha);
+	return rc;
+}
+
+int synccli_parse_manifest(const char *body, size_t len, struct map *m, uint64_t *version,
+			   struct buf *err)
 {
 	struct json_reader jr;
-	struct buf key = BUF_INIT, path = BUF_INIT, field = BUF_INIT, sha = BUF_INIT;
+	struct buf key = BUF_INIT, path = BUF_INIT;
 	int rc = -1, have_files = 0;
 
+	buf_reset(err);
 	json_init(&jr, body, len);
 	if (json_object(&jr) < 0)
 		goto out;
@@ -108,29 +196,17 @@ int synccli_parse_manifest(const char *body, size_t len, struct map *m, uint64_t
 		if (json_object(&jr) < 0)
 			goto out;
 		while (json_key(&jr, &path) > 0) {
-			struct remote *r = xcalloc(1, sizeof(*r));
-			struct remote *old;
+			struct remote *r, *old;
+			if (check_listed(&path, err) < 0)
+				goto out;
+			r = xcalloc(1, sizeof(*r));
 			r->path = xstrdup(path.ptr);
 			old = map_put(m, r->path, strlen(r->path), r);
 			if (old) {
 				free(old->path);
 				free(old);
 			}
-			if (json_object(&jr) < 0)
-				goto out;
-			while (json_key(&jr, &field) > 0) {
-				if (strcmp(field.ptr, "sha256") == 0) {
-					if (json_string(&jr, &sha) < 0 || sha.len != 64)
-						goto out;
-					memcpy(r->sha, sha.ptr, SHA256_HEX_SIZE);
-				} else if (strcmp(field.ptr, "size") == 0) {
-					if (json_u64(&jr, &r->size) < 0)
-						goto out;
-				} else if (json_skip(&jr) < 0) {
-					goto out;
-				}
-			}
-			if (!r->sha[0])
+			if (parse_entry(&jr, r, err) < 0)
 				goto out;
 		}
 	}
@@ -138,10 +214,10 @@ int synccli_parse_manifest(const char *body, size_t len, struct map *m, uint64_t
 		goto out;
 	rc = 0;
 out:
+	if (rc < 0 && !err->len)
+		buf_adds(err, "it is not {\"version\":N,\"files\":{\"path\":{\"sha256\":..,\"size\":N}}}");
 	buf_release(&key);
 	buf_release(&path);
-	buf_release(&field);
-	buf_release(&sha);
 	return rc;
 }
 
@@ -217,15 +293,6 @@ static char *load_token(const char *file)
 	return t;
 }
 
-static int cmp_ops(const void *a, const void *b)
-{
-	const struct op *x = a, *y = b;
-
-	if (x->kind != y->kind)
-		return x->kind == OP_PUT ? -1 : 1;
-	return strcmp(x->path, y->path);
-}
-
 static int env_ms(const char *name)
 {
 	const char *v = getenv(name);
@@ -242,7 +309,10 @@ static void run_init(struct run *r)
 	diag_list_init(&r->diags);
 	r->scan = (struct vault_scan)VAULT_SCAN_INIT;
 	r->remote = (struct map)MAP_INIT;
+	r->local = (struct map)MAP_INIT;
 	r->hw.dirfd = -1;
+	r->c.run = r;
+	r->c.max_file = SYNCCLI_DEFAULT_MAX_FILE;
 }
 
 /* The options and arguments into r. -1 to go on, else the exit status (printed). */
@@ -251,6 +321,8 @@ static int parse_args(struct run *r, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "token-file", required_argument, NULL, 't' },
 		{ "delete", no_argument, NULL, 'd' },
+		{ "push", no_argument, NULL, 'p' },
+		{ "max-file", required_argument, NULL, 'm' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "watch", no_argument, NULL, 'w' },
@@ -263,6 +335,18 @@ static int parse_args(struct run *r, int argc, char **argv)
 		switch (opt) {
 		case 't': r->token_file = optarg; break;
 		case 'd': r->do_delete = 1; break;
+		case 'p': r->push = 1; break;
+		case 'm': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (!*optarg || *end || v < 1 || v > (1ull << 40)) {
+				fprintf(stderr, "quire sync: --max-file takes a number of bytes, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			r->c.max_file = (size_t)v;
+			break;
+		}
 		case 'n': r->dry = 1; break;
 		case 'w': r->watch = 1; break;
 		case 'j': {
@@ -279,6 +363,11 @@ static int parse_args(struct run *r, int argc, char **argv)
 		case 'h': fputs(sync_usage, stdout); return 0;
 		default: fputs(sync_usage, stderr); return 2;
 		}
+	}
+	if (r->do_delete && !r->push) {
+		fprintf(stderr, "quire sync: --delete goes with --push (both ways, a file deleted here "
+				"is deleted on the server without it)\n");
+		return 2;
 	}
 	if (r->watch && r->dry) {
 		fprintf(stderr, "quire sync: --watch and --dry-run do not go together\n");
@@ -310,11 +399,31 @@ static int set_up_client(struct run *r)
 	return 0;
 }
 
+/* The record of the last sync, VAULT/.quire/sync-record, loaded once. 0 or -1 (printed). */
+static int open_record(struct run *r)
+{
+	struct buf file = BUF_INIT;
+
+	if (r->record)
+		return 0;
+	buf_addf(&file, "%s/.quire", r->vault);
+	if (!r->dry && mkdir(file.ptr, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "quire sync: %s: %s\n", file.ptr, strerror(errno));
+		buf_release(&file);
+		return -1;
+	}
+	buf_adds(&file, "/sync-record");
+	r->record = sync_record_open(file.ptr, r->dry);
+	buf_release(&file);
+	return r->record ? 0 : -1;
+}
+
 /* The local files and their hashes, through the hash cache. 0 or -1 (printed). */
 static int hash_local(struct run *r)
 {
 	struct hash_work *hw = &r->hw;
-	struct buf cache_file = BUF_INIT;
+	struct buf cache_file = BUF_INIT, nfc = BUF_INIT;
+	const char *why;
 	uint64_t pass;
 	size_t k;
 
@@ -325,8 +434,8 @@ static int hash_local(struct run *r)
 			r->diags.items[k].level == DIAG_ERROR ? "skipped" : "note",
 			r->diags.items[k].msg);
 	/*
-	 * Opening the vault folder: every local file is hashed relative to it,
-	 * so the scan and the hashing see one folder.
+	 * Opening the vault folder: every local file is hashed and written
+	 * relative to it, so the scan, the hashing and the writes see one folder.
 	 * Rejected: joining paths per file (the path is resolved again each time).
 	 */
 	if (hw->dirfd < 0)
@@ -335,11 +444,9 @@ static int hash_local(struct run *r)
 		fprintf(stderr, "quire sync: %s: %s\n", r->vault, strerror(errno));
 		return -1;
 	}
-	buf_addf(&cache_file, "%s/.quire", r->vault);
-	if (!r->dry && mkdir(cache_file.ptr, 0755) < 0 && errno != EEXIST)
-		fprintf(stderr, "quire sync: %s: %s (hashes are not remembered)\n", cache_file.ptr,
-			strerror(errno));
-	buf_adds(&cache_file, "/sync-cache");
+	if (open_record(r) < 0)
+		return -1;
+	buf_addf(&cache_file, "%s/.quire/sync-cache", r->vault);
 	if (!hw->cache) {
 		hw->cache = hash_cache_new();
 		if (hash_cache_load(hw->cache, cache_file.ptr) < 0)
@@ -352,33 +459,50 @@ static int hash_local(struct run *r)
 	hash_cache_sweep(hw->cache, pass);
 	if (!r->dry && hash_cache_dirty(hw->cache) && hash_cache_save(hw->cache, cache_file.ptr) < 0)
 		fprintf(stderr, "quire sync: hashes are not remembered for the next run\n");
+	/* the files the server would take: by NFC path */
+	for (k = 0; k < r->scan.n; k++) {
+		const struct vault_file *f = &r->scan.files[k];
+		if (syncapi_check_path(f->path, strlen(f->path), &nfc, &why) < 0)
+			fprintf(stderr, "skipped: %s: %s\n", f->path, why);
+		else
+			map_put(&r->local, f->path, strlen(f->path), (void *)(uintptr_t)(k + 1));
+	}
+	buf_release(&nfc);
 	buf_release(&cache_file);
 	return 0;
 }
 
-/* The server's manifest into r->remote. 0 or -1 (printed). */
+/* The server's manifest into r->remote, bounded and checked. 0 or -1 (printed). */
 static int fetch_manifest(struct run *r)
 {
 	struct client *c = &r->c;
-	struct buf target = BUF_INIT;
+	struct buf target = BUF_INIT, err = BUF_INIT;
 	uint64_t version = 0;
 	int ret = -1;
 
 	buf_addf(&target, "%s/api/v1/manifest", c->prefix);
-	if (synccli_fetch(c, target.ptr) != 200) {
-		fprintf(stderr, "quire sync: cannot read the manifest from %s: %s\n", r->url,
-			c->sync_status ? c->sync_body.ptr : "connection failed");
+	if (synccli_fetch(c, target.ptr, SYNCCLI_MAX_MANIFEST) != 200) {
+		if (c->sync_too_long)
+			fprintf(stderr, "quire sync: the manifest from %s is larger than %u MiB; "
+					"refusing it\n", r->url, SYNCCLI_MAX_MANIFEST >> 20);
+		else
+			fprintf(stderr, "quire sync: cannot read the manifest from %s: %s\n", r->url,
+				c->sync_status ? c->sync_body.ptr : "connection failed");
 		goto out;
 	}
-	if (synccli_parse_manifest(c->sync_body.ptr, c->sync_body.len, &r->remote, &version) < 0) {
-		fprintf(stderr, "quire sync: the server's manifest is not valid\n");
+	if (synccli_parse_manifest(c->sync_body.ptr, c->sync_body.len, &r->remote, &version,
+				   &err) < 0) {
+		fprintf(stderr, "quire sync: the server's manifest is not valid: %s; nothing was "
+				"synced\n", err.ptr);
 		goto out;
 	}
+	r->server_version = version;
 	if (env_ms("QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS") > 0)
 		usleep((useconds_t)env_ms("QUIRE_SYNC_TEST_PAUSE_AFTER_MANIFEST_MS") * 1000);
 	ret = 0;
 out:
 	buf_release(&target);
+	buf_release(&err);
 	return ret;
 }
 
@@ -392,115 +516,6 @@ struct op *synccli_add_op(struct client *c)
 	return op;
 }
 
-/* Uploads for the local files that are new or differ; marks the remote files seen. */
-static void plan_uploads(struct run *r)
-{
-	struct client *c = &r->c;
-	size_t k;
-
-	for (k = 0; k < r->scan.n; k++) {
-		const struct vault_file *f = &r->scan.files[k];
-		struct remote *rf = map_gets(&r->remote, f->path);
-		struct buf nfc = BUF_INIT;
-		const char *why;
-		struct op *op;
-
-		if (rf)
-			rf->seen = 1;
-		if (!r->hw.ok[k]) {
-			fprintf(stderr, "failed: %s: cannot read it\n", f->path);
-			c->failed++;
-			continue;
-		}
-		if (syncapi_check_path(f->path, strlen(f->path), &nfc, &why) < 0) {
-			fprintf(stderr, "skipped: %s: %s\n", f->path, why);
-			r->skipped++;
-			buf_release(&nfc);
-			continue;
-		}
-		buf_release(&nfc);
-		if (rf && strcmp(rf->sha, r->hw.sha[k]) == 0) {
-			rf->synced = 1;
-			r->unchanged++;
-			continue;
-		}
-		if (rf && r->keep_remote && r->keep_remote(r->keep_ctx, f->path, r->hw.sha[k], rf->sha))
-			continue;
-		op = synccli_add_op(c);
-		op->kind = OP_PUT;
-		op->path = f->path;
-		op->disk = f->disk;
-		op->size = f->size;
-		memcpy(op->sha, r->hw.sha[k], SHA256_HEX_SIZE);
-		if (rf)
-			memcpy(op->remote, rf->sha, SHA256_HEX_SIZE);
-		c->bytes_total += (uint64_t)f->size;
-	}
-}
-
-/* Deletions for the files only the server has (with --delete; else counted). */
-static void plan_deletions(struct run *r)
-{
-	size_t it = 0, klen;
-	const char *key;
-	void *v;
-
-	while (map_next(&r->remote, &it, &key, &klen, &v)) {
-		struct remote *rf = v;
-		struct op *op;
-		if (rf->seen)
-			continue;
-		if (!r->do_delete) {
-			r->only_remote++;
-			continue;
-		}
-		op = synccli_add_op(&r->c);
-		op->kind = OP_DELETE;
-		op->path = rf->path;
-		memcpy(op->remote, rf->sha, SHA256_HEX_SIZE);
-	}
-}
-
-/*
- * The plan: uploads then deletions, each in path order. -1 (printed) when
- * it would delete every file on the server because the vault is empty.
- */
-static int plan(struct run *r)
-{
-	struct client *c = &r->c;
-
-	plan_uploads(r);
-	plan_deletions(r);
-	if (c->nops)
-		qsort(c->ops, c->nops, sizeof(*c->ops), cmp_ops);
-	if (r->do_delete && r->scan.n == 0 && r->remote.len > 0) {
-		fprintf(stderr, "quire sync: %s has no files; refusing to delete all %zu files on the "
-				"server\n", r->vault, r->remote.len);
-		return -1;
-	}
-	return 0;
-}
-
-/* Runs the plan until every operation is answered; with --dry-run, prints it instead. */
-static void run_plan(struct run *r)
-{
-	struct client *c = &r->c;
-	size_t k;
-
-	if (r->dry) {
-		for (k = 0; k < c->nops; k++) {
-			const struct op *op = &c->ops[k];
-			if (op->kind == OP_PUT)
-				printf("would upload %s (%s, %lld bytes)\n", op->path,
-				       op->remote[0] ? "changed" : "new", (long long)op->size);
-			else
-				printf("would delete %s\n", op->path);
-		}
-	} else if (c->nops) {
-		synccli_run(c);
-	}
-}
-
 /*
  * Long-polls until the server's live snapshot holds every change made;
  * when it does not in time, that counts as failed.
@@ -510,48 +525,41 @@ static void wait_published(struct run *r)
 	struct client *c = &r->c;
 	struct buf target = BUF_INIT;
 
-	if (!r->dry && (c->uploaded || c->deleted) && c->max_version > 0) {
+	if (!r->dry && (r->n.uploaded || r->n.deleted_there) && c->max_version > 0) {
 		buf_addf(&target, "%s/api/v1/wait?version=%" PRIu64 "&timeout=%d", c->prefix,
 			 c->max_version, WAIT_TIMEOUT_MS);
-		if (synccli_fetch(c, target.ptr) != 200) {
+		if (synccli_fetch(c, target.ptr, 65536) != 200) {
 			fprintf(stderr, "quire sync: the server has not published snapshot %" PRIu64
 					" yet: %s\n", c->max_version,
 				c->sync_status ? c->sync_body.ptr : "connection failed");
-			c->failed++;
+			r->n.failed++;
 		}
 	}
 	buf_release(&target);
 }
 
-/* Prints the totals; returns the exit status. */
-static int report(struct run *r)
+int synccli_report(struct run *r)
 {
-	struct client *c = &r->c;
-	size_t k;
+	const struct counts *n = &r->n;
+	long long ms = (long long)((int64_t)clock_ms() - r->t0);
 
-	if (r->skipped)
-		c->failed += r->skipped;
-	if (r->dry) {
-		size_t up = 0;
-		for (k = 0; k < c->nops; k++)
-			up += c->ops[k].kind == OP_PUT;
-		printf("dry run: would upload %zu, would delete %zu, unchanged %zu, conflicts 0, "
-		       "failed %zu in %lld ms; nothing was changed\n",
-		       up, c->nops - up, r->unchanged, c->failed,
-		       (long long)((int64_t)clock_ms() - r->t0));
-	} else {
-		printf("uploaded %zu, deleted %zu, unchanged %zu, conflicts %zu, failed %zu in %lld ms\n",
-		       c->uploaded, c->deleted, r->unchanged, c->conflicts, c->failed,
-		       (long long)((int64_t)clock_ms() - r->t0));
-	}
-	if (r->only_remote)
-		printf("%zu files are only on the server (--delete removes them)\n", r->only_remote);
-	return c->failed || c->conflicts ? 1 : 0;
+	printf("%suploaded %zu, downloaded %zu, merged %zu, deleted %zu here and %zu on the server, "
+	       "unchanged %zu, conflicts %zu, failed %zu in %lld ms%s\n",
+	       r->dry ? "dry run: would have " : "", n->uploaded, n->downloaded, n->merged,
+	       n->deleted_here, n->deleted_there, n->unchanged, n->conflicts, n->failed + n->skipped,
+	       ms, r->dry ? "; nothing was changed" : "");
+	if (n->only_remote)
+		printf("%zu files are only on the server (--delete removes them)\n", n->only_remote);
+	if (n->failed || n->skipped || (r->push && n->conflicts))
+		return 1;
+	return n->conflicts ? 3 : 0;
 }
 
 /* Forgets the last pass (scan, hashes, manifest, plan), keeping the hash cache and the vault open. */
 static void pass_reset(struct run *r)
 {
+	size_t k;
+
 	vault_scan_release(&r->scan);
 	r->scan = (struct vault_scan)VAULT_SCAN_INIT;
 	diag_list_release(&r->diags);
@@ -560,17 +568,43 @@ static void pass_reset(struct run *r)
 	free(r->hw.ok);
 	r->hw.sha = NULL;
 	r->hw.ok = NULL;
+	map_release(&r->local);
 	synccli_free_manifest(&r->remote);
+	for (k = 0; k < r->c.nops; k++)
+		buf_release(&r->c.ops[k].text);
 	r->c.nops = r->c.next = r->c.done = 0;
-	r->unchanged = r->skipped = r->only_remote = 0;
+	r->c.bytes_total = r->c.bytes_done = 0;
+	for (k = 0; k < r->nstrs; k++)
+		free(r->strs[k]);
+	r->nstrs = 0;
+	r->nlater = 0;
 }
 
 int synccli_pass(struct run *r)
 {
-	pass_reset(r);
-	if (hash_local(r) < 0 || fetch_manifest(r) < 0 || plan(r) < 0)
-		return -1;
-	run_plan(r);
+	int round;
+
+	for (round = 1;; round++) {
+		pass_reset(r);
+		/* what is found unchanged or only on one side is counted by the last round */
+		r->n.raced = r->n.unchanged = r->n.only_remote = r->n.skipped = 0;
+		if (r->push)
+			r->n.conflicts = 0; /* --push finds its conflicts in the plan, again each round */
+		if (hash_local(r) < 0 || fetch_manifest(r) < 0)
+			return -1;
+		synccli_plan(r);
+		synccli_execute(r);
+		if (r->dry || !r->n.raced)
+			break;
+		if (round == ROUNDS) {
+			fprintf(stderr, "quire sync: %zu files kept changing during the sync; run it "
+					"again\n", r->n.raced);
+			r->n.failed += r->n.raced;
+			break;
+		}
+	}
+	if (!r->dry && sync_record_compact(r->record) < 0)
+		r->n.failed++;
 	return 0;
 }
 
@@ -579,13 +613,14 @@ static void run_release(struct run *r)
 {
 	struct client *c = &r->c;
 
+	pass_reset(r);
 	synccli_disconnect(c);
 	if (r->hw.dirfd >= 0 && close(r->hw.dirfd) < 0)
 		fprintf(stderr, "quire sync: %s: %s\n", r->vault, strerror(errno));
-	synccli_free_manifest(&r->remote);
+	sync_record_free(r->record);
 	hash_cache_free(r->hw.cache);
-	free(r->hw.sha);
-	free(r->hw.ok);
+	free(r->strs);
+	free(r->later);
 	free(c->ops);
 	free(c->host);
 	free(c->prefix);
@@ -614,6 +649,7 @@ int sync_main(int argc, char **argv)
 	ret = 1;
 	if (set_up_client(&r) < 0 || synccli_connect(&r.c, r.jobs) < 0)
 		goto out;
+	r.say_sent = r.watch;
 	if (synccli_pass(&r) < 0) {
 		if (!r.watch)
 			goto out;
@@ -621,7 +657,7 @@ int sync_main(int argc, char **argv)
 		goto out;
 	}
 	wait_published(&r);
-	ret = report(&r);
+	ret = synccli_report(&r);
 	if (r.watch)
 		ret = synccli_watch(&r, 0);
 out:

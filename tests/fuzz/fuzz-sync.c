@@ -8,7 +8,8 @@
  * of /api/v1/wait (syncapi_query_num()) and the JSON body of a move,
  * {"from":..,"to":..} (read here with the same calls in the same order as
  * handle_move() in src/sync/syncapi.c); the client reads the manifest
- * (synccli_parse_manifest()). Each input goes through all of them.
+ * (synccli_parse_manifest(), which must refuse any path the server would
+ * refuse and any hash that is not one). Each input goes through all of them.
  *
  * Properties: an accepted path is valid UTF-8 in NFC without NUL, control
  * bytes, a leading '/', an empty, '.' or '..' segment, and no longer than
@@ -88,6 +89,36 @@ static void read_move(const char *body, size_t len)
 	buf_release(&err);
 }
 
+/*
+ * A manifest from a server that may lie: when it is taken, every path in
+ * it passes the server's own check unchanged and every hash is 64
+ * lowercase hex digits (they go into If-Match headers and local writes).
+ */
+static void read_manifest(const char *s, size_t size, struct map *m, uint64_t *version)
+{
+	struct buf err = BUF_INIT, nfc = BUF_INIT;
+	const char *key, *why;
+	size_t i = 0, klen, k;
+	void *v;
+
+	if (synccli_parse_manifest(s, size, m, version, &err) == 0) {
+		while (map_next(m, &i, &key, &klen, &v)) {
+			const struct remote *r = v;
+			fuzz_assert(syncapi_check_path(key, klen, &nfc, &why) == 0);
+			fuzz_assert(nfc.len == klen && memcmp(nfc.ptr, key, klen) == 0);
+			fuzz_assert(strlen(r->sha) == 64);
+			for (k = 0; k < 64; k++)
+				fuzz_assert((r->sha[k] >= '0' && r->sha[k] <= '9') ||
+					    (r->sha[k] >= 'a' && r->sha[k] <= 'f'));
+		}
+	} else {
+		fuzz_assert(err.len > 0);
+	}
+	synccli_free_manifest(m);
+	buf_release(&err);
+	buf_release(&nfc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = fuzz_str(data, size);
@@ -99,8 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)syncapi_query_num(s, "version");
 	(void)syncapi_query_num(s, "timeout");
 	read_move(s, size);
-	(void)synccli_parse_manifest(s, size, &m, &version);
-	synccli_free_manifest(&m);
+	read_manifest(s, size, &m, &version);
 	free(s);
 	return 0;
 }
