@@ -25,7 +25,7 @@ static const char usage[] =
 	"  serve   render the vault and serve it over HTTP\n"
 	"  check   lint the vault: broken links and embeds, bad frontmatter, ...\n"
 	"  export  write the rendered site as static files\n"
-	"  sync    push a vault to a running server through its sync API\n"
+	"  sync    sync a vault with a running server, both ways, through its sync API\n"
 	"\n"
 	"quire COMMAND --help shows a command's options; quire --version its version.\n";
 
