@@ -93,6 +93,9 @@ struct client {
 	/* a single synchronous request (manifest, wait) */
 	int sync_done, sync_status, sync_too_long;
 	struct buf sync_body;
+	/* --watch: a byte on wake_fd ends a poll (synccli_poll()) early */
+	struct event *wake;
+	int woken;
 };
 
 /* What a run (or a --watch session) did, for the summary line. */
@@ -235,6 +238,16 @@ int synccli_connect(struct client *c, int jobs);
  * c->sync_body.
  */
 int synccli_fetch(struct client *c, const char *target, size_t max);
+
+/*
+ * synccli_fetch() that ends early, cancelling the request, when a byte
+ * arrives on the descriptor given to synccli_wake_on(): the status, or -2
+ * when it was woken.
+ */
+int synccli_poll(struct client *c, const char *target, size_t max);
+
+/* Makes fd (non-blocking, read end of a pipe) wake synccli_poll(); -1: nothing does. 0 or -1. */
+int synccli_wake_on(struct client *c, int fd);
 
 /* Runs the ops of c->phase on the connections until each is answered. */
 void synccli_run(struct client *c);

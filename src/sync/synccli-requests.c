@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -187,7 +188,8 @@ static void bound(struct evhttp_connection *con, size_t max)
 	evhttp_connection_set_max_headers_size(con, MAX_HEADERS);
 }
 
-int synccli_fetch(struct client *c, const char *target, size_t max)
+/* A GET on the first connection; with wakeable, ended by a byte on the wake descriptor. */
+static int fetch(struct client *c, const char *target, size_t max, int wakeable)
 {
 	struct evhttp_request *req = new_request(c, sync_cb, c);
 
@@ -200,10 +202,46 @@ int synccli_fetch(struct client *c, const char *target, size_t max)
 	bound(c->slots[0].con, max);
 	if (evhttp_make_request(c->slots[0].con, req, EVHTTP_REQ_GET, target) < 0)
 		return 0; /* evhttp freed req */
-	while (!c->sync_done)
+	while (!c->sync_done && !(wakeable && c->woken))
 		if (event_base_dispatch(c->base) < 0)
 			break;
+	if (!c->sync_done) {
+		evhttp_cancel_request(req); /* frees it; the connection is made again */
+		return -2;
+	}
 	return c->sync_status;
+}
+
+int synccli_fetch(struct client *c, const char *target, size_t max)
+{
+	return fetch(c, target, max, 0);
+}
+
+int synccli_poll(struct client *c, const char *target, size_t max)
+{
+	return fetch(c, target, max, 1);
+}
+
+static void woken(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+	char drain[64];
+
+	while (read(fd, drain, sizeof(drain)) > 0)
+		;
+	c->woken = 1;
+	event_base_loopbreak(c->base);
+}
+
+int synccli_wake_on(struct client *c, int fd)
+{
+	if (c->wake)
+		event_free(c->wake);
+	c->wake = NULL;
+	if (fd < 0)
+		return 0;
+	c->wake = event_new(c->base, fd, EV_READ | EV_PERSIST, woken, c);
+	return c->wake && event_add(c->wake, NULL) == 0 ? 0 : -1;
 }
 
 static void start_next(struct conn_slot *s);
@@ -490,6 +528,9 @@ void synccli_disconnect(struct client *c)
 		}
 		free(c->slots);
 	}
+	if (c->wake)
+		event_free(c->wake);
+	c->wake = NULL;
 	if (c->base)
 		event_base_free(c->base);
 }

@@ -3,9 +3,9 @@
  *
  * After the first pass (synccli.c), the command stays: the file watcher
  * (vault/watch.h) reports the paths that changed in VAULT, in batches of
- * about 20 ms, and a long poll of /api/v1/wait (half a second at a time)
- * tells when the server published a version after the last one this side
- * knows (another client's edit, a WebDAV write, a file changed on the
+ * about 20 ms, and a long poll of /api/v1/wait (half a second at a time,
+ * cut short through a pipe when the watcher reports) tells when the
+ * server published a version after the last one this side knows (another client's edit, a WebDAV write, a file changed on the
  * server's disk). Either starts a pass, the same three-way pass as a run
  * of the command (synccli_pass()): local edits go up, the server's come
  * down, edits on both sides are merged or kept side by side, and nothing
@@ -33,6 +33,7 @@
 #include "util/xalloc.h"
 #include "vault/watch.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BACKOFF_FIRST_MS 100
 #define BACKOFF_MAX_MS 5000
@@ -52,6 +54,7 @@ struct inbox {
 	pthread_cond_t ready;
 	struct map paths;  /* path as on disk -> the same string (owned) */
 	int all;           /* "": look at everything */
+	int wake[2];       /* a byte written to wake[1] ends the poll of the server */
 };
 
 static volatile sig_atomic_t stopping;
@@ -78,6 +81,19 @@ static void on_batch(void *ctx, const char *const *paths, size_t n)
 	}
 	pthread_cond_signal(&in->ready);
 	pthread_mutex_unlock(&in->lock);
+	if (in->wake[1] >= 0 && write(in->wake[1], "", 1) < 0) {
+		/* full: a wake is pending already */
+	}
+}
+
+static void close_wake(struct run *r, struct inbox *in)
+{
+	synccli_wake_on(&r->c, -1);
+	if (in->wake[0] >= 0)
+		close(in->wake[0]);
+	if (in->wake[1] >= 0)
+		close(in->wake[1]);
+	in->wake[0] = in->wake[1] = -1;
 }
 
 static void free_paths(struct map *m)
@@ -129,7 +145,7 @@ static void take(struct inbox *in, int ms, struct map *paths, int *all)
 
 /*
  * Whether the server published a version after version: 1 yes, 0 not
- * within POLL_MS, -1 it cannot be asked.
+ * within POLL_MS (or a local change came first), -1 it cannot be asked.
  */
 static int server_moved(struct run *r, uint64_t version)
 {
@@ -139,9 +155,10 @@ static int server_moved(struct run *r, uint64_t version)
 
 	buf_addf(&target, "%s/api/v1/wait?version=%" PRIu64 "&timeout=%d", c->prefix, version + 1,
 		 POLL_MS);
-	st = synccli_fetch(c, target.ptr, 65536);
+	c->woken = 0;
+	st = synccli_poll(c, target.ptr, 65536);
 	buf_release(&target);
-	return st == 200 ? 1 : st == 408 ? 0 : -1;
+	return st == 200 ? 1 : st == 408 || st == -2 ? 0 : -1;
 }
 
 /* The version this side knows the server at: its manifest's, or a later one it wrote. */
@@ -159,6 +176,10 @@ int synccli_watch(struct run *r, int again)
 	int backoff = 0, away = again;
 
 	memset(&in, 0, sizeof(in));
+	in.wake[0] = in.wake[1] = -1;
+	if (pipe(in.wake) < 0 || fcntl(in.wake[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(in.wake[1], F_SETFL, O_NONBLOCK) < 0 || synccli_wake_on(&r->c, in.wake[0]) < 0)
+		fprintf(stderr, "quire sync: saves wait for the poll of the server (no pipe)\n");
 	pthread_mutex_init(&in.lock, NULL);
 	pthread_cond_init(&in.ready, NULL);
 	in.paths = (struct map)MAP_INIT;
@@ -169,6 +190,7 @@ int synccli_watch(struct run *r, int again)
 	r->c.progress = 0;
 	if (!(watcher = watch_new(r->vault, on_batch, &in))) {
 		fprintf(stderr, "quire sync: cannot watch %s\n", r->vault);
+		close_wake(r, &in);
 		return 1;
 	}
 	printf("watching %s: changes are synced as they are saved here or there (Ctrl-C stops)\n",
@@ -212,6 +234,7 @@ int synccli_watch(struct run *r, int again)
 		fflush(stdout);
 	}
 	watch_free(watcher);
+	close_wake(r, &in);
 	free_paths(&in.paths);
 	pthread_mutex_destroy(&in.lock);
 	pthread_cond_destroy(&in.ready);
