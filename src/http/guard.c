@@ -217,6 +217,10 @@ void http_server_set_body_policy(struct http_server *srv, const char *prefix,
 	struct buf p = BUF_INIT;
 	struct body_policy *bp;
 
+	if (srv->ran && http_server_is_ready(srv)) {
+		log_error("http: body policy for %s set while serving: ignored", prefix);
+		return;
+	}
 	if (srv->npolicies == HTTP_MAX_POLICIES) {
 		log_error("http: more than %d body policies; %s keeps the small limit",
 			  HTTP_MAX_POLICIES, prefix);
@@ -304,7 +308,8 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 		return;
 	mlen = (size_t)(sp - h);
 	tlen = (size_t)(sp2 - sp - 1);
-	if ((bp = policy_for(srv, sp + 1, tlen))) {
+	/* before the server is ready the policies are another thread's (and all is 503) */
+	if (http_server_is_ready(srv) && (bp = policy_for(srv, sp + 1, tlen))) {
 		buf_add(&method, h, mlen);
 		/* an extension method, renamed POST for evhttp (methods.c): its own name */
 		if (mlen == 4 && memcmp(h, "POST", 4) == 0)

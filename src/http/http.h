@@ -11,7 +11,9 @@
  * Threads. Each of opt->threads event loops owns a listening socket bound
  * to the same address with SO_REUSEPORT, so the kernel spreads new
  * connections and the loops share nothing on the request path but the
- * snapshot slot. Counters are per loop and summed when /metrics is read.
+ * snapshot slot. No other process may join them: a server already
+ * listening on the address makes http_server_new() fail ("address in
+ * use"). Counters are per loop and summed when /metrics is read.
  *
  * Handlers. /healthz and /metrics are built in; other modules (the sync
  * API, search) hook in with http_server_add_handler() before the server
@@ -58,6 +60,10 @@ struct http_options {
 	void *reload_ctx;
 	void (*metrics)(void *ctx, struct buf *out); /* appends more to /metrics, or NULL */
 	void *metrics_ctx;
+	int loading;                   /* answer 503 until http_server_ready() (see there) */
+	/* while loading: the notes' worth of work done and the notes found, for /healthz */
+	void (*progress)(void *ctx, size_t *notes, size_t *of);
+	void *progress_ctx;
 };
 
 struct http_server;
@@ -69,6 +75,22 @@ struct http_server;
  * closed sockets must fail with EPIPE, not kill the server.
  */
 struct http_server *http_server_new(const struct http_options *opt);
+
+/*
+ * A server that listens before its site is loaded (opt->loading): it runs
+ * at once and answers every request 503 with Retry-After, /healthz with
+ * {"status":"loading","notes":N,"of":M} from opt->progress, until
+ * http_server_ready(). Meanwhile, on any one thread, the caller may set
+ * the URL prefix, add handlers and body policies as before a run; from
+ * http_server_ready() on (thread-safe: the loops see all that was set
+ * before it) they are served, and no more may be added. A server made
+ * without opt->loading is ready from the start.
+ */
+void http_server_set_url_prefix(struct http_server *srv, const char *prefix);
+/* Sets opt->metrics and its context, as the URL prefix: before the server is ready. */
+void http_server_set_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
+			     void *ctx);
+void http_server_ready(struct http_server *srv);
 
 /* The bound port (useful with port 0). */
 int http_server_port(const struct http_server *srv);

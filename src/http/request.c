@@ -234,7 +234,7 @@ int http_server_add_handler(struct http_server *srv, const char *prefix,
 {
 	struct handler *h;
 
-	if (!prefix || prefix[0] != '/' || !fn || srv->ran)
+	if (!prefix || prefix[0] != '/' || !fn || (srv->ran && http_server_is_ready(srv)))
 		return log_error("http: bad handler registration for %s", prefix ? prefix : "(null)");
 	ALLOC_GROW(srv->handlers, srv->nhandlers + 1, srv->ahandlers);
 	h = &srv->handlers[srv->nhandlers++];
@@ -530,6 +530,36 @@ const char *http_framing_error(struct evhttp_request *ev)
 	return NULL;
 }
 
+const char *http_host_error(const char *const *values, size_t n)
+{
+	const unsigned char *v;
+
+	/* two could name two sites: a proxy in front may route by one, we by the other */
+	if (n > 1)
+		return "more than one Host header";
+	if (n == 0)
+		return NULL;
+	/* uri-host [":" port]: a reg-name, an IPv4 address or [an IPv6 one] (RFC 3986) */
+	for (v = (const unsigned char *)values[0]; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || strchr("-._~%!$&'()*+,;=:[]", *v)))
+			return "a Host header that is not a host and port";
+	return NULL;
+}
+
+/* The Host header lines of ev (the first two at most) into values; returns how many. */
+static size_t host_values(struct evhttp_request *ev, const char *values[2])
+{
+	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
+	const struct evkeyval *kv;
+	size_t n = 0;
+
+	for (kv = hs->tqh_first; kv && n < 2; kv = kv->next.tqe_next)
+		if (strcasecmp(kv->key, "Host") == 0)
+			values[n++] = kv->value;
+	return n;
+}
+
 /* The size of the request's header block, as sent ("Name: value\r\n" each). */
 static size_t header_bytes(struct evhttp_request *ev)
 {
@@ -548,7 +578,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	struct http_server *srv = w->srv;
 	struct http_request r;
 	const struct handler *h;
-	const char *why;
+	const char *why, *hosts[2];
 	size_t ulen;
 	long n;
 
@@ -564,7 +594,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 		http_respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
-	if ((why = http_framing_error(ev))) {
+	if ((why = http_framing_error(ev)) || (why = http_host_error(hosts, host_values(ev, hosts)))) {
 		char text[160];
 		snprintf(text, sizeof(text), "Bad Request: %s\n", why);
 		r.close = 1;
@@ -590,6 +620,11 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 		n = *a == '/' ? http_decode_target(a, w->scratch, &r.query) : -1;
 	} else {
 		n = http_decode_target(r.uri, w->scratch, &r.query);
+	}
+	if (!http_server_is_ready(srv)) {
+		r.path = n < 0 ? NULL : w->scratch;
+		http_answer_loading(&r);
+		return;
 	}
 	if (n < 0) {
 		if (!srv->nraw || !dispatch_raw(&r))
