@@ -75,7 +75,7 @@ static void metrics(struct http_request *req, void *ctx)
 	struct http_server *srv = ctx;
 	struct snapshot *s = req->snap;
 	struct buf b = BUF_INIT;
-	uint64_t bytes = 0, nm = 0, refused = 0, refused_address = 0, slow = 0;
+	uint64_t bytes = 0, nm = 0, refused = 0, refused_address = 0, slow = 0, evicted = 0;
 	int i, c, k;
 
 	if (!srv->opt.metrics_public && !http_request_peer_is_loopback(req)) {
@@ -100,6 +100,7 @@ static void metrics(struct http_request *req, void *ctx)
 		refused += peek(&srv->workers[i]->c.refused);
 		refused_address += peek(&srv->workers[i]->c.refused_address);
 		slow += peek(&srv->workers[i]->c.slow);
+		evicted += peek(&srv->workers[i]->c.evicted);
 	}
 	buf_addf(&b, "# HELP quire_response_bytes_total Body bytes sent.\n"
 		     "# TYPE quire_response_bytes_total counter\n"
@@ -107,7 +108,8 @@ static void metrics(struct http_request *req, void *ctx)
 		     "# HELP quire_not_modified_total Conditional requests answered with 304.\n"
 		     "# TYPE quire_not_modified_total counter\n"
 		     "quire_not_modified_total %llu\n"
-		     "# HELP quire_connections_refused_total Connections closed at once over max_connections.\n"
+		     "# HELP quire_connections_refused_total Connections closed at once over max_connections "
+		     "(no idle one to close instead).\n"
 		     "# TYPE quire_connections_refused_total counter\n"
 		     "quire_connections_refused_total %llu\n"
 		     "# HELP quire_connections Open connections.\n"
@@ -139,8 +141,13 @@ static void metrics(struct http_request *req, void *ctx)
 		     "# HELP quire_connections_slow_total Connections closed for sending a request "
 		     "too slowly.\n"
 		     "# TYPE quire_connections_slow_total counter\n"
-		     "quire_connections_slow_total %llu\n",
-		 (unsigned long long)refused_address, (unsigned long long)slow);
+		     "quire_connections_slow_total %llu\n"
+		     "# HELP quire_connections_evicted_total Idle connections closed at "
+		     "max_connections to let a new client in.\n"
+		     "# TYPE quire_connections_evicted_total counter\n"
+		     "quire_connections_evicted_total %llu\n",
+		 (unsigned long long)refused_address, (unsigned long long)slow,
+		 (unsigned long long)evicted);
 	if (srv->opt.metrics)
 		srv->opt.metrics(srv->opt.metrics_ctx, &b);
 	http_reply_header(req, "Cache-Control", "no-store");

@@ -52,6 +52,7 @@ struct counters {
 	_Atomic uint64_t refused;
 	_Atomic uint64_t refused_address; /* over max_per_address */
 	_Atomic uint64_t slow;            /* closed for receiving a request too slowly */
+	_Atomic uint64_t evicted;         /* idle, closed at max_connections for a new client */
 };
 
 static inline void bump(_Atomic uint64_t *c, uint64_t n)
@@ -84,6 +85,9 @@ struct conn {
 	double since;             /* when its current request began (guard.c), seconds */
 	uint64_t rx, tx;          /* the socket's bytes received and acknowledged then */
 	struct evbuffer_cb_entry *watch; /* on its input (guard.c), removed as it closes */
+	struct evbuffer_cb_entry *out_watch; /* on its output (guard.c), the same */
+	struct conn *idle_prev, *idle_next; /* on w's idle list (guard.c), oldest first */
+	int idle;                 /* no request in progress: on that list */
 	struct method_watch *methods; /* on its input (methods.c), freed as it closes */
 };
 
@@ -145,6 +149,7 @@ struct worker {
 	struct pending *pending;  /* accepted, not yet adopted */
 	size_t npending, apending;
 	struct conn *conns;       /* adopted and open */
+	struct conn *idle_head, *idle_tail; /* those with no request in progress, oldest first */
 	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
 	int stopping;
 	long inflight;            /* responses handed to evhttp and not yet written */
@@ -255,6 +260,13 @@ int http_guard_admit(struct worker *w, struct conn *c);
 void http_guard_watch(struct worker *w, struct conn *c);
 /* The connection c closes: its address's count goes down. */
 void http_guard_forget(struct worker *w, struct conn *c);
+/*
+ * At max_connections: the oldest of w's idle connections (no request in
+ * progress: waiting for its next request, or for its first), which the
+ * caller closes to let a new client in; NULL when every one of w's
+ * connections is busy (the new one is refused then).
+ */
+struct conn *http_guard_evictable(struct worker *w);
 /* Once a second on each loop: closes the connections receiving a request too slowly. */
 void http_guard_sweep(evutil_socket_t fd, short what, void *arg);
 

@@ -174,6 +174,20 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 	struct bufferevent *bev;
 	int n = atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed) + 1;
 
+	if (srv->opt.max_connections > 0 && n > srv->opt.max_connections && !w->stopping) {
+		/*
+		 * Full: the connection that waited longest for a request gives
+		 * way (on_close gives its slot to this one), so that clients
+		 * idling on every slot cannot lock new ones out; with none idle
+		 * on this loop, the new one is refused.
+		 */
+		struct conn *idle = http_guard_evictable(w);
+		if (idle) {
+			bump(&w->c.evicted, 1);
+			evhttp_connection_free(idle->con); /* on_close frees it, one fewer */
+			n = atomic_load_explicit(&srv->nconns, memory_order_relaxed);
+		}
+	}
 	if ((srv->opt.max_connections > 0 && n > srv->opt.max_connections) || w->stopping) {
 		atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_relaxed);
 		bump(&w->c.refused, 1);

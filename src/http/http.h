@@ -38,8 +38,10 @@ struct http_options {
 	const char *url_prefix;        /* "" or "/docs": stripped before lookup; 404 outside it */
 	const char *access_log;        /* path for the common log format, or NULL */
 	int metrics_public;            /* /metrics from any address, else loopback only (403) */
-	int max_connections;           /* total over all loops; 0 = no limit. Over it, new
-					  connections are accepted and closed at once */
+	int max_connections;           /* total over all loops; 0 = no limit. At it, a loop
+					  closes its oldest idle connection (no request in
+					  progress) for each new one; with none idle the new
+					  one is accepted and closed at once */
 	int max_per_address;           /* connections one client address may hold; 0 = an
 					  eighth of max_connections (at least 16), or no cap
 					  without max_connections; -1 = no cap */
@@ -307,6 +309,26 @@ void http_deferred_reply_buf(struct http_deferred *d, int status, const char *co
 void http_deferred_stream_start(struct http_deferred *d, int status, const char *content_type);
 int http_deferred_stream_write(struct http_deferred *d, struct buf *piece);
 void http_deferred_stream_end(struct http_deferred *d);
+
+/*
+ * The client address a connection counts against for max_per_address
+ * into out (at least 48 bytes): an IPv4 address as text ("10.0.0.1",
+ * also when mapped into IPv6), an IPv6 one by its /64 ("2001:db8:1:2::/64"):
+ * one host of IPv6 commonly holds a whole /64. 0, or -1 for another family
+ * (exported for tests).
+ */
+struct sockaddr;
+int http_client_key(const struct sockaddr *sa, char *out, size_t size);
+
+/*
+ * Whether an absolute http(s) URI ("https://h:8443/dav/x") names the
+ * server that a request with this Host value ("h:8443") was sent to: the
+ * same host (case and a trailing dot aside) and port (a missing one is
+ * the scheme's default). Any scheme but http and https, userinfo, or a
+ * bad port: no. For WebDAV's Destination (RFC 4918 9.8.5: another
+ * server's is 502). 1 or 0.
+ */
+int http_same_origin(const char *uri, const char *host);
 
 /* True for "127.x.y.z", "::1" and "::ffff:127.x.y.z" (exported for tests). */
 int http_addr_is_loopback(const char *addr);

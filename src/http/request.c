@@ -110,6 +110,78 @@ long http_decode_target(const char *uri, char *out, const char **query)
 	return (long)n;
 }
 
+/*
+ * An authority's host and port: [a, a + len) as "host", "host:port" or
+ * "[v6]:port". *port is -1 when it has none (or an empty one). 0, or -1
+ * when it is no host and port (userinfo, a bad port, an empty host).
+ */
+static int split_authority(const char *a, size_t len, const char **host, size_t *hlen,
+			   long *port)
+{
+	const char *end = a + len, *colon = NULL, *p;
+
+	*port = -1;
+	if (memchr(a, '@', len))
+		return -1;
+	if (len && a[0] == '[') {
+		const char *close = memchr(a, ']', len);
+		if (!close)
+			return -1;
+		colon = close + 1 < end ? close + 1 : NULL;
+		if (colon && *colon != ':')
+			return -1;
+	} else {
+		for (p = a; p < end; p++)
+			if (*p == ':')
+				colon = p;
+	}
+	*host = a;
+	*hlen = colon ? (size_t)(colon - a) : len;
+	if (colon && colon + 1 < end) {
+		*port = 0;
+		for (p = colon + 1; p < end; p++) {
+			if (*p < '0' || *p > '9' || *port > 65535)
+				return -1;
+			*port = *port * 10 + (*p - '0');
+		}
+		if (*port > 65535)
+			return -1;
+	}
+	/* a trailing dot names the same host */
+	if (*hlen > 1 && a[*hlen - 1] == '.')
+		(*hlen)--;
+	return *hlen ? 0 : -1;
+}
+
+int http_same_origin(const char *uri, const char *host)
+{
+	const char *a, *h1, *h2;
+	size_t alen, l1, l2;
+	long p1, p2, dport;
+
+	if (strncasecmp(uri, "http://", 7) == 0)
+		a = uri + 7, dport = 80;
+	else if (strncasecmp(uri, "https://", 8) == 0)
+		a = uri + 8, dport = 443;
+	else
+		return 0;
+	alen = strcspn(a, "/?#");
+	if (split_authority(a, alen, &h1, &l1, &p1) < 0 ||
+	    split_authority(host, strlen(host), &h2, &l2, &p2) < 0)
+		return 0;
+	if (l1 != l2 || strncasecmp(h1, h2, l1) != 0)
+		return 0;
+	/*
+	 * The scheme is not compared: behind a TLS proxy the request came in
+	 * plain while its URLs say https. A port missing from the URI is its
+	 * scheme's; one missing from Host is whatever the client's scheme's
+	 * default was, 80 or 443: the URI's then must be its own default.
+	 */
+	if (p1 < 0)
+		p1 = dport;
+	return p2 >= 0 ? p1 == p2 : p1 == dport;
+}
+
 int http_addr_is_loopback(const char *addr)
 {
 	if (!addr)
