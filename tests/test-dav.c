@@ -344,11 +344,30 @@ static void test_copy_move(void)
 	CHECK_INT(status_of("COPY", "src/one.md",
 			    "Destination: /dav/dst/one.md\r\nOverwrite: F\r\n", NULL),
 		  412);
-	/* an absolute URL as the Destination */
+	/*
+	 * an absolute URL as the Destination: on this server (the request's
+	 * Host, "test", whatever the scheme: a TLS proxy may be in front), or
+	 * on another one, 502 (RFC 4918 9.8.5), nothing moved or copied
+	 */
 	{
+		static const char *const other[] = {
+			"http://other.example/dav/x", "http://test:8080/dav/x",
+			"https://test:80/dav/x", "ftp://test/dav/x", "http://user@test/dav/x",
+			"http://test:99999/dav/x", "http://[::1]/dav/x",
+		};
 		char h[160];
-		snprintf(h, sizeof(h), "Destination: http://127.0.0.1:%d/dav/moved\r\n", port);
-		CHECK_INT(status_of("MOVE", "dst", h, NULL), 201);
+		size_t i;
+		for (i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+			snprintf(h, sizeof(h), "Destination: %s\r\n", other[i]);
+			CHECK_INT(status_of("MOVE", "dst", h, NULL), 502);
+			CHECK_INT(status_of("COPY", "dst", h, NULL), 502);
+		}
+		CHECK(tv_exists(vault, "dst") && !tv_exists(vault, "x"));
+		CHECK_INT(status_of("COPY", "dst/one.md", "Destination: https://TEST./dav/c.md\r\n",
+				    NULL), 201);
+		CHECK(tv_exists(vault, "c.md"));
+		CHECK_INT(status_of("MOVE", "dst", "Destination: http://test:80/dav/moved\r\n", NULL),
+			  201);
 	}
 	CHECK(!tv_exists(vault, "dst") && tv_exists(vault, "moved/sub/two.md"));
 	/* outside /dav/: refused, nothing moved */

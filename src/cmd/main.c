@@ -3,6 +3,7 @@
  * the library; nothing else lives here.
  */
 #include "cmd/export.h"
+#include "cmd/progress.h"
 #include "cmd/serve.h"
 #include "markdown/markdown.h"
 #include "site/site.h"
@@ -89,6 +90,26 @@ static void print_summary(const struct site *s)
 	printf("), %zu errors, %zu warnings\n", s->diags.nerrors, s->diags.nwarnings);
 }
 
+static void read_progress(void *ctx, size_t *notes, size_t *of)
+{
+	site_progress_read(ctx, notes, of);
+}
+
+/* site_load() with its progress shown on a terminal (progress.h). */
+static struct site *load(const char *vault, struct site_options *so)
+{
+	struct site_progress sp = { 0 };
+	struct progress *p;
+	struct site *s;
+
+	so->progress = &sp;
+	p = progress_start("loading", read_progress, &sp, 0);
+	s = site_load(vault, so);
+	progress_stop(p);
+	so->progress = NULL;
+	return s;
+}
+
 static int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -100,6 +121,7 @@ static int cmd_check(int argc, char **argv)
 	};
 	const char *vault = ".";
 	int strict = 0, quiet = 0, c, failed;
+	struct site_options so = { 0 };
 	struct site *s;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -115,7 +137,7 @@ static int cmd_check(int argc, char **argv)
 		fprintf(stderr, "quire check: unexpected argument '%s'\n%s", argv[optind], check_usage);
 		return 2;
 	}
-	s = site_load(vault, NULL);
+	s = load(vault, &so);
 	if (!s)
 		return 1;
 	print_loaded(s);
@@ -160,7 +182,7 @@ static int cmd_export(int argc, char **argv)
 			out ? "unexpected argument" : "--out DIR is required", export_usage);
 		return 2;
 	}
-	s = site_load(vault, &so);
+	s = load(vault, &so);
 	if (!s)
 		return 1;
 	print_loaded(s);

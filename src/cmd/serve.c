@@ -1,13 +1,22 @@
 /*
  * serve.c: the glue between the loader, the HTTP front and the sync API.
  *
- * The first load runs before the port opens, so the first request already
- * sees every page; after that the loader thread owns the site and the
- * front only ever reads published snapshots. With a token (--token-file or
+ * The port opens first, and the first load runs on a thread of its own
+ * meanwhile: until it is published every request is answered 503 with
+ * Retry-After, and /healthz says how far the load is
+ * ({"status":"loading","notes":N,"of":M}), so that a health check or a
+ * proxy sees a server starting, not a dead one; stderr shows the same
+ * (progress.h). Then what needs the site is wired in (the URL prefix,
+ * purgers, the APIs), the front opens (http_server_ready()), and
+ * "serving ... at http://..." goes to stdout: what scripts wait for.
+ * After that the loader thread owns the site and the front only ever
+ * reads published snapshots. Rejected: loading before listening, as
+ * quire did (25 seconds of refused connections at 10,000 notes). With a token (--token-file or
  * QUIRE_TOKEN) the sync API is registered under /api/v1/ and WebDAV under
  * /dav/ (dav.h); without one those URLs are plain 404s.
  */
 #include "cmd/serve.h"
+#include "cmd/progress.h"
 #include "http/http.h"
 #include "http/purge.h"
 #include "http/searchapi.h"
@@ -22,10 +31,14 @@
 #include "vault/watch.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
@@ -43,7 +56,8 @@ static const char serve_usage[] =
 	"  --data-dir DIR        state kept between runs (default: <vault>/.quire)\n"
 	"  --access-log FILE     write requests in the common log format\n"
 	"  --metrics-public      serve /metrics to any address, not only loopback\n"
-	"  --max-connections N   refuse connections beyond N (default 10000)\n"
+	"  --max-connections N   at N connections, close the oldest idle one for each new\n"
+	"                        one, or refuse it when none is idle (default 10000)\n"
 	"  --max-per-address N   connections one client address may hold (default: an\n"
 	"                        eighth of --max-connections; behind a reverse proxy every\n"
 	"                        client has its address)\n"
@@ -214,125 +228,225 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	return 0;
 }
 
-int serve_main(int argc, char **argv)
-{
+/* Everything serve runs, shared by the thread that loads and the one that serves. */
+struct serve {
 	struct serve_args args;
-	struct http_options ho;
-	struct site_options so;
 	struct snapshot_slot slot;
-	struct loader *loader = NULL;
-	struct http_server *srv = NULL;
-	struct syncapi *api = NULL;
-	struct dav *dav = NULL;
-	struct searchapi *search = NULL;
+	struct loader *loader;
+	struct http_server *srv;
+	struct syncapi *api;
+	struct dav *dav;
+	struct searchapi *search;
+	struct watch *watch;
+	struct purger *purger;
+	struct progress *shown;
+	char *token;
+	pthread_t starter;
+	atomic_int failed;        /* the starter could not load or wire: serve exits 1 */
+};
+
+/* The first load's progress, for /healthz and stderr. */
+static void read_progress(void *ctx, size_t *notes, size_t *of)
+{
+	loader_progress(ctx, notes, of);
+}
+
+/*
+ * The test hook that holds the first load once its notes are counted
+ * ($QUIRE_TEST_HOLD_LOAD names a FIFO: the load goes on once a byte is
+ * written to it), so that a test sees a server loading without racing
+ * the load (tests/test-start.c).
+ */
+static void hold_load(void *ctx)
+{
+	char byte;
+	int fd;
+
+	fprintf(stderr, "test hook: holding the first load until %s is written\n", (char *)ctx);
+	fd = open(ctx, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, &byte, 1) < 0)
+		log_warn("%s: %s", (char *)ctx, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* After the first load: what needs the site (purgers, the URL prefix, the APIs). 0 or -1. */
+static int wire(struct serve *sv)
+{
+	const struct serve_args *a = &sv->args;
+	const struct site *site = loader_site(sv->loader);
 	struct syncapi_options sa;
-	const struct site *site;
-	const char *vault, *token_file, *data_dir;
-	char *token = NULL;
-	size_t max_upload;
-	struct watch *watch = NULL;
-	struct purger *purger = NULL;
-	int ret = 1, watching, search_rate;
 
-	if ((ret = parse_args(argc, argv, &args)) != 0)
-		return ret == 1 ? 0 : 2;
-	ret = 1;
-	ho = args.ho;
-	so = args.so;
-	vault = args.vault;
-	token_file = args.token_file;
-	data_dir = args.data_dir;
-	max_upload = args.max_upload;
-	watching = args.watching;
-	search_rate = args.search_rate;
-
-	if (read_token(token_file, &token) < 0)
-		return 1;
-	so.data_dir = data_dir;
-	so.search = 1;
-	/* pages keep their gzip bytes only; the rare client that refuses gzip gets them inflated */
-	page_keep_identity(0);
-	snapshot_slot_init(&slot);
-	loader = loader_new(vault, &so, &slot);
-	if (!loader)
-		goto out;
-	site = loader_site(loader);
 	/* quire.yml's purge: (read at start; a reload does not change the purgers) */
-	if ((purger = purger_new(site->cfg.purgers, site->cfg.npurgers))) {
-		loader_on_publish(loader, purger_on_publish, purger);
-		purger_all(purger, loader_version(loader)); /* the cache may hold a past run's pages */
-		ho.metrics = purger_metrics;
-		ho.metrics_ctx = purger;
+	if ((sv->purger = purger_new(site->cfg.purgers, site->cfg.npurgers))) {
+		loader_on_publish(sv->loader, purger_on_publish, sv->purger);
+		/* the cache may hold a past run's pages */
+		purger_all(sv->purger, loader_version(sv->loader));
+		http_server_set_metrics(sv->srv, purger_metrics, sv->purger);
 	}
-	ho.slot = &slot;
-	ho.url_prefix = site->cfg.url_prefix;
-	ho.handle_signals = 1;
-	ho.on_reload = on_reload;
-	ho.reload_ctx = loader;
-	if (token)
-		ho.max_body_size = max_upload; /* evhttp answers 413 beyond it */
-	srv = http_server_new(&ho);
-	if (!srv)
-		goto out;
-	if (token) {
+	http_server_set_url_prefix(sv->srv, site->cfg.url_prefix);
+	if (sv->token) {
 		memset(&sa, 0, sizeof(sa));
-		sa.vault = vault;
-		sa.token = token;
-		sa.data_dir = data_dir;
-		sa.max_upload = max_upload;
-		sa.loopback = http_server_loopback(srv);
-		api = syncapi_new(&sa, loader);
-		if (!api || syncapi_register(api, srv) < 0)
-			goto out;
-		fprintf(stderr, "sync API enabled at /api/v1/ (uploads up to %zu bytes)\n", max_upload);
-		dav = dav_new(api, site->cfg.url_prefix);
-		if (!dav || dav_register(dav, srv) < 0)
-			goto out;
+		sa.vault = a->vault;
+		sa.token = sv->token;
+		sa.data_dir = a->data_dir;
+		sa.max_upload = a->max_upload;
+		sa.loopback = http_server_loopback(sv->srv);
+		sv->api = syncapi_new(&sa, sv->loader);
+		if (!sv->api || syncapi_register(sv->api, sv->srv) < 0)
+			return -1;
+		fprintf(stderr, "sync API enabled at /api/v1/ (uploads up to %zu bytes)\n",
+			a->max_upload);
+		sv->dav = dav_new(sv->api, site->cfg.url_prefix);
+		if (!sv->dav || dav_register(sv->dav, sv->srv) < 0)
+			return -1;
 		fprintf(stderr, "WebDAV enabled at %s/dav/ (the token as the password)\n",
 			site->cfg.url_prefix);
+	} else if (dav_register_off(sv->srv) < 0) {
+		return -1;
 	}
-	if (!token && dav_register_off(srv) < 0)
-		goto out;
-	if (loader_search_path(loader)) {
+	if (loader_search_path(sv->loader)) {
 		/* --search-rate a second per address (default 20), bursts of twice that; 0: no limit */
-		double rate = search_rate ? search_rate : 1e9;
-		search = searchapi_new(loader_search_path(loader), &site->layout, rate, 2 * rate);
-		if (!search || searchapi_register(search, srv) < 0)
-			goto out;
+		double rate = a->search_rate ? a->search_rate : 1e9;
+		sv->search = searchapi_new(loader_search_path(sv->loader), &site->layout, rate,
+					   2 * rate);
+		if (!sv->search || searchapi_register(sv->search, sv->srv) < 0)
+			return -1;
 	}
-	{
-		struct site_stats st;
-		site_stats(site, &st);
-		fprintf(stderr, "loaded %zu notes (%zu published) in %.0f ms\n", st.notes,
-			st.published, site->load_ms);
+	return 0;
+}
+
+/*
+ * The starter thread: the first load while the front answers 503, then
+ * the wiring, the loader thread and the watcher, and the front opens.
+ * On failure it stops the front, so that serve exits 1.
+ */
+static void *start(void *arg)
+{
+	struct serve *sv = arg;
+	const struct serve_args *a = &sv->args;
+	const struct site *site;
+	struct site_stats st;
+
+	if (loader_load(sv->loader) < 0 || wire(sv) < 0) {
+		progress_stop(sv->shown);
+		sv->shown = NULL;
+		sv->failed = 1;
+		http_server_stop(sv->srv);
+		return NULL;
 	}
+	progress_stop(sv->shown);
+	sv->shown = NULL;
+	site = loader_site(sv->loader);
+	site_stats(site, &st);
+	fprintf(stderr, "loaded %zu notes (%zu published) in %.0f ms\n", st.notes, st.published,
+		site->load_ms);
+	if (loader_start(sv->loader) < 0) {
+		sv->failed = 1;
+		http_server_stop(sv->srv);
+		return NULL;
+	}
+	if (a->watching) {
+		sv->watch = watch_new(a->vault, on_change, sv->loader);
+		if (!sv->watch)
+			log_warn("not watching %s for changes; SIGHUP reloads it", a->vault);
+	}
+	http_server_ready(sv->srv);
 	{
-		const char *colon = strrchr(ho.listen, ':');
-		int hostlen = colon ? (int)(colon - ho.listen) : (int)strlen(ho.listen);
-		printf("serving %s at http://%.*s:%d%s/\n", vault, hostlen, ho.listen,
-		       http_server_port(srv), site->cfg.url_prefix);
+		const char *listen = a->ho.listen, *colon = strrchr(listen, ':');
+		int hostlen = colon ? (int)(colon - listen) : (int)strlen(listen);
+		/* what scripts wait for: the site is served from here on */
+		printf("serving %s at http://%.*s:%d%s/\n", a->vault, hostlen, listen,
+		       http_server_port(sv->srv), site->cfg.url_prefix);
 		fflush(stdout);
 	}
-	if (loader_start(loader) < 0)
-		goto out;
-	if (watching) {
-		watch = watch_new(vault, on_change, loader);
-		if (!watch)
-			log_warn("not watching %s for changes; SIGHUP reloads it", vault);
+	return NULL;
+}
+
+/* Makes the loader (no load yet) and the front, which listens at once. 0 or -1. */
+static int open_front(struct serve *sv)
+{
+	struct serve_args *a = &sv->args;
+	struct site_options so = a->so;
+	struct site_progress hold = { 0 };
+	struct http_options ho = a->ho;
+	const char *colon;
+
+	so.data_dir = a->data_dir;
+	so.search = 1;
+	if (getenv("QUIRE_TEST_HOLD_LOAD")) {
+		hold.scanned = hold_load;
+		hold.ctx = getenv("QUIRE_TEST_HOLD_LOAD");
+		so.progress = &hold;
 	}
-	ret = http_server_run(srv) < 0 ? 1 : 0;
+	sv->loader = loader_create(a->vault, &so, &sv->slot);
+	ho.slot = &sv->slot;
+	ho.loading = 1;
+	ho.progress = read_progress;
+	ho.progress_ctx = sv->loader;
+	ho.handle_signals = 1;
+	ho.on_reload = on_reload;
+	ho.reload_ctx = sv->loader;
+	if (sv->token)
+		ho.max_body_size = a->max_upload; /* evhttp answers 413 beyond it */
+	sv->srv = http_server_new(&ho);
+	if (!sv->srv)
+		return -1;
+	colon = strrchr(ho.listen, ':');
+	fprintf(stderr, "listening at http://%.*s:%d/ (503 until %s is loaded)\n",
+		colon ? (int)(colon - ho.listen) : (int)strlen(ho.listen), ho.listen,
+		http_server_port(sv->srv), a->vault);
+	return 0;
+}
+
+int serve_main(int argc, char **argv)
+{
+	struct serve sv;
+	int ret;
+
+	memset(&sv, 0, sizeof(sv));
+	if ((ret = parse_args(argc, argv, &sv.args)) != 0)
+		return ret == 1 ? 0 : 2;
+	if (read_token(sv.args.token_file, &sv.token) < 0)
+		return 1;
+	ret = 1;
+	/* pages keep their gzip bytes only; the rare client that refuses gzip gets them inflated */
+	page_keep_identity(0);
+	snapshot_slot_init(&sv.slot);
+	if (open_front(&sv) < 0)
+		goto out;
+	sv.shown = progress_start("loading", read_progress, sv.loader, 1);
+	if (pthread_create(&sv.starter, NULL, start, &sv) != 0) {
+		log_error("cannot start the loading thread");
+		goto out;
+	}
+	ret = http_server_run(sv.srv) < 0 ? 1 : 0;
+	if (loader_progress(sv.loader, &(size_t){ 0 }, &(size_t){ 0 }) && !sv.failed) {
+		/*
+		 * Stopped while the first load runs: nothing is written before it
+		 * ends, and it cannot be cut short; waiting for it would hold a
+		 * stop for as long as the load takes.
+		 */
+		log_info("stopped before the vault was loaded");
+		fflush(NULL);
+		_exit(ret);
+	}
+	pthread_join(sv.starter, NULL);
+	if (sv.failed)
+		ret = 1;
 out:
-	watch_free(watch);
-	syncapi_free(api); /* answers what it still holds before the server goes */
-	dav_free(dav);     /* after the sync API's threads, which run its jobs */
-	http_server_free(srv);
-	searchapi_free(search);
-	loader_free(loader);
-	purger_free(purger); /* after the loader, whose thread queues to it */
-	snapshot_slot_release(&slot);
-	if (token) {
-		memset(token, 0, strlen(token));
-		free(token);
+	watch_free(sv.watch);
+	syncapi_free(sv.api); /* answers what it still holds before the server goes */
+	dav_free(sv.dav);     /* after the sync API's threads, which run its jobs */
+	http_server_free(sv.srv);
+	searchapi_free(sv.search);
+	loader_free(sv.loader);
+	purger_free(sv.purger); /* after the loader, whose thread queues to it */
+	progress_stop(sv.shown);
+	snapshot_slot_release(&sv.slot);
+	if (sv.token) {
+		memset(sv.token, 0, strlen(sv.token));
+		free(sv.token);
 	}
 	return ret;
 }

@@ -19,6 +19,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -74,7 +75,7 @@ static void metrics(struct http_request *req, void *ctx)
 	struct http_server *srv = ctx;
 	struct snapshot *s = req->snap;
 	struct buf b = BUF_INIT;
-	uint64_t bytes = 0, nm = 0, refused = 0, refused_address = 0, slow = 0;
+	uint64_t bytes = 0, nm = 0, refused = 0, refused_address = 0, slow = 0, evicted = 0;
 	int i, c, k;
 
 	if (!srv->opt.metrics_public && !http_request_peer_is_loopback(req)) {
@@ -99,6 +100,7 @@ static void metrics(struct http_request *req, void *ctx)
 		refused += peek(&srv->workers[i]->c.refused);
 		refused_address += peek(&srv->workers[i]->c.refused_address);
 		slow += peek(&srv->workers[i]->c.slow);
+		evicted += peek(&srv->workers[i]->c.evicted);
 	}
 	buf_addf(&b, "# HELP quire_response_bytes_total Body bytes sent.\n"
 		     "# TYPE quire_response_bytes_total counter\n"
@@ -106,7 +108,8 @@ static void metrics(struct http_request *req, void *ctx)
 		     "# HELP quire_not_modified_total Conditional requests answered with 304.\n"
 		     "# TYPE quire_not_modified_total counter\n"
 		     "quire_not_modified_total %llu\n"
-		     "# HELP quire_connections_refused_total Connections closed at once over max_connections.\n"
+		     "# HELP quire_connections_refused_total Connections closed at once over max_connections "
+		     "(no idle one to close instead).\n"
 		     "# TYPE quire_connections_refused_total counter\n"
 		     "quire_connections_refused_total %llu\n"
 		     "# HELP quire_connections Open connections.\n"
@@ -138,12 +141,61 @@ static void metrics(struct http_request *req, void *ctx)
 		     "# HELP quire_connections_slow_total Connections closed for sending a request "
 		     "too slowly.\n"
 		     "# TYPE quire_connections_slow_total counter\n"
-		     "quire_connections_slow_total %llu\n",
-		 (unsigned long long)refused_address, (unsigned long long)slow);
+		     "quire_connections_slow_total %llu\n"
+		     "# HELP quire_connections_evicted_total Idle connections closed at "
+		     "max_connections to let a new client in.\n"
+		     "# TYPE quire_connections_evicted_total counter\n"
+		     "quire_connections_evicted_total %llu\n",
+		 (unsigned long long)refused_address, (unsigned long long)slow,
+		 (unsigned long long)evicted);
 	if (srv->opt.metrics)
 		srv->opt.metrics(srv->opt.metrics_ctx, &b);
 	http_reply_header(req, "Cache-Control", "no-store");
 	http_reply_buf(req, 200, "text/plain; version=0.0.4; charset=utf-8", &b);
+}
+
+int http_loading_answer(const char *path, size_t notes, size_t of, int *retry_after,
+			const char **type, struct buf *out)
+{
+	size_t len = path ? strlen(path) : 0;
+
+	if (notes > of)
+		notes = of;
+	/* a load takes seconds: a client that retries at once only adds to it */
+	*retry_after = 2;
+	buf_reset(out);
+	if (len >= 8 && strcmp(path + len - 8, "/healthz") == 0) {
+		*type = "application/json";
+		buf_addf(out, "{\"status\":\"loading\",\"notes\":%zu,\"of\":%zu}\n", notes, of);
+	} else {
+		*type = "text/plain; charset=utf-8";
+		if (of)
+			buf_addf(out, "Service Unavailable: the site is loading (%zu of %zu notes)\n",
+				 notes, of);
+		else
+			buf_adds(out, "Service Unavailable: the site is loading\n");
+	}
+	return 503;
+}
+
+void http_answer_loading(struct http_request *r)
+{
+	const struct http_server *srv = r->w->srv;
+	size_t notes = 0, of = 0;
+	int status, retry;
+	const char *type;
+	struct buf body = BUF_INIT;
+	char num[16];
+
+	if (srv->opt.progress)
+		srv->opt.progress(srv->opt.progress_ctx, &notes, &of);
+	status = http_loading_answer(r->path, notes, of, &retry, &type, &body);
+	if (strcmp(type, "application/json") == 0)
+		r->kind = K_HEALTH;
+	snprintf(num, sizeof(num), "%d", retry);
+	http_hdr(r, "Retry-After", num);
+	http_hdr(r, "Cache-Control", "no-store");
+	http_reply_buf(r, status, type, &body);
 }
 
 int http_add_builtin_handlers(struct http_server *srv)

@@ -2,9 +2,9 @@
  * guard.c: what keeps a few clients from holding the server.
  *
  * Two limits, both on connections evhttp has already made (adopt() in
- * http.c): a cap on the connections one client address may hold, so that
- * thousands of connections from a few addresses leave room for everyone
- * else; and a minimum rate for a request being received, so that a
+ * http.c), and a way in at the total cap: a cap on the connections one
+ * client address may hold, so that thousands of connections from a few
+ * addresses leave room for everyone else; and a minimum rate for a request being received, so that a
  * client sending a header byte a second (slowloris) cannot keep its
  * connections for ever: evhttp's read timeout restarts with every byte.
  *
@@ -30,6 +30,16 @@
  * right token, nothing without), else small_body_size. libevent then
  * refuses a larger body with 413 and closes the connection unread.
  *
+ * At max_connections a new client is let in by closing the oldest idle
+ * connection of the loop that accepted it (http_guard_evictable(), called
+ * from http.c's make_bev()): else idle clients holding every slot, each
+ * address under its share, would lock every new one out. Idle is no
+ * request in progress: a connection joins its loop's idle list (oldest
+ * first) when adopted with nothing received and when its output drains
+ * with nothing waiting in its input, and leaves it when bytes arrive; one
+ * a handler still owes an answer (a stream between two writes) is skipped.
+ * IPv6 clients count per /64 against the share (http_client_key()).
+ *
  * Rejected: a deadline on the headers alone (nginx's
  * client_header_timeout): it needs the parser's state, which libevent
  * keeps to itself; the rate covers headers and bodies alike, and a body
@@ -45,6 +55,7 @@
 #include "util/xalloc.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +118,102 @@ void http_guard_release(struct http_server *srv)
 	pthread_mutex_destroy(&srv->addr_lock);
 }
 
+int http_client_key(const struct sockaddr *sa, char *out, size_t size)
+{
+	if (sa->sa_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)size);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		struct in6_addr net;
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)size);
+			return 0;
+		}
+		/* a host is given a /64 (RFC 6177): its 2^64 addresses are one client */
+		memset(&net, 0, sizeof(net));
+		memcpy(net.s6_addr, a->s6_addr, 8);
+		inet_ntop(AF_INET6, &net, out, (socklen_t)size);
+		if (strlen(out) + 4 < size)
+			strcat(out, "/64");
+		return 0;
+	}
+	return -1;
+}
+
+/* ---- idle connections: a list per loop, oldest first ---- */
+
+static void idle_unlink(struct worker *w, struct conn *c)
+{
+	if (!c->idle)
+		return;
+	if (c->idle_prev)
+		c->idle_prev->idle_next = c->idle_next;
+	else
+		w->idle_head = c->idle_next;
+	if (c->idle_next)
+		c->idle_next->idle_prev = c->idle_prev;
+	else
+		w->idle_tail = c->idle_prev;
+	c->idle_prev = c->idle_next = NULL;
+	c->idle = 0;
+}
+
+static void idle_append(struct worker *w, struct conn *c)
+{
+	if (c->idle)
+		return;
+	c->idle = 1;
+	c->idle_next = NULL;
+	c->idle_prev = w->idle_tail;
+	if (w->idle_tail)
+		w->idle_tail->idle_next = c;
+	else
+		w->idle_head = c;
+	w->idle_tail = c;
+}
+
+/*
+ * Whether a connection has no request in progress: nothing received that
+ * is not answered (its input empty), nothing of an answer left to write,
+ * and no answer a handler still owes it.
+ */
+static int is_idle(size_t in_len, size_t out_len, int deferred)
+{
+	return in_len == 0 && out_len == 0 && !deferred;
+}
+
+/* The connection's output was written out: it waits for its next request. */
+static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *c = arg;
+	struct bufferevent *bev;
+
+	if (!info->n_deleted || evbuffer_get_length(out) > 0 || c->idle)
+		return;
+	bev = evhttp_connection_get_bufferevent(c->con);
+	/* a pipelined request waiting is not idle; a stream is found out in http_guard_evictable */
+	if (bev && evbuffer_get_length(bufferevent_get_input(bev)) == 0)
+		idle_append(c->w, c);
+}
+
+struct conn *http_guard_evictable(struct worker *w)
+{
+	struct conn *c;
+
+	while ((c = w->idle_head)) {
+		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
+		if (bev && is_idle(evbuffer_get_length(bufferevent_get_input(bev)),
+				   evbuffer_get_length(bufferevent_get_output(bev)),
+				   http_has_deferred(w, c->con)))
+			return c;
+		/* busy after all (a streamed answer between two writes): back when it drains */
+		idle_unlink(w, c);
+	}
+	return NULL;
+}
+
 int http_guard_admit(struct worker *w, struct conn *c)
 {
 	struct http_server *srv = w->srv;
@@ -120,15 +227,15 @@ int http_guard_admit(struct worker *w, struct conn *c)
 	c->since = 0;
 	if (tcp_bytes(fd, &c->rx, &c->tx) < 0)
 		c->rx = c->tx = 0;
+	/* nothing received yet: idle, the first to go at max_connections if it stays so */
+	if (bev && evbuffer_get_length(bufferevent_get_input(bev)) == 0)
+		idle_append(w, c);
 	if (!srv->per_address || fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) < 0)
 		return 0;
-	if (ss.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->addr, sizeof(c->addr));
-	else if (ss.ss_family == AF_INET6)
-		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->addr,
-			  sizeof(c->addr));
-	else
+	if (http_client_key((struct sockaddr *)&ss, c->addr, sizeof(c->addr)) < 0) {
+		c->addr[0] = '\0';
 		return 0;
+	}
 	len = strlen(c->addr);
 	pthread_mutex_lock(&srv->addr_lock);
 	a = map_get(&srv->addrs, c->addr, len);
@@ -160,7 +267,10 @@ void http_guard_forget(struct worker *w, struct conn *c)
 	/* evhttp calls this before it frees the bufferevent: c goes first */
 	if (c->watch && bev)
 		evbuffer_remove_cb_entry(bufferevent_get_input(bev), c->watch);
-	c->watch = NULL;
+	if (c->out_watch && bev)
+		evbuffer_remove_cb_entry(bufferevent_get_output(bev), c->out_watch);
+	c->watch = c->out_watch = NULL;
+	idle_unlink(w, c);
 	if (!len)
 		return;
 	pthread_mutex_lock(&srv->addr_lock);
@@ -217,6 +327,10 @@ void http_server_set_body_policy(struct http_server *srv, const char *prefix,
 	struct buf p = BUF_INIT;
 	struct body_policy *bp;
 
+	if (srv->ran && http_server_is_ready(srv)) {
+		log_error("http: body policy for %s set while serving: ignored", prefix);
+		return;
+	}
 	if (srv->npolicies == HTTP_MAX_POLICIES) {
 		log_error("http: more than %d body policies; %s keeps the small limit",
 			  HTTP_MAX_POLICIES, prefix);
@@ -285,6 +399,8 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 	const struct body_policy *bp;
 	size_t window = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
 
+	if (info->n_added)
+		idle_unlink(c->w, c); /* a request begins (or goes on) */
 	/* a request line starts with a method: body bytes seldom do, and cost no search */
 	if (!info->n_added || have < 4 || evbuffer_copyout(in, &first, 1) != 1 ||
 	    first < 'A' || first > 'Z')
@@ -304,7 +420,8 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 		return;
 	mlen = (size_t)(sp - h);
 	tlen = (size_t)(sp2 - sp - 1);
-	if ((bp = policy_for(srv, sp + 1, tlen))) {
+	/* before the server is ready the policies are another thread's (and all is 503) */
+	if (http_server_is_ready(srv) && (bp = policy_for(srv, sp + 1, tlen))) {
 		buf_add(&method, h, mlen);
 		/* an extension method, renamed POST for evhttp (methods.c): its own name */
 		if (mlen == 4 && memcmp(h, "POST", 4) == 0)
@@ -329,4 +446,6 @@ void http_guard_watch(struct worker *w, struct conn *c)
 	evhttp_connection_set_max_body_size(c->con, (ev_ssize_t)w->srv->opt.small_body_size);
 	if (bev && !(c->watch = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c)))
 		log_warn("http: cannot watch a connection's input");
+	if (bev && !(c->out_watch = evbuffer_add_cb(bufferevent_get_output(bev), on_output, c)))
+		log_warn("http: cannot watch a connection's output");
 }

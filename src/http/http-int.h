@@ -52,6 +52,7 @@ struct counters {
 	_Atomic uint64_t refused;
 	_Atomic uint64_t refused_address; /* over max_per_address */
 	_Atomic uint64_t slow;            /* closed for receiving a request too slowly */
+	_Atomic uint64_t evicted;         /* idle, closed at max_connections for a new client */
 };
 
 static inline void bump(_Atomic uint64_t *c, uint64_t n)
@@ -84,6 +85,9 @@ struct conn {
 	double since;             /* when its current request began (guard.c), seconds */
 	uint64_t rx, tx;          /* the socket's bytes received and acknowledged then */
 	struct evbuffer_cb_entry *watch; /* on its input (guard.c), removed as it closes */
+	struct evbuffer_cb_entry *out_watch; /* on its output (guard.c), the same */
+	struct conn *idle_prev, *idle_next; /* on w's idle list (guard.c), oldest first */
+	int idle;                 /* no request in progress: on that list */
 	struct method_watch *methods; /* on its input (methods.c), freed as it closes */
 };
 
@@ -145,6 +149,7 @@ struct worker {
 	struct pending *pending;  /* accepted, not yet adopted */
 	size_t npending, apending;
 	struct conn *conns;       /* adopted and open */
+	struct conn *idle_head, *idle_tail; /* those with no request in progress, oldest first */
 	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
 	int stopping;
 	long inflight;            /* responses handed to evhttp and not yet written */
@@ -169,6 +174,7 @@ struct http_server {
 	size_t prefix_len;
 	char *access_log;
 	int log_fd;
+	int lock_fd;              /* the address's lock (http.c: claim_address()), or -1 */
 	size_t max_uri;
 	size_t max_head;          /* evhttp's limit on a request line and header block */
 	char method_mark[sizeof(HTTP_METHOD_MARK) + 32]; /* its name and 32 hex digits (methods.c) */
@@ -197,6 +203,7 @@ struct http_server {
 	struct map addrs;         /* client address -> struct addr_count, under addr_lock */
 	time_t started;
 	int ran;
+	atomic_int ready;         /* not loading: handlers and the prefix are set (http_server_ready) */
 	struct event *sig_int, *sig_term, *sig_hup;
 };
 
@@ -223,6 +230,16 @@ struct http_request {
 	const char *target;       /* http_request_target(), computed on first use */
 };
 
+/*
+ * Whether the server serves its site (http_server_ready()): until then,
+ * every request is answered 503 and the handlers, body policies and URL
+ * prefix are the starting thread's, not the loops'.
+ */
+static inline int http_server_is_ready(const struct http_server *srv)
+{
+	return atomic_load_explicit(&srv->ready, memory_order_acquire);
+}
+
 /* The first value of a request header (case-insensitive name), or NULL. */
 static inline const char *in_header(struct evhttp_request *ev, const char *name)
 {
@@ -243,6 +260,13 @@ int http_guard_admit(struct worker *w, struct conn *c);
 void http_guard_watch(struct worker *w, struct conn *c);
 /* The connection c closes: its address's count goes down. */
 void http_guard_forget(struct worker *w, struct conn *c);
+/*
+ * At max_connections: the oldest of w's idle connections (no request in
+ * progress: waiting for its next request, or for its first), which the
+ * caller closes to let a new client in; NULL when every one of w's
+ * connections is busy (the new one is refused then).
+ */
+struct conn *http_guard_evictable(struct worker *w);
 /* Once a second on each loop: closes the connections receiving a request too slowly. */
 void http_guard_sweep(evutil_socket_t fd, short what, void *arg);
 
@@ -274,6 +298,12 @@ void http_on_request(struct evhttp_request *ev, void *arg);
 long http_decode_target(const char *uri, char *out, const char **query);
 /* Why the request's framing is not what RFC 9112 allows, or NULL. */
 const char *http_framing_error(struct evhttp_request *ev);
+/*
+ * Why a request's n Host header values are not what RFC 9112 3.2 allows
+ * (at most one, a host and port), or NULL. An absolute-form target's
+ * authority is the host whatever Host says (RFC 9112 3.2.2).
+ */
+const char *http_host_error(const char *const *values, size_t n);
 
 /* http_respond.c */
 
@@ -389,6 +419,17 @@ void http_methods_unwatch(struct method_watch *mw);
  * they are handlers 0 to 2. Returns 0 or -1.
  */
 int http_add_builtin_handlers(struct http_server *srv);
+/*
+ * What a server still loading answers a request for path (decoded, NULL
+ * when the target was refused), given the load's progress: the status
+ * (503), *retry_after (seconds), the content type, and the body into out:
+ * for /healthz (under any URL prefix, which is not known yet) the JSON
+ * {"status":"loading","notes":N,"of":M}, else a line of text.
+ */
+int http_loading_answer(const char *path, size_t notes, size_t of, int *retry_after,
+			const char **type, struct buf *out);
+/* Answers r so (http_loading_answer() with the server's progress). */
+void http_answer_loading(struct http_request *r);
 
 /* http.c */
 

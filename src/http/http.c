@@ -10,7 +10,14 @@
  * listening socket, made here (socket, SO_REUSEPORT, bind, listen) and
  * handed to evhttp_accept_socket_with_handle(), so the kernel balances new
  * connections and loops share no lock on the request path (the snapshot
- * slot's two-instruction mutex aside). A request takes a snapshot
+ * slot's two-instruction mutex aside). SO_REUSEPORT would share the port
+ * with another process as well: claim_address() first makes sure none
+ * listens there, and holds a lock named after the address.
+ *
+ * Loading. A server made with opt->loading runs before its site is
+ * loaded, answering every request 503 (builtin.c: http_answer_loading())
+ * until http_server_ready(); the handlers, body policies and URL prefix
+ * set meanwhile are read by the loops only after they see it ready. A request takes a snapshot
  * reference, looks the decoded path up, and adds the page's bytes to the
  * response with evbuffer_add_reference() holding a page reference that
  * the buffer's cleanup callback drops once libevent has written them: a
@@ -63,9 +70,12 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -76,6 +86,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -163,6 +174,20 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 	struct bufferevent *bev;
 	int n = atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed) + 1;
 
+	if (srv->opt.max_connections > 0 && n > srv->opt.max_connections && !w->stopping) {
+		/*
+		 * Full: the connection that waited longest for a request gives
+		 * way (on_close gives its slot to this one), so that clients
+		 * idling on every slot cannot lock new ones out; with none idle
+		 * on this loop, the new one is refused.
+		 */
+		struct conn *idle = http_guard_evictable(w);
+		if (idle) {
+			bump(&w->c.evicted, 1);
+			evhttp_connection_free(idle->con); /* on_close frees it, one fewer */
+			n = atomic_load_explicit(&srv->nconns, memory_order_relaxed);
+		}
+	}
 	if ((srv->opt.max_connections > 0 && n > srv->opt.max_connections) || w->stopping) {
 		atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_relaxed);
 		bump(&w->c.refused, 1);
@@ -391,6 +416,22 @@ static int resolve(const char *listen, struct sockaddr_storage *ss, socklen_t *l
 	return 0;
 }
 
+/* The address as text for a message: "127.0.0.1:8080", "[::1]:8080". */
+static void addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+		snprintf(out, size, "[%s]:%d", host, ntohs(a->sin6_port));
+	} else {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+		snprintf(out, size, "%s:%d", host, ntohs(a->sin_port));
+	}
+}
+
 static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
 {
 	int fd, one = 1;
@@ -405,7 +446,10 @@ static int listen_socket(const struct sockaddr_storage *ss, socklen_t len)
 		return -1;
 	}
 	if (bind(fd, (const struct sockaddr *)ss, len) < 0 || listen(fd, LISTEN_BACKLOG) < 0) {
-		log_error("http: bind/listen: %s", strerror(errno));
+		char text[INET6_ADDRSTRLEN + 16];
+		addr_text(ss, text, sizeof(text));
+		log_error("http: %s: %s%s", text, errno == EADDRINUSE ? "address in use: " : "",
+			  strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -433,6 +477,15 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return 0;
 }
 
+static int bound_port_of(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return -1;
+}
+
 static int bound_port(int fd)
 {
 	struct sockaddr_storage ss;
@@ -440,11 +493,65 @@ static int bound_port(int fd)
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return -1;
-	if (ss.ss_family == AF_INET)
-		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	if (ss.ss_family == AF_INET6)
-		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-	return -1;
+	return bound_port_of(&ss);
+}
+
+/*
+ * Makes sure no other server listens on the address: the loops' sockets
+ * share it with SO_REUSEPORT, which would as gladly share it with a second
+ * quire (or any server of the same user that sets it), the kernel then
+ * splitting connections between two vaults. Two checks, for a fixed port
+ * (port 0 gets a free one):
+ *
+ * - a lock: an abstract Unix socket named after the address, which the
+ *   kernel gives to one process at a time and takes back when it exits
+ *   (no file to leave behind), for two quires starting at once;
+ * - a probe: a socket bound without SO_REUSEPORT, which bind() refuses
+ *   while anything listens on the address (SO_REUSEADDR on it still lets
+ *   connections in TIME_WAIT be).
+ *
+ * 0, or -1 with "address in use" logged. The lock's socket goes to *lock_fd.
+ */
+static int claim_address(const struct sockaddr_storage *ss, socklen_t len, int *lock_fd)
+{
+	struct sockaddr_un un;
+	char text[INET6_ADDRSTRLEN + 16];
+	int fd, one = 1, busy = 0;
+
+	*lock_fd = -1;
+	addr_text(ss, text, sizeof(text));
+	if (bound_port_of(ss) == 0)
+		return 0;
+	memset(&un, 0, sizeof(un));
+	un.sun_family = AF_UNIX;
+	/* sun_path[0] == '\0': the abstract namespace */
+	snprintf(un.sun_path + 1, sizeof(un.sun_path) - 1, "quire-serve %s", text);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&un,
+			    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+					strlen(un.sun_path + 1))) == 0) {
+		*lock_fd = fd;
+	} else {
+		busy = fd >= 0 && errno == EADDRINUSE;
+		if (!busy)
+			log_debug("http: no lock for %s: %s", text, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!busy) {
+		fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+		    bind(fd, (const struct sockaddr *)ss, len) < 0)
+			busy = errno == EADDRINUSE;
+		if (fd >= 0)
+			close(fd);
+	}
+	if (!busy)
+		return 0;
+	if (*lock_fd >= 0)
+		close(*lock_fd);
+	*lock_fd = -1;
+	return log_error("http: %s: address in use: another server listens there", text);
 }
 
 static void worker_free(struct worker *w)
@@ -593,12 +700,11 @@ struct http_server *http_server_new(const struct http_options *opt)
 {
 	struct http_server *srv = xcalloc(1, sizeof(*srv));
 	struct sockaddr_storage ss;
-	struct buf prefix = BUF_INIT;
 	socklen_t sslen = 0;
-	size_t plen;
 	int i, fd;
 
 	srv->log_fd = -1;
+	srv->lock_fd = -1;
 	srv->opt = *opt;
 	if (!opt->slot) {
 		log_error("http: no snapshot slot");
@@ -606,15 +712,8 @@ struct http_server *http_server_new(const struct http_options *opt)
 	}
 	srv->listen = xstrdup(opt->listen ? opt->listen : "127.0.0.1:8080");
 	srv->opt.listen = srv->listen;
-	/* "/docs/" and "docs" mean "/docs"; "" and "/" mean no prefix */
-	plen = opt->url_prefix ? strlen(opt->url_prefix) : 0;
-	while (plen && opt->url_prefix[plen - 1] == '/')
-		plen--;
-	if (plen && opt->url_prefix[0] != '/')
-		buf_addc(&prefix, '/');
-	buf_add(&prefix, opt->url_prefix ? opt->url_prefix : "", plen);
-	srv->prefix = buf_detach(&prefix, &srv->prefix_len);
-	srv->opt.url_prefix = srv->prefix;
+	http_server_set_url_prefix(srv, opt->url_prefix);
+	atomic_init(&srv->ready, !opt->loading);
 	if (opt->access_log) {
 		srv->access_log = xstrdup(opt->access_log);
 		srv->opt.access_log = srv->access_log;
@@ -659,6 +758,8 @@ struct http_server *http_server_new(const struct http_options *opt)
 	if (resolve(srv->listen, &ss, &sslen) < 0)
 		goto fail;
 	srv->loopback = is_loopback(&ss);
+	if (claim_address(&ss, sslen, &srv->lock_fd) < 0)
+		goto fail;
 	srv->workers = xcalloc((size_t)srv->opt.threads, sizeof(*srv->workers));
 	for (i = 0; i < srv->opt.threads; i++) {
 		if ((fd = listen_socket(&ss, sslen)) < 0)
@@ -681,6 +782,42 @@ struct http_server *http_server_new(const struct http_options *opt)
 fail:
 	http_server_free(srv);
 	return NULL;
+}
+
+void http_server_set_url_prefix(struct http_server *srv, const char *url_prefix)
+{
+	struct buf prefix = BUF_INIT;
+	size_t plen = url_prefix ? strlen(url_prefix) : 0;
+
+	if (srv->ran && http_server_is_ready(srv)) {
+		log_error("http: the URL prefix is set before the server is ready");
+		return;
+	}
+	/* "/docs/" and "docs" mean "/docs"; "" and "/" mean no prefix */
+	while (plen && url_prefix[plen - 1] == '/')
+		plen--;
+	if (plen && url_prefix[0] != '/')
+		buf_addc(&prefix, '/');
+	buf_add(&prefix, url_prefix ? url_prefix : "", plen);
+	free(srv->prefix);
+	srv->prefix = buf_detach(&prefix, &srv->prefix_len);
+	srv->opt.url_prefix = srv->prefix;
+}
+
+void http_server_set_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
+			     void *ctx)
+{
+	if (srv->ran && http_server_is_ready(srv)) {
+		log_error("http: the metrics hook is set before the server is ready");
+		return;
+	}
+	srv->opt.metrics = fn;
+	srv->opt.metrics_ctx = ctx;
+}
+
+void http_server_ready(struct http_server *srv)
+{
+	atomic_store_explicit(&srv->ready, 1, memory_order_release);
 }
 
 int http_server_port(const struct http_server *srv)
@@ -803,6 +940,8 @@ void http_server_free(struct http_server *srv)
 	free(srv->handlers);
 	if (srv->log_fd >= 0 && close(srv->log_fd) < 0)
 		log_warn("http: %s: %s", srv->access_log, strerror(errno));
+	if (srv->lock_fd >= 0)
+		close(srv->lock_fd);
 	free(srv->listen);
 	free(srv->prefix);
 	free(srv->access_log);

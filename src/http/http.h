@@ -11,7 +11,9 @@
  * Threads. Each of opt->threads event loops owns a listening socket bound
  * to the same address with SO_REUSEPORT, so the kernel spreads new
  * connections and the loops share nothing on the request path but the
- * snapshot slot. Counters are per loop and summed when /metrics is read.
+ * snapshot slot. No other process may join them: a server already
+ * listening on the address makes http_server_new() fail ("address in
+ * use"). Counters are per loop and summed when /metrics is read.
  *
  * Handlers. /healthz and /metrics are built in; other modules (the sync
  * API, search) hook in with http_server_add_handler() before the server
@@ -36,8 +38,10 @@ struct http_options {
 	const char *url_prefix;        /* "" or "/docs": stripped before lookup; 404 outside it */
 	const char *access_log;        /* path for the common log format, or NULL */
 	int metrics_public;            /* /metrics from any address, else loopback only (403) */
-	int max_connections;           /* total over all loops; 0 = no limit. Over it, new
-					  connections are accepted and closed at once */
+	int max_connections;           /* total over all loops; 0 = no limit. At it, a loop
+					  closes its oldest idle connection (no request in
+					  progress) for each new one; with none idle the new
+					  one is accepted and closed at once */
 	int max_per_address;           /* connections one client address may hold; 0 = an
 					  eighth of max_connections (at least 16), or no cap
 					  without max_connections; -1 = no cap */
@@ -58,6 +62,10 @@ struct http_options {
 	void *reload_ctx;
 	void (*metrics)(void *ctx, struct buf *out); /* appends more to /metrics, or NULL */
 	void *metrics_ctx;
+	int loading;                   /* answer 503 until http_server_ready() (see there) */
+	/* while loading: the notes' worth of work done and the notes found, for /healthz */
+	void (*progress)(void *ctx, size_t *notes, size_t *of);
+	void *progress_ctx;
 };
 
 struct http_server;
@@ -69,6 +77,22 @@ struct http_server;
  * closed sockets must fail with EPIPE, not kill the server.
  */
 struct http_server *http_server_new(const struct http_options *opt);
+
+/*
+ * A server that listens before its site is loaded (opt->loading): it runs
+ * at once and answers every request 503 with Retry-After, /healthz with
+ * {"status":"loading","notes":N,"of":M} from opt->progress, until
+ * http_server_ready(). Meanwhile, on any one thread, the caller may set
+ * the URL prefix, add handlers and body policies as before a run; from
+ * http_server_ready() on (thread-safe: the loops see all that was set
+ * before it) they are served, and no more may be added. A server made
+ * without opt->loading is ready from the start.
+ */
+void http_server_set_url_prefix(struct http_server *srv, const char *prefix);
+/* Sets opt->metrics and its context, as the URL prefix: before the server is ready. */
+void http_server_set_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
+			     void *ctx);
+void http_server_ready(struct http_server *srv);
 
 /* The bound port (useful with port 0). */
 int http_server_port(const struct http_server *srv);
@@ -285,6 +309,26 @@ void http_deferred_reply_buf(struct http_deferred *d, int status, const char *co
 void http_deferred_stream_start(struct http_deferred *d, int status, const char *content_type);
 int http_deferred_stream_write(struct http_deferred *d, struct buf *piece);
 void http_deferred_stream_end(struct http_deferred *d);
+
+/*
+ * The client address a connection counts against for max_per_address
+ * into out (at least 48 bytes): an IPv4 address as text ("10.0.0.1",
+ * also when mapped into IPv6), an IPv6 one by its /64 ("2001:db8:1:2::/64"):
+ * one host of IPv6 commonly holds a whole /64. 0, or -1 for another family
+ * (exported for tests).
+ */
+struct sockaddr;
+int http_client_key(const struct sockaddr *sa, char *out, size_t size);
+
+/*
+ * Whether an absolute http(s) URI ("https://h:8443/dav/x") names the
+ * server that a request with this Host value ("h:8443") was sent to: the
+ * same host (case and a trailing dot aside) and port (a missing one is
+ * the scheme's default). Any scheme but http and https, userinfo, or a
+ * bad port: no. For WebDAV's Destination (RFC 4918 9.8.5: another
+ * server's is 502). 1 or 0.
+ */
+int http_same_origin(const char *uri, const char *host);
 
 /* True for "127.x.y.z", "::1" and "::ffff:127.x.y.z" (exported for tests). */
 int http_addr_is_loopback(const char *addr);

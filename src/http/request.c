@@ -110,6 +110,78 @@ long http_decode_target(const char *uri, char *out, const char **query)
 	return (long)n;
 }
 
+/*
+ * An authority's host and port: [a, a + len) as "host", "host:port" or
+ * "[v6]:port". *port is -1 when it has none (or an empty one). 0, or -1
+ * when it is no host and port (userinfo, a bad port, an empty host).
+ */
+static int split_authority(const char *a, size_t len, const char **host, size_t *hlen,
+			   long *port)
+{
+	const char *end = a + len, *colon = NULL, *p;
+
+	*port = -1;
+	if (memchr(a, '@', len))
+		return -1;
+	if (len && a[0] == '[') {
+		const char *close = memchr(a, ']', len);
+		if (!close)
+			return -1;
+		colon = close + 1 < end ? close + 1 : NULL;
+		if (colon && *colon != ':')
+			return -1;
+	} else {
+		for (p = a; p < end; p++)
+			if (*p == ':')
+				colon = p;
+	}
+	*host = a;
+	*hlen = colon ? (size_t)(colon - a) : len;
+	if (colon && colon + 1 < end) {
+		*port = 0;
+		for (p = colon + 1; p < end; p++) {
+			if (*p < '0' || *p > '9' || *port > 65535)
+				return -1;
+			*port = *port * 10 + (*p - '0');
+		}
+		if (*port > 65535)
+			return -1;
+	}
+	/* a trailing dot names the same host */
+	if (*hlen > 1 && a[*hlen - 1] == '.')
+		(*hlen)--;
+	return *hlen ? 0 : -1;
+}
+
+int http_same_origin(const char *uri, const char *host)
+{
+	const char *a, *h1, *h2;
+	size_t alen, l1, l2;
+	long p1, p2, dport;
+
+	if (strncasecmp(uri, "http://", 7) == 0)
+		a = uri + 7, dport = 80;
+	else if (strncasecmp(uri, "https://", 8) == 0)
+		a = uri + 8, dport = 443;
+	else
+		return 0;
+	alen = strcspn(a, "/?#");
+	if (split_authority(a, alen, &h1, &l1, &p1) < 0 ||
+	    split_authority(host, strlen(host), &h2, &l2, &p2) < 0)
+		return 0;
+	if (l1 != l2 || strncasecmp(h1, h2, l1) != 0)
+		return 0;
+	/*
+	 * The scheme is not compared: behind a TLS proxy the request came in
+	 * plain while its URLs say https. A port missing from the URI is its
+	 * scheme's; one missing from Host is whatever the client's scheme's
+	 * default was, 80 or 443: the URI's then must be its own default.
+	 */
+	if (p1 < 0)
+		p1 = dport;
+	return p2 >= 0 ? p1 == p2 : p1 == dport;
+}
+
 int http_addr_is_loopback(const char *addr)
 {
 	if (!addr)
@@ -234,7 +306,7 @@ int http_server_add_handler(struct http_server *srv, const char *prefix,
 {
 	struct handler *h;
 
-	if (!prefix || prefix[0] != '/' || !fn || srv->ran)
+	if (!prefix || prefix[0] != '/' || !fn || (srv->ran && http_server_is_ready(srv)))
 		return log_error("http: bad handler registration for %s", prefix ? prefix : "(null)");
 	ALLOC_GROW(srv->handlers, srv->nhandlers + 1, srv->ahandlers);
 	h = &srv->handlers[srv->nhandlers++];
@@ -530,6 +602,36 @@ const char *http_framing_error(struct evhttp_request *ev)
 	return NULL;
 }
 
+const char *http_host_error(const char *const *values, size_t n)
+{
+	const unsigned char *v;
+
+	/* two could name two sites: a proxy in front may route by one, we by the other */
+	if (n > 1)
+		return "more than one Host header";
+	if (n == 0)
+		return NULL;
+	/* uri-host [":" port]: a reg-name, an IPv4 address or [an IPv6 one] (RFC 3986) */
+	for (v = (const unsigned char *)values[0]; *v; v++)
+		if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') ||
+		      (*v >= '0' && *v <= '9') || strchr("-._~%!$&'()*+,;=:[]", *v)))
+			return "a Host header that is not a host and port";
+	return NULL;
+}
+
+/* The Host header lines of ev (the first two at most) into values; returns how many. */
+static size_t host_values(struct evhttp_request *ev, const char *values[2])
+{
+	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
+	const struct evkeyval *kv;
+	size_t n = 0;
+
+	for (kv = hs->tqh_first; kv && n < 2; kv = kv->next.tqe_next)
+		if (strcasecmp(kv->key, "Host") == 0)
+			values[n++] = kv->value;
+	return n;
+}
+
 /* The size of the request's header block, as sent ("Name: value\r\n" each). */
 static size_t header_bytes(struct evhttp_request *ev)
 {
@@ -548,7 +650,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	struct http_server *srv = w->srv;
 	struct http_request r;
 	const struct handler *h;
-	const char *why;
+	const char *why, *hosts[2];
 	size_t ulen;
 	long n;
 
@@ -564,7 +666,7 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 		http_respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
-	if ((why = http_framing_error(ev))) {
+	if ((why = http_framing_error(ev)) || (why = http_host_error(hosts, host_values(ev, hosts)))) {
 		char text[160];
 		snprintf(text, sizeof(text), "Bad Request: %s\n", why);
 		r.close = 1;
@@ -590,6 +692,11 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 		n = *a == '/' ? http_decode_target(a, w->scratch, &r.query) : -1;
 	} else {
 		n = http_decode_target(r.uri, w->scratch, &r.query);
+	}
+	if (!http_server_is_ready(srv)) {
+		r.path = n < 0 ? NULL : w->scratch;
+		http_answer_loading(&r);
+		return;
 	}
 	if (n < 0) {
 		if (!srv->nraw || !dispatch_raw(&r))

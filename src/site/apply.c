@@ -808,10 +808,19 @@ static void resolve_names(struct site *s, struct work *w)
 
 /* ---- phases ------------------------------------------------------------------ */
 
+/* A step of a load, counted for whoever watches its progress (site_progress). */
+static void counted(void *arg, size_t i)
+{
+	struct par *c = arg;
+
+	c->fn(arg, i);
+	atomic_fetch_add_explicit(&c->s->progress->steps, 1, memory_order_relaxed);
+}
+
 static void run_parallel(struct site *s, struct notevec *v, void (*fn)(void *, size_t))
 {
-	struct par c = { s, v->v };
-	parallel_for(v->n, s->threads, fn, &c);
+	struct par c = { s, v->v, fn };
+	parallel_for(v->n, s->threads, s->progress ? counted : fn, &c);
 }
 
 /* Attachments that appear, vanish or change: the resolver, the file list, their pages. */
@@ -1125,6 +1134,11 @@ int site_apply(struct site *s, const char *const *paths, size_t npaths)
 		collect(&w, s, paths[i]);
 	apply_settle(&w.parse, 0);
 	apply_settle(&w.removed, 1);
+	if (s->progress && !atomic_load(&s->progress->total)) {
+		atomic_store(&s->progress->total, 3 * w.parse.n);
+		if (s->progress->scanned)
+			s->progress->scanned(s->progress->ctx);
+	}
 	moves_find(s, &w);
 	apply_files(s, &w);
 	for (i = 0; i < w.removed.n; i++)

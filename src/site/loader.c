@@ -53,6 +53,8 @@ struct loader {
 	dev_t search_dev;           /* the index file the writer has open */
 	ino_t search_ino;
 	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
+	struct site_progress progress; /* of the first load (loader_progress()) */
+	atomic_int loaded;          /* the first load has published */
 	void (*on_publish)(void *ctx, const struct snapshot *was, const struct snapshot *now);
 	void *on_publish_ctx;
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
@@ -197,11 +199,10 @@ static void rebuild_search(struct loader *l)
 	full_reload(l);
 }
 
-struct loader *loader_new(const char *path, const struct site_options *opt,
-			  struct snapshot_slot *slot)
+struct loader *loader_create(const char *path, const struct site_options *opt,
+			     struct snapshot_slot *slot)
 {
 	struct loader *l = xcalloc(1, sizeof(*l));
-	struct snapshot *snap;
 
 	l->path = xstrdup(path);
 	if (opt)
@@ -211,11 +212,39 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->wake, NULL);
 	pthread_cond_init(&l->published, NULL);
-	l->site = site_load(path, &l->opt);
-	if (!l->site) {
+	/* the first load counts here (loader_progress()), whatever the caller asked */
+	if (opt && opt->progress)
+		l->progress.scanned = opt->progress->scanned, l->progress.ctx = opt->progress->ctx;
+	l->opt.progress = &l->progress;
+	return l;
+}
+
+struct loader *loader_new(const char *path, const struct site_options *opt,
+			  struct snapshot_slot *slot)
+{
+	struct loader *l = loader_create(path, opt, slot);
+
+	if (loader_load(l) < 0) {
 		loader_free(l);
 		return NULL;
 	}
+	return l;
+}
+
+int loader_progress(struct loader *l, size_t *notes, size_t *of)
+{
+	site_progress_read(&l->progress, notes, of);
+	return !atomic_load(&l->loaded);
+}
+
+int loader_load(struct loader *l)
+{
+	struct snapshot *snap;
+
+	l->site = site_load(l->path, &l->opt);
+	l->opt.progress = NULL; /* a reload is not the first load */
+	if (!l->site)
+		return -1;
 	if (l->opt.search) {
 		/* opened here, before any reader: a rebuild replaces the file */
 		struct buf p = BUF_INIT;
@@ -233,7 +262,8 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 	snap->version = first_version();
 	publish(l, snap);
 	l->site->gzip_later = 1; /* the load compressed everything; changes are served first */
-	return l;
+	atomic_store(&l->loaded, 1);
+	return 0;
 }
 
 void loader_on_publish(struct loader *l,

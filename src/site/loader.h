@@ -29,6 +29,26 @@ struct loader;
 struct loader *loader_new(const char *path, const struct site_options *opt,
 			  struct snapshot_slot *slot);
 
+/*
+ * loader_new() in two steps, for a caller that serves while the first
+ * load runs: loader_create() makes the loader (no load yet: nothing is
+ * published, loader_site() is NULL); loader_load() runs the first load on
+ * the calling thread and publishes it (0, or -1 when the vault cannot be
+ * read, logged: then only loader_free() may follow). opt->progress, when
+ * set, gives its scanned hook to the first load; the counts are the
+ * loader's own (loader_progress()).
+ */
+struct loader *loader_create(const char *path, const struct site_options *opt,
+			     struct snapshot_slot *slot);
+int loader_load(struct loader *l);
+
+/*
+ * The first load's progress: 1 while it has not published (with the notes'
+ * worth of work done in *notes, of the *of notes the scan found, 0 before
+ * the scan), 0 after. Thread-safe, callable during loader_load().
+ */
+int loader_progress(struct loader *l, size_t *notes, size_t *of);
+
 /* The site of the first load, for start-up figures. Owned by the loader; read it before loader_start(). */
 const struct site *loader_site(const struct loader *l);
 

@@ -119,6 +119,8 @@ struct site_file {
 };
 
 
+struct site_progress; /* site.h */
+
 struct site {
 	char *vault;              /* the root as given */
 	struct config cfg;
@@ -157,6 +159,7 @@ struct site {
 	struct layout_site layout;
 	char *asset_urls[15];     /* owned strings behind layout's URLs */
 	int threads;
+	struct site_progress *progress; /* counted into while site_load() runs, else NULL */
 	unsigned long applies;    /* site_apply() calls so far */
 	size_t npublished;        /* published notes */
 	size_t nserved_files;     /* attachments referenced by published notes */

@@ -45,6 +45,7 @@ struct work {
 struct par {
 	struct site *s;
 	struct site_note **v;
+	void (*fn)(void *arg, size_t i); /* the step, when counted (run_parallel()) */
 };
 
 /* The href of a URL path: the prefix, then the path percent-encoded. Caller frees. */

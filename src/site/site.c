@@ -376,6 +376,15 @@ fail:
 	return NULL;
 }
 
+void site_progress_read(const struct site_progress *p, size_t *notes, size_t *of)
+{
+	size_t total = atomic_load(&p->total), steps = atomic_load(&p->steps);
+
+	/* a note parsed again in a later round counts twice: never past the end */
+	*of = total / 3;
+	*notes = (steps < total ? steps : total) / 3;
+}
+
 struct site *site_load(const char *path, const struct site_options *opt)
 {
 	struct site *s = site_new(path, opt);
@@ -389,7 +398,13 @@ struct site *site_load(const char *path, const struct site_options *opt)
 		site_free(s);
 		return NULL;
 	}
+	s->progress = opt ? opt->progress : NULL;
 	site_apply(s, &root, 1);
+	if (s->progress) {
+		/* the steps of notes never rendered (unpublished) are done too */
+		atomic_store(&s->progress->steps, atomic_load(&s->progress->total));
+		s->progress = NULL; /* later changes are not the load's */
+	}
 	if (s->cfg.home) {
 		const struct site_note *h = site_find_note(s, s->cfg.home);
 		if (!h || !h->published)

@@ -30,6 +30,9 @@
 #ifndef QUIRE_SITE_H
 #define QUIRE_SITE_H
 
+#include <stdatomic.h>
+#include <stddef.h>
+
 #include "site/model.h"
 
 struct site_options {
@@ -37,7 +40,27 @@ struct site_options {
 	int threads;          /* loader threads; 0 = one per core */
 	const char *data_dir; /* state kept between runs (moves); NULL: <vault>/.quire */
 	int search;           /* keep notes' text for the search index, link the search page */
+	struct site_progress *progress; /* site_load() counts its work here, or NULL */
 };
+
+/*
+ * How far a site_load() has come, for other threads to read while it runs
+ * (a server's /healthz, a progress bar). Each note found is parsed,
+ * rendered and composed: three steps, counted as each ends, so that the
+ * notes' worth of work done is steps / 3 (site_progress_read()). total is
+ * 0 until the scan has counted the notes; at the end steps == total (a
+ * note that is not published is never rendered: its steps count then).
+ * Zero it before the load (or use SITE_PROGRESS_INIT).
+ */
+struct site_progress {
+	atomic_size_t steps;
+	atomic_size_t total;          /* 3 x the notes the scan found */
+	void (*scanned)(void *ctx);   /* called once total is known, on the loading thread, or NULL */
+	void *ctx;
+};
+
+/* The notes' worth of work done (at most *of) and the notes found (0 before the scan). */
+void site_progress_read(const struct site_progress *p, size_t *notes, size_t *of);
 
 /* Figures for check and the start-up line. */
 struct site_stats {

@@ -231,7 +231,17 @@ static int destination(struct dav *dav, struct http_request *req, struct dav_req
 		reply_text(req, 400, "COPY and MOVE need a Destination header");
 		return -1;
 	}
-	if (strncasecmp(v, "http://", 7) == 0 || strncasecmp(v, "https://", 8) == 0) {
+	if (strchr(v, ':') && v[0] != '/') {
+		/* an absolute URI: on another server (or a scheme not ours), not ours to write */
+		const char *host = http_request_header(req, "Host");
+		if (host && !http_same_origin(v, host)) {
+			reply_text(req, 502, "the Destination is on another server");
+			return -1;
+		}
+		if (strncasecmp(v, "http://", 7) != 0 && strncasecmp(v, "https://", 8) != 0) {
+			reply_text(req, 502, "the Destination is not an http(s) URL");
+			return -1;
+		}
 		v = strstr(v, "://") + 3;
 		v = strchr(v, '/');
 		if (!v)

@@ -6,7 +6,10 @@
  * query through http_query_param()), the framing check
  * (http_framing_error()), conditional headers (If-None-Match,
  * If-Modified-Since through http_not_modified(), If-Range), Range,
- * Accept-Encoding, HTTP dates and the Host header (host_normalize()).
+ * Accept-Encoding, HTTP dates, the Host header (host_normalize(), and
+ * http_host_error(): two Host lines are never let through) and the answer
+ * of a server still loading (http_loading_answer(): 503 with a
+ * Retry-After, the path's body never empty).
  *
  * The input is what libevent would hand over: a first line, the target,
  * then "Name: value" lines (CR LF or LF), cut and trimmed the way evhttp
@@ -49,6 +52,12 @@ static void check_target(const char *uri)
 		m = http_decode_target(enc.ptr, again, &q2);
 		fuzz_assert(m == n && memcmp(again, out, (size_t)n) == 0 && !q2);
 		free(again);
+		{
+			const char *type;
+			int retry = 0;
+			fuzz_assert(http_loading_answer(out, ulen, ulen / 2, &retry, &type, &v) == 503);
+			fuzz_assert(retry >= 1 && v.len > 0 && type);
+		}
 	}
 	if (query) {
 		static const char *const names[] = { "q", "limit", "offset", "version", "timeout" };
@@ -136,6 +145,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		first = 0;
 	}
 	(void)http_framing_error(ev);
+	{
+		const char *hosts[2];
+		size_t nh = 0;
+		for (kv = hs->tqh_first; kv && nh < 2; kv = kv->next.tqe_next)
+			if (strcasecmp(kv->key, "Host") == 0)
+				hosts[nh++] = kv->value;
+		fuzz_assert(nh < 2 || http_host_error(hosts, nh) != NULL);
+	}
 	(void)http_not_modified(ev, "\"abc\"", MTIME);
 	(void)http_not_modified(ev, "", 0);
 	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next)

@@ -337,3 +337,12 @@ int body_str(const char *body, const char *field, struct buf *out)
 
 	return find_field(&jr, body, field) ? json_string(&jr, out) : -1;
 }
+
+int closed_by_server(struct conn *c)
+{
+	struct timeval tv = { 5, 0 };
+
+	if (setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+		return 0;
+	return c->off == c->in.len && conn_fill(c) == 0;
+}

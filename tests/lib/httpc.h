@@ -83,6 +83,12 @@ const char *hdr(const struct resp *r, const char *name);
 /* How many times a header appears. */
 int hdr_count(const struct resp *r, const char *name);
 
+/*
+ * Whether the server closed c: nothing unread, and EOF within 5 s (a
+ * bound for a server that should close at once, not a wait).
+ */
+int closed_by_server(struct conn *c);
+
 /* Sends raw (a whole request) on a fresh connection; returns read_resp's result. */
 int fetch(int port, const char *raw, struct resp *r);
 
