@@ -238,6 +238,44 @@ static void test_publish_rules(void)
 }
 
 /*
+ * src gives a note that neither mode publishes, with a diagnostic saying
+ * says: an error on line when line is not 0, else a warning and no error.
+ */
+static void expect_hidden(const char *src, int line, const char *says)
+{
+	struct diag_list d;
+	struct note n;
+	size_t k;
+	int found = 0;
+
+	diag_list_init(&d);
+	parse(&n, &d, "dir/private.md", src);
+	if (note_is_published(&n, 0) || note_is_published(&n, 1)) {
+		fprintf(stderr, "  published: %s", src);
+		CHECK(0);
+	}
+	if (line ? d.nerrors < 1 : d.nerrors != 0) {
+		fprintf(stderr, "  %zu errors for: %s", d.nerrors, src);
+		CHECK(0);
+	}
+	for (k = 0; k < d.n; k++) {
+		const struct diag *x = &d.items[k];
+		if (strstr(x->msg, says) && strcmp(x->path, "dir/private.md") == 0 &&
+		    (!line || (x->line == line && x->level == DIAG_ERROR)))
+			found = 1;
+	}
+	if (!found) {
+		fprintf(stderr, "  no diagnostic with \"%s\" on line %d for: %s", says, line, src);
+		CHECK(0);
+	}
+	if (!found || test_current_failed)
+		for (k = 0; k < d.n; k++)
+			fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+/*
  * draft and publish fail closed: whatever the author wrote that is not a
  * plain true or false keeps the note private, with an error naming the
  * file, the line and the value.
@@ -270,38 +308,10 @@ static void test_hiding_keys_fail_closed(void)
 	};
 	struct diag_list d;
 	struct note n;
-	size_t i, k;
+	size_t i;
 
-	for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
-		int found = 0;
-		diag_list_init(&d);
-		parse(&n, &d, "dir/private.md", hidden[i].src);
-		if (note_is_published(&n, 0) || note_is_published(&n, 1)) {
-			fprintf(stderr, "  published: %s", hidden[i].src);
-			CHECK(0);
-		}
-		if (hidden[i].line ? d.nerrors < 1 : d.nerrors != 0) {
-			fprintf(stderr, "  %zu errors for: %s", d.nerrors, hidden[i].src);
-			for (k = 0; k < d.n; k++)
-				fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
-			CHECK(0);
-		}
-		for (k = 0; k < d.n; k++) {
-			const struct diag *x = &d.items[k];
-			if (strstr(x->msg, hidden[i].says) && strcmp(x->path, "dir/private.md") == 0 &&
-			    (!hidden[i].line || (x->line == hidden[i].line && x->level == DIAG_ERROR)))
-				found = 1;
-		}
-		if (!found) {
-			fprintf(stderr, "  no diagnostic with \"%s\" for: %s", hidden[i].says,
-				hidden[i].src);
-			for (k = 0; k < d.n; k++)
-				fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
-			CHECK(0);
-		}
-		note_release(&n);
-		diag_list_release(&d);
-	}
+	for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		expect_hidden(hidden[i].src, hidden[i].line, hidden[i].says);
 
 	/* what still publishes: plain booleans, and words that only look like the keys */
 	diag_list_init(&d);
@@ -312,6 +322,126 @@ static void test_hiding_keys_fail_closed(void)
 	parse(&n, &d, "a.md", "---\ntitle: 'draft: true'\nnotes: |\n  draft: true\n---\n");
 	CHECK(note_is_published(&n, 0));
 	CHECK_INT(d.n, 0);
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+/* Whether src parses into a note that neither mode publishes, and how many diagnostics it gave. */
+static int parse_hidden(const char *src, size_t *ndiags, struct note *out)
+{
+	struct diag_list d;
+	struct note n;
+	int h;
+
+	diag_list_init(&d);
+	parse(&n, &d, "m.md", src);
+	h = !note_is_published(&n, 0) && !note_is_published(&n, 1);
+	*ndiags = d.n;
+	if (out)
+		*out = n;
+	else
+		note_release(&n);
+	diag_list_release(&d);
+	return h;
+}
+
+/*
+ * YAML 1.1 merge keys in frontmatter are honoured: a draft: true merged
+ * from a map, an anchor or a list of them hides the note; the note's own
+ * keys win over merged ones, and an earlier map of a list over a later
+ * one (issue 31).
+ */
+static void test_merge_keys(void)
+{
+	static const char *const drafts[] = {
+		"---\n<<: {draft: true}\n---\nbody\n",
+		"---\nbase: &b\n  draft: true\n<<: *b\n---\nbody\n",
+		"---\na: &a {title: A}\nb: &b {publish: false}\n<<: [*a, *b]\n---\nbody\n",
+		"---\n<<: [{title: T}, {draft: true}]\npublish: true\n---\nbody\n",
+		"---\nbase: &b {draft: true}\nmiddle: &m {<<: *b, title: M}\n<<: *m\n---\n",
+	};
+	struct note n;
+	size_t i, nd;
+
+	for (i = 0; i < sizeof(drafts) / sizeof(drafts[0]); i++) {
+		if (!parse_hidden(drafts[i], &nd, NULL)) {
+			fprintf(stderr, "  published: %s", drafts[i]);
+			CHECK(0);
+		}
+		CHECK_INT(nd, 0);
+	}
+	/* the note's own key wins, wherever it stands */
+	CHECK(!parse_hidden("---\ndraft: false\npublish: true\n<<: {draft: true, title: Merged}\n"
+			    "---\n", &nd, &n));
+	CHECK_STR(n.title, "Merged");
+	note_release(&n);
+	/* the earlier map of a list wins over a later one */
+	CHECK(!parse_hidden("---\n<<: [{title: First, publish: true},\n"
+			    "  {title: Second, publish: false}]\n---\n", &nd, &n));
+	CHECK_STR(n.title, "First");
+	note_release(&n);
+	/* "<<" in quotes is a key like any other, not a merge */
+	CHECK(!parse_hidden("---\n\"<<\": {draft: true}\npublish: true\n---\n", &nd, NULL));
+	/* a merge of no anchor, of a scalar, or of a map holding it: reported (the rest is read) */
+	CHECK(!parse_hidden("---\ntitle: t\n<<: *nowhere\n---\n", &nd, &n));
+	CHECK_INT(nd, 1);
+	CHECK_STR(n.title, "t");
+	note_release(&n);
+	CHECK(!parse_hidden("---\n<<: [1]\n---\n", &nd, NULL) && nd == 1);
+	CHECK(!parse_hidden("---\na: &a {k: {<<: *a}}\n---\n", &nd, NULL) && nd == 1);
+	/* ... and a merge whose draft: true a typo left unread keeps the note private */
+	CHECK(parse_hidden("---\nbase: &b\n  draft: true\n<<: *bb\n---\n", &nd, NULL) && nd == 1);
+	{
+		/* maps merging maps twice a level: refused past YML_MAX_COPIES, not copied 2^40 times */
+		struct buf src = BUF_INIT;
+		int k;
+		buf_adds(&src, "---\nl0: &l0 {a: 1, b: 2}\n");
+		for (k = 1; k <= 40; k++)
+			buf_addf(&src, "l%d: &l%d {x: {<<: *l%d}, y: {<<: *l%d}}\n", k, k, k - 1, k - 1);
+		buf_adds(&src, "draft: true\n---\n");
+		CHECK(parse_hidden(src.ptr, &nd, NULL));
+		CHECK_INT(nd, 1);
+		buf_release(&src);
+	}
+}
+
+/*
+ * Frontmatter that is not valid YAML: a line naming draft or publish as a
+ * key, at any indentation, in a list or a flow map, keeps the note
+ * private with an error naming that line (issue 31: an indented
+ * " draft: true" was dropped and the note published).
+ */
+static void test_failed_parse_hides(void)
+{
+	static const struct {
+		const char *src;
+		int line;
+	} cases[] = {
+		{ "---\ntitle: x\n draft: true\n---\nbody\n", 3 },
+		{ "---\ntitle: x\n\tpublish: false\n---\n", 3 },
+		{ "---\naliases:\n  - %\nmeta:\n  Draft : yes\n---\n", 5 },
+		{ "---\ntags: [a\ndraft: false\n---\n", 3 },
+		{ "---\nx: {a: 1, 'draft': true\n---\n", 2 },
+		{ "---\nlist:\n  - publish: no\n  - [\n---\n", 3 },
+		{ "---\n? draft\n: true\nbad: [\n---\n", 2 },
+		{ "---\ndraft: false\n  true\nbad: [\n---\n", 2 },
+		/* no closing fence: read as text, but kept private */
+		{ "---\ntitle: t\ndraft: true\n# Heading\ntext\n", 3 },
+	};
+	struct diag_list d;
+	struct note n;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_hidden(cases[i].src, cases[i].line, "kept private");
+	/* what still publishes: words in values, and broken frontmatter without the keys */
+	diag_list_init(&d);
+	parse(&n, &d, "a.md", "---\ntitle: 'my drafts, published'\nstatus: draft\nbad: [\n---\n");
+	CHECK(note_is_published(&n, 0));
+	CHECK_INT(d.nwarnings, 1);
+	note_release(&n);
+	parse(&n, &d, "a.md", "---\ntitle: x\nno end here\n");
+	CHECK(note_is_published(&n, 0));
 	note_release(&n);
 	diag_list_release(&d);
 }
@@ -444,6 +574,8 @@ int main(void)
 	RUN(test_recovery);
 	RUN(test_publish_rules);
 	RUN(test_hiding_keys_fail_closed);
+	RUN(test_merge_keys);
+	RUN(test_failed_parse_hides);
 	RUN(test_config);
 	RUN(test_huge_key);
 	return test_done();

@@ -4,9 +4,17 @@
  * The only module that includes libyaml. Frontmatter and quire.yml are
  * both read through it, so each can report "file:line: what is wrong".
  *
- * Safety: aliases are not expanded (an alias reads as null), so a
- * "billion laughs" document costs its own size; nesting deeper than
- * YML_MAX_DEPTH is an error rather than a deep tree.
+ * Merge keys are applied as YAML 1.1 defines them: "<<: {draft: true}",
+ * "<<: *base" and "<<: [*a, *b]" give the map the pairs of the merged
+ * maps whose keys it lacks (its own keys win, then the earlier map of a
+ * list), and the "<<" key itself is gone from the tree. A merge that names
+ * no anchor, or something other than a map, is an error.
+ *
+ * Safety: other aliases are not expanded (an alias reads as null), so a
+ * "billion laughs" document costs its own size; merges copy at most
+ * YML_MAX_COPIES nodes in a document (more is an error), and nesting
+ * deeper than YML_MAX_DEPTH is an error rather than a deep tree (a merged
+ * map may add as many levels again below the map it is merged into).
  */
 #ifndef QUIRE_YML_H
 #define QUIRE_YML_H
@@ -16,6 +24,7 @@
 #include "util/buf.h"
 
 #define YML_MAX_DEPTH 64
+#define YML_MAX_COPIES 10000
 
 enum yml_type { YML_SCALAR, YML_SEQ, YML_MAP };
 
