@@ -471,14 +471,42 @@ static void remove_vault(char *dir)
 	free(dir);
 }
 
+/*
+ * quire.yml as config_load() reads it; src (a whole file) is invalid with
+ * errors errors when errors is not 0, the first at line saying says.
+ */
+static void expect_config(const char *src, size_t errors, int line, const char *says)
+{
+	struct diag_list d;
+	struct config cfg;
+	char *dir = temp_vault(src);
+	size_t k;
+
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), errors ? -1 : 0);
+	CHECK_INT(d.nerrors, errors);
+	CHECK_INT(d.nwarnings, 0);
+	diag_sort(&d);
+	if (errors && (d.n == 0 || d.items[0].line != line || strcmp(d.items[0].path, "quire.yml") ||
+		       !strstr(d.items[0].msg, says))) {
+		fprintf(stderr, "  want line %d saying \"%s\" for: %s", line, says, src);
+		CHECK(0);
+	}
+	if (test_current_failed)
+		for (k = 0; k < d.n; k++)
+			fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+}
+
 static void test_config(void)
 {
 	struct diag_list d;
 	struct config cfg;
 	char *dir = temp_vault("title: My site\nbase_url: https://example.com/notes/\n"
 			       "publish: explicit\nignore: [templates, '*.tmp']\n"
-			       "feed_items: 20\nhosts:\n  Docs.Example.com:\n    open: true\n"
-			       "colour: blue\n");
+			       "feed_items: 20\nhosts:\n  Docs.Example.com:\n    open: true\n");
 
 	diag_list_init(&d);
 	CHECK_INT(config_load(&cfg, dir, &d), 0);
@@ -491,33 +519,70 @@ static void test_config(void)
 	CHECK_INT(cfg.nhosts, 1);
 	CHECK_STR(cfg.hosts[0].name, "docs.example.com");
 	CHECK_INT(cfg.hosts[0].open, 1);
-	/* the unknown key is a warning naming the file and line */
-	CHECK_INT(d.nwarnings, 1);
-	CHECK_STR(d.items[0].path, "quire.yml");
-	CHECK_INT(d.items[0].line, 9);
+	CHECK_INT(d.n, 0);
 	config_release(&cfg);
 	diag_list_release(&d);
 	remove_vault(dir);
 
-	dir = temp_vault("publish: sometimes\nbase_url: ftp://x\nfeed_items: -3\n");
-	diag_list_init(&d);
-	CHECK_INT(config_load(&cfg, dir, &d), 0);
-	CHECK_INT(d.nerrors, 3);
-	CHECK_INT(cfg.publish, PUBLISH_ALL);
-	CHECK_STR(cfg.base_url, "");
-	CHECK_INT(cfg.feed_items, 50);
-	config_release(&cfg);
-	diag_list_release(&d);
-	remove_vault(dir);
+	expect_config("", 0, 0, NULL);
+	expect_config("publish: sometimes\nbase_url: ftp://x\nfeed_items: -3\n", 3, 1,
+		      "publish must be 'all' or 'explicit'");
+	expect_config("title: [unclosed\n", 1, 2, "invalid YAML");
+}
 
-	dir = temp_vault("title: [unclosed\n");
-	diag_list_init(&d);
-	CHECK_INT(config_load(&cfg, dir, &d), 0);
-	CHECK_INT(d.nerrors, 1);
-	CHECK(d.items[0].line >= 1);
-	config_release(&cfg);
-	diag_list_release(&d);
-	remove_vault(dir);
+/*
+ * quire.yml fails closed (issue 31): a YAML error, an unknown key at any
+ * level (named, with the nearest known one), a key given twice, a value
+ * outside its set make the file invalid, not a warning beside defaults
+ * that publish every note.
+ */
+static void test_config_fails_closed(void)
+{
+	expect_config("publish: explicit\ntitle: [oops\n", 1, 3, "invalid YAML");
+	expect_config("publsh: explicit\n", 1, 1,
+		      "unknown setting 'publsh': did you mean 'publish'?");
+	expect_config("title: t\nPublish: explicit\n", 1, 2, "did you mean 'publish'?");
+	expect_config("colour: blue\n", 1, 1, "unknown setting 'colour'");
+	expect_config("publish: explicit\npublish: all\n", 1, 2, "'publish' is given again");
+	expect_config("publish: Explicit\n", 1, 1, "publish must be 'all' or 'explicit'");
+	expect_config("hosts:\n  a.com: {opne: true}\n", 1, 2,
+		      "unknown host setting 'opne': did you mean 'open'?");
+	expect_config("hosts:\n  a.com: {open: false, open: true}\n", 1, 2, "given again");
+	expect_config("cache: {s_max_age: 60}\n", 1, 1, "did you mean 's_maxage'?");
+	expect_config("purge:\n  - varnish: http://c\n    metod: ban\n", 1, 3,
+		      "did you mean 'method'?");
+	expect_config("- publish: explicit\n", 1, 1, "must be a map of settings");
+	expect_config("? [publish]\n: explicit\n", 1, 1, "name must be text");
+}
+
+/*
+ * Host names and URLs of quire.yml go into headers (Host, Location, the
+ * purges' request lines): like routes, they hold no space and no control
+ * character, or the file is invalid (issue 31: a base_url with CR/LF was
+ * sent as a header line of PURGE requests).
+ */
+static void test_config_header_values(void)
+{
+	expect_config("base_url: \"https://a.com/x\\r\\nX-Evil: 1\"\n", 1, 1,
+		      "base_url must be an absolute http(s) URL");
+	expect_config("base_url: https://a .com/\n", 1, 1, "base_url must be");
+	expect_config("hosts:\n  b.com: {base_url: \"https://b.com/\\r\\nX-Evil: 1\"}\n", 1, 2,
+		      "base_url of host 'b.com' must be");
+	expect_config("hosts:\n  b.com: {base_url: \"https://b.com\\n\"}\n", 1, 2,
+		      "base_url of host 'b.com' must be");
+	expect_config("hosts:\n  b.com: {base_url: javascript:x}\n", 1, 2, "must be");
+	expect_config("hosts:\n  \"a.com\\r\\nX-Evil: 1\": {open: true}\n", 1, 2, "bad host name");
+	expect_config("hosts:\n  \"a b.com\": {}\n", 1, 2, "bad host name");
+	expect_config("purge:\n  - varnish: \"http://c/\\r\\nX: y\"\n", 1, 2, "http:// URL");
+	expect_config("purge:\n  - webhook: http://c/\n    header: \"X-A: b\\nX-B: c\"\n", 1, 3,
+		      "header must be one");
+	expect_config("purge:\n  - webhook: http://c/\n    header: \"X A: b\"\n", 1, 3,
+		      "header must be one");
+	expect_config("csp: \"default-src 'self'\\x01\"\n", 1, 1, "csp must be one line");
+	/* what stays valid: ports, IPv6, paths, UTF-8 names */
+	expect_config("base_url: http://[::1]:8080/notes\nhosts:\n  docs.example.com:8443: {}\n"
+		      "  b\xc3\xbc" "cher.example: {base_url: 'https://b.example/a%20b'}\n",
+		      0, 0, NULL);
 }
 
 /* quire.yml's cache: and purge: (config-cdn.c), and the Cache-Control they give. */
@@ -550,11 +615,11 @@ static void test_config_cdn(void)
 	diag_list_release(&d);
 	remove_vault(dir);
 
-	/* bad values are errors, and the default (no-cache, no purger) stands */
+	/* bad values are errors, and make the file invalid */
 	dir = temp_vault("cache: {s_maxage: soon}\npurge:\n  - varnish: https://x\n"
 			 "  - webhook: http://y\n    header: nocolon\n  - 7\n");
 	diag_list_init(&d);
-	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_INT(config_load(&cfg, dir, &d), -1);
 	CHECK_INT(d.nerrors, 4);
 	CHECK_INT(cfg.s_maxage, -1);
 	CHECK(config_cache_control(&cfg) == NULL);
@@ -577,6 +642,8 @@ int main(void)
 	RUN(test_merge_keys);
 	RUN(test_failed_parse_hides);
 	RUN(test_config);
+	RUN(test_config_fails_closed);
+	RUN(test_config_header_values);
 	RUN(test_huge_key);
 	return test_done();
 }

@@ -966,13 +966,20 @@ static void test_embed_amplification(void)
 	snapshot_unref(snap);
 	site_free(s);
 
-	/* a bad setting is an error naming it, and the default stays */
+	/* a bad setting is an error naming it, and an invalid quire.yml loads nothing */
 	tv_write(root, "quire.yml", "max_embeds: lots\nmax_embed_size: 12Q\n");
-	s = load(root, 1);
-	CHECK(has_diag(s, "quire.yml", "max_embeds must be"));
-	CHECK(has_diag(s, "quire.yml", "max_embed_size must be"));
-	CHECK_INT(s->cfg.max_embeds, 1000);
-	site_free(s);
+	CHECK(load(root, 1) == NULL);
+	{
+		struct config cfg;
+		struct diag_list d;
+		diag_list_init(&d);
+		CHECK_INT(config_load(&cfg, root, &d), -1);
+		CHECK_INT(d.nerrors, 2);
+		CHECK(d.n == 2 && strstr(d.items[0].msg, "max_embeds must be") &&
+		      strstr(d.items[1].msg, "max_embed_size must be"));
+		config_release(&cfg);
+		diag_list_release(&d);
+	}
 	buf_release(&text);
 	tv_remove(root);
 }

@@ -403,6 +403,40 @@ const struct yml_node *yml_get(const struct yml_node *map, const char *key)
 	return NULL;
 }
 
+const struct yml_node *yml_repeated_key(const struct yml_node *root,
+					const struct yml_node **first)
+{
+	const struct yml_node **stack = NULL, *found = NULL;
+	size_t n = 0, alloc = 0, i;
+	struct map seen = MAP_INIT;
+
+	if (root) {
+		ALLOC_GROW(stack, n + 1, alloc);
+		stack[n++] = root;
+	}
+	while (n > 0 && !found) {
+		const struct yml_node *cur = stack[--n];
+
+		ALLOC_GROW(stack, n + cur->nitems, alloc);
+		for (i = 0; i < cur->nitems; i++)
+			stack[n++] = cur->items[i];
+		if (cur->type != YML_MAP)
+			continue;
+		for (i = 0; i + 1 < cur->nitems && !found; i += 2) {
+			const struct yml_node *k = cur->items[i];
+			if (k->type != YML_SCALAR)
+				continue;
+			if ((*first = map_get(&seen, k->value, strlen(k->value))))
+				found = k;
+			else
+				map_put(&seen, k->value, strlen(k->value), (void *)k);
+		}
+		map_release(&seen);
+	}
+	free(stack);
+	return found;
+}
+
 int yml_is_null(const struct yml_node *node)
 {
 	if (!node)

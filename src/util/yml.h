@@ -52,6 +52,14 @@ void yml_free(struct yml_node *node);
 /* The value for key in a map, or NULL (also when map is not a map). */
 const struct yml_node *yml_get(const struct yml_node *map, const char *key);
 
+/*
+ * The first key of a map anywhere in the tree that repeats an earlier key
+ * of the same map (text keys, by value), or NULL; *first is that earlier
+ * key. YAML wants keys unique; which of two a reader takes is a guess.
+ */
+const struct yml_node *yml_repeated_key(const struct yml_node *root,
+					const struct yml_node **first);
+
 /* True for a plain scalar that YAML 1.1 reads as null: "", "~", "null". */
 int yml_is_null(const struct yml_node *node);
 
