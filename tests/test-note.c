@@ -238,6 +238,44 @@ static void test_publish_rules(void)
 }
 
 /*
+ * src gives a note that neither mode publishes, with a diagnostic saying
+ * says: an error on line when line is not 0, else a warning and no error.
+ */
+static void expect_hidden(const char *src, int line, const char *says)
+{
+	struct diag_list d;
+	struct note n;
+	size_t k;
+	int found = 0;
+
+	diag_list_init(&d);
+	parse(&n, &d, "dir/private.md", src);
+	if (note_is_published(&n, 0) || note_is_published(&n, 1)) {
+		fprintf(stderr, "  published: %s", src);
+		CHECK(0);
+	}
+	if (line ? d.nerrors < 1 : d.nerrors != 0) {
+		fprintf(stderr, "  %zu errors for: %s", d.nerrors, src);
+		CHECK(0);
+	}
+	for (k = 0; k < d.n; k++) {
+		const struct diag *x = &d.items[k];
+		if (strstr(x->msg, says) && strcmp(x->path, "dir/private.md") == 0 &&
+		    (!line || (x->line == line && x->level == DIAG_ERROR)))
+			found = 1;
+	}
+	if (!found) {
+		fprintf(stderr, "  no diagnostic with \"%s\" on line %d for: %s", says, line, src);
+		CHECK(0);
+	}
+	if (!found || test_current_failed)
+		for (k = 0; k < d.n; k++)
+			fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+/*
  * draft and publish fail closed: whatever the author wrote that is not a
  * plain true or false keeps the note private, with an error naming the
  * file, the line and the value.
@@ -270,38 +308,10 @@ static void test_hiding_keys_fail_closed(void)
 	};
 	struct diag_list d;
 	struct note n;
-	size_t i, k;
+	size_t i;
 
-	for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
-		int found = 0;
-		diag_list_init(&d);
-		parse(&n, &d, "dir/private.md", hidden[i].src);
-		if (note_is_published(&n, 0) || note_is_published(&n, 1)) {
-			fprintf(stderr, "  published: %s", hidden[i].src);
-			CHECK(0);
-		}
-		if (hidden[i].line ? d.nerrors < 1 : d.nerrors != 0) {
-			fprintf(stderr, "  %zu errors for: %s", d.nerrors, hidden[i].src);
-			for (k = 0; k < d.n; k++)
-				fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
-			CHECK(0);
-		}
-		for (k = 0; k < d.n; k++) {
-			const struct diag *x = &d.items[k];
-			if (strstr(x->msg, hidden[i].says) && strcmp(x->path, "dir/private.md") == 0 &&
-			    (!hidden[i].line || (x->line == hidden[i].line && x->level == DIAG_ERROR)))
-				found = 1;
-		}
-		if (!found) {
-			fprintf(stderr, "  no diagnostic with \"%s\" for: %s", hidden[i].says,
-				hidden[i].src);
-			for (k = 0; k < d.n; k++)
-				fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
-			CHECK(0);
-		}
-		note_release(&n);
-		diag_list_release(&d);
-	}
+	for (i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++)
+		expect_hidden(hidden[i].src, hidden[i].line, hidden[i].says);
 
 	/* what still publishes: plain booleans, and words that only look like the keys */
 	diag_list_init(&d);
@@ -312,6 +322,126 @@ static void test_hiding_keys_fail_closed(void)
 	parse(&n, &d, "a.md", "---\ntitle: 'draft: true'\nnotes: |\n  draft: true\n---\n");
 	CHECK(note_is_published(&n, 0));
 	CHECK_INT(d.n, 0);
+	note_release(&n);
+	diag_list_release(&d);
+}
+
+/* Whether src parses into a note that neither mode publishes, and how many diagnostics it gave. */
+static int parse_hidden(const char *src, size_t *ndiags, struct note *out)
+{
+	struct diag_list d;
+	struct note n;
+	int h;
+
+	diag_list_init(&d);
+	parse(&n, &d, "m.md", src);
+	h = !note_is_published(&n, 0) && !note_is_published(&n, 1);
+	*ndiags = d.n;
+	if (out)
+		*out = n;
+	else
+		note_release(&n);
+	diag_list_release(&d);
+	return h;
+}
+
+/*
+ * YAML 1.1 merge keys in frontmatter are honoured: a draft: true merged
+ * from a map, an anchor or a list of them hides the note; the note's own
+ * keys win over merged ones, and an earlier map of a list over a later
+ * one (issue 31).
+ */
+static void test_merge_keys(void)
+{
+	static const char *const drafts[] = {
+		"---\n<<: {draft: true}\n---\nbody\n",
+		"---\nbase: &b\n  draft: true\n<<: *b\n---\nbody\n",
+		"---\na: &a {title: A}\nb: &b {publish: false}\n<<: [*a, *b]\n---\nbody\n",
+		"---\n<<: [{title: T}, {draft: true}]\npublish: true\n---\nbody\n",
+		"---\nbase: &b {draft: true}\nmiddle: &m {<<: *b, title: M}\n<<: *m\n---\n",
+	};
+	struct note n;
+	size_t i, nd;
+
+	for (i = 0; i < sizeof(drafts) / sizeof(drafts[0]); i++) {
+		if (!parse_hidden(drafts[i], &nd, NULL)) {
+			fprintf(stderr, "  published: %s", drafts[i]);
+			CHECK(0);
+		}
+		CHECK_INT(nd, 0);
+	}
+	/* the note's own key wins, wherever it stands */
+	CHECK(!parse_hidden("---\ndraft: false\npublish: true\n<<: {draft: true, title: Merged}\n"
+			    "---\n", &nd, &n));
+	CHECK_STR(n.title, "Merged");
+	note_release(&n);
+	/* the earlier map of a list wins over a later one */
+	CHECK(!parse_hidden("---\n<<: [{title: First, publish: true},\n"
+			    "  {title: Second, publish: false}]\n---\n", &nd, &n));
+	CHECK_STR(n.title, "First");
+	note_release(&n);
+	/* "<<" in quotes is a key like any other, not a merge */
+	CHECK(!parse_hidden("---\n\"<<\": {draft: true}\npublish: true\n---\n", &nd, NULL));
+	/* a merge of no anchor, of a scalar, or of a map holding it: reported (the rest is read) */
+	CHECK(!parse_hidden("---\ntitle: t\n<<: *nowhere\n---\n", &nd, &n));
+	CHECK_INT(nd, 1);
+	CHECK_STR(n.title, "t");
+	note_release(&n);
+	CHECK(!parse_hidden("---\n<<: [1]\n---\n", &nd, NULL) && nd == 1);
+	CHECK(!parse_hidden("---\na: &a {k: {<<: *a}}\n---\n", &nd, NULL) && nd == 1);
+	/* ... and a merge whose draft: true a typo left unread keeps the note private */
+	CHECK(parse_hidden("---\nbase: &b\n  draft: true\n<<: *bb\n---\n", &nd, NULL) && nd == 1);
+	{
+		/* maps merging maps twice a level: refused past YML_MAX_COPIES, not copied 2^40 times */
+		struct buf src = BUF_INIT;
+		int k;
+		buf_adds(&src, "---\nl0: &l0 {a: 1, b: 2}\n");
+		for (k = 1; k <= 40; k++)
+			buf_addf(&src, "l%d: &l%d {x: {<<: *l%d}, y: {<<: *l%d}}\n", k, k, k - 1, k - 1);
+		buf_adds(&src, "draft: true\n---\n");
+		CHECK(parse_hidden(src.ptr, &nd, NULL));
+		CHECK_INT(nd, 1);
+		buf_release(&src);
+	}
+}
+
+/*
+ * Frontmatter that is not valid YAML: a line naming draft or publish as a
+ * key, at any indentation, in a list or a flow map, keeps the note
+ * private with an error naming that line (issue 31: an indented
+ * " draft: true" was dropped and the note published).
+ */
+static void test_failed_parse_hides(void)
+{
+	static const struct {
+		const char *src;
+		int line;
+	} cases[] = {
+		{ "---\ntitle: x\n draft: true\n---\nbody\n", 3 },
+		{ "---\ntitle: x\n\tpublish: false\n---\n", 3 },
+		{ "---\naliases:\n  - %\nmeta:\n  Draft : yes\n---\n", 5 },
+		{ "---\ntags: [a\ndraft: false\n---\n", 3 },
+		{ "---\nx: {a: 1, 'draft': true\n---\n", 2 },
+		{ "---\nlist:\n  - publish: no\n  - [\n---\n", 3 },
+		{ "---\n? draft\n: true\nbad: [\n---\n", 2 },
+		{ "---\ndraft: false\n  true\nbad: [\n---\n", 2 },
+		/* no closing fence: read as text, but kept private */
+		{ "---\ntitle: t\ndraft: true\n# Heading\ntext\n", 3 },
+	};
+	struct diag_list d;
+	struct note n;
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		expect_hidden(cases[i].src, cases[i].line, "kept private");
+	/* what still publishes: words in values, and broken frontmatter without the keys */
+	diag_list_init(&d);
+	parse(&n, &d, "a.md", "---\ntitle: 'my drafts, published'\nstatus: draft\nbad: [\n---\n");
+	CHECK(note_is_published(&n, 0));
+	CHECK_INT(d.nwarnings, 1);
+	note_release(&n);
+	parse(&n, &d, "a.md", "---\ntitle: x\nno end here\n");
+	CHECK(note_is_published(&n, 0));
 	note_release(&n);
 	diag_list_release(&d);
 }
@@ -341,14 +471,42 @@ static void remove_vault(char *dir)
 	free(dir);
 }
 
+/*
+ * quire.yml as config_load() reads it; src (a whole file) is invalid with
+ * errors errors when errors is not 0, the first at line saying says.
+ */
+static void expect_config(const char *src, size_t errors, int line, const char *says)
+{
+	struct diag_list d;
+	struct config cfg;
+	char *dir = temp_vault(src);
+	size_t k;
+
+	diag_list_init(&d);
+	CHECK_INT(config_load(&cfg, dir, &d), errors ? -1 : 0);
+	CHECK_INT(d.nerrors, errors);
+	CHECK_INT(d.nwarnings, 0);
+	diag_sort(&d);
+	if (errors && (d.n == 0 || d.items[0].line != line || strcmp(d.items[0].path, "quire.yml") ||
+		       !strstr(d.items[0].msg, says))) {
+		fprintf(stderr, "  want line %d saying \"%s\" for: %s", line, says, src);
+		CHECK(0);
+	}
+	if (test_current_failed)
+		for (k = 0; k < d.n; k++)
+			fprintf(stderr, "    line %d: %s\n", d.items[k].line, d.items[k].msg);
+	config_release(&cfg);
+	diag_list_release(&d);
+	remove_vault(dir);
+}
+
 static void test_config(void)
 {
 	struct diag_list d;
 	struct config cfg;
 	char *dir = temp_vault("title: My site\nbase_url: https://example.com/notes/\n"
 			       "publish: explicit\nignore: [templates, '*.tmp']\n"
-			       "feed_items: 20\nhosts:\n  Docs.Example.com:\n    open: true\n"
-			       "colour: blue\n");
+			       "feed_items: 20\nhosts:\n  Docs.Example.com:\n    open: true\n");
 
 	diag_list_init(&d);
 	CHECK_INT(config_load(&cfg, dir, &d), 0);
@@ -361,33 +519,70 @@ static void test_config(void)
 	CHECK_INT(cfg.nhosts, 1);
 	CHECK_STR(cfg.hosts[0].name, "docs.example.com");
 	CHECK_INT(cfg.hosts[0].open, 1);
-	/* the unknown key is a warning naming the file and line */
-	CHECK_INT(d.nwarnings, 1);
-	CHECK_STR(d.items[0].path, "quire.yml");
-	CHECK_INT(d.items[0].line, 9);
+	CHECK_INT(d.n, 0);
 	config_release(&cfg);
 	diag_list_release(&d);
 	remove_vault(dir);
 
-	dir = temp_vault("publish: sometimes\nbase_url: ftp://x\nfeed_items: -3\n");
-	diag_list_init(&d);
-	CHECK_INT(config_load(&cfg, dir, &d), 0);
-	CHECK_INT(d.nerrors, 3);
-	CHECK_INT(cfg.publish, PUBLISH_ALL);
-	CHECK_STR(cfg.base_url, "");
-	CHECK_INT(cfg.feed_items, 50);
-	config_release(&cfg);
-	diag_list_release(&d);
-	remove_vault(dir);
+	expect_config("", 0, 0, NULL);
+	expect_config("publish: sometimes\nbase_url: ftp://x\nfeed_items: -3\n", 3, 1,
+		      "publish must be 'all' or 'explicit'");
+	expect_config("title: [unclosed\n", 1, 2, "invalid YAML");
+}
 
-	dir = temp_vault("title: [unclosed\n");
-	diag_list_init(&d);
-	CHECK_INT(config_load(&cfg, dir, &d), 0);
-	CHECK_INT(d.nerrors, 1);
-	CHECK(d.items[0].line >= 1);
-	config_release(&cfg);
-	diag_list_release(&d);
-	remove_vault(dir);
+/*
+ * quire.yml fails closed (issue 31): a YAML error, an unknown key at any
+ * level (named, with the nearest known one), a key given twice, a value
+ * outside its set make the file invalid, not a warning beside defaults
+ * that publish every note.
+ */
+static void test_config_fails_closed(void)
+{
+	expect_config("publish: explicit\ntitle: [oops\n", 1, 3, "invalid YAML");
+	expect_config("publsh: explicit\n", 1, 1,
+		      "unknown setting 'publsh': did you mean 'publish'?");
+	expect_config("title: t\nPublish: explicit\n", 1, 2, "did you mean 'publish'?");
+	expect_config("colour: blue\n", 1, 1, "unknown setting 'colour'");
+	expect_config("publish: explicit\npublish: all\n", 1, 2, "'publish' is given again");
+	expect_config("publish: Explicit\n", 1, 1, "publish must be 'all' or 'explicit'");
+	expect_config("hosts:\n  a.com: {opne: true}\n", 1, 2,
+		      "unknown host setting 'opne': did you mean 'open'?");
+	expect_config("hosts:\n  a.com: {open: false, open: true}\n", 1, 2, "given again");
+	expect_config("cache: {s_max_age: 60}\n", 1, 1, "did you mean 's_maxage'?");
+	expect_config("purge:\n  - varnish: http://c\n    metod: ban\n", 1, 3,
+		      "did you mean 'method'?");
+	expect_config("- publish: explicit\n", 1, 1, "must be a map of settings");
+	expect_config("? [publish]\n: explicit\n", 1, 1, "name must be text");
+}
+
+/*
+ * Host names and URLs of quire.yml go into headers (Host, Location, the
+ * purges' request lines): like routes, they hold no space and no control
+ * character, or the file is invalid (issue 31: a base_url with CR/LF was
+ * sent as a header line of PURGE requests).
+ */
+static void test_config_header_values(void)
+{
+	expect_config("base_url: \"https://a.com/x\\r\\nX-Evil: 1\"\n", 1, 1,
+		      "base_url must be an absolute http(s) URL");
+	expect_config("base_url: https://a .com/\n", 1, 1, "base_url must be");
+	expect_config("hosts:\n  b.com: {base_url: \"https://b.com/\\r\\nX-Evil: 1\"}\n", 1, 2,
+		      "base_url of host 'b.com' must be");
+	expect_config("hosts:\n  b.com: {base_url: \"https://b.com\\n\"}\n", 1, 2,
+		      "base_url of host 'b.com' must be");
+	expect_config("hosts:\n  b.com: {base_url: javascript:x}\n", 1, 2, "must be");
+	expect_config("hosts:\n  \"a.com\\r\\nX-Evil: 1\": {open: true}\n", 1, 2, "bad host name");
+	expect_config("hosts:\n  \"a b.com\": {}\n", 1, 2, "bad host name");
+	expect_config("purge:\n  - varnish: \"http://c/\\r\\nX: y\"\n", 1, 2, "http:// URL");
+	expect_config("purge:\n  - webhook: http://c/\n    header: \"X-A: b\\nX-B: c\"\n", 1, 3,
+		      "header must be one");
+	expect_config("purge:\n  - webhook: http://c/\n    header: \"X A: b\"\n", 1, 3,
+		      "header must be one");
+	expect_config("csp: \"default-src 'self'\\x01\"\n", 1, 1, "csp must be one line");
+	/* what stays valid: ports, IPv6, paths, UTF-8 names */
+	expect_config("base_url: http://[::1]:8080/notes\nhosts:\n  docs.example.com:8443: {}\n"
+		      "  b\xc3\xbc" "cher.example: {base_url: 'https://b.example/a%20b'}\n",
+		      0, 0, NULL);
 }
 
 /* quire.yml's cache: and purge: (config-cdn.c), and the Cache-Control they give. */
@@ -420,11 +615,11 @@ static void test_config_cdn(void)
 	diag_list_release(&d);
 	remove_vault(dir);
 
-	/* bad values are errors, and the default (no-cache, no purger) stands */
+	/* bad values are errors, and make the file invalid */
 	dir = temp_vault("cache: {s_maxage: soon}\npurge:\n  - varnish: https://x\n"
 			 "  - webhook: http://y\n    header: nocolon\n  - 7\n");
 	diag_list_init(&d);
-	CHECK_INT(config_load(&cfg, dir, &d), 0);
+	CHECK_INT(config_load(&cfg, dir, &d), -1);
 	CHECK_INT(d.nerrors, 4);
 	CHECK_INT(cfg.s_maxage, -1);
 	CHECK(config_cache_control(&cfg) == NULL);
@@ -444,7 +639,11 @@ int main(void)
 	RUN(test_recovery);
 	RUN(test_publish_rules);
 	RUN(test_hiding_keys_fail_closed);
+	RUN(test_merge_keys);
+	RUN(test_failed_parse_hides);
 	RUN(test_config);
+	RUN(test_config_fails_closed);
+	RUN(test_config_header_values);
 	RUN(test_huge_key);
 	return test_done();
 }

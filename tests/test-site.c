@@ -966,13 +966,20 @@ static void test_embed_amplification(void)
 	snapshot_unref(snap);
 	site_free(s);
 
-	/* a bad setting is an error naming it, and the default stays */
+	/* a bad setting is an error naming it, and an invalid quire.yml loads nothing */
 	tv_write(root, "quire.yml", "max_embeds: lots\nmax_embed_size: 12Q\n");
-	s = load(root, 1);
-	CHECK(has_diag(s, "quire.yml", "max_embeds must be"));
-	CHECK(has_diag(s, "quire.yml", "max_embed_size must be"));
-	CHECK_INT(s->cfg.max_embeds, 1000);
-	site_free(s);
+	CHECK(load(root, 1) == NULL);
+	{
+		struct config cfg;
+		struct diag_list d;
+		diag_list_init(&d);
+		CHECK_INT(config_load(&cfg, root, &d), -1);
+		CHECK_INT(d.nerrors, 2);
+		CHECK(d.n == 2 && strstr(d.items[0].msg, "max_embeds must be") &&
+		      strstr(d.items[1].msg, "max_embed_size must be"));
+		config_release(&cfg);
+		diag_list_release(&d);
+	}
 	buf_release(&text);
 	tv_remove(root);
 }
@@ -1165,6 +1172,15 @@ static void test_reserved_urls(void)
 	tv_write(v, "search.md", "A note named Search.\n");
 	tv_write(v, "api/guide.md", "API guide.\n");
 	tv_write(v, "tags/x/rss.xml.md", "A note named like a feed.\n");
+	/* /tags/ is the tag index and tag pages (issue 31: a note could take it) */
+	tv_write(v, "tags/index.md", "TAKEOVER tag index\n");
+	tv_write(v, "tags/topic.md", "TAKEOVER topic page\n");
+	tv_write(v, "g.md",
+		 "---\ntags: [topic]\nslug: /tags/\n---\nTagged. [[tags/topic/rss.xml]]\n");
+	tv_write(v, "h.md", "---\nslug: /tags/topic\nroutes: [/tags/topic/rss.xml]\n---\nH\n");
+	tv_write(v, "Tags.md", "A note named Tags keeps /tags.\n");
+	tv_write(v, "dav/notes.md", "A folder named dav.\n");
+	tv_write(v, "tags/topic/rss.xml", "<rss>TAKEOVER feed</rss>\n");
 	s = load(v, 2);
 	CHECK(s != NULL);
 	if (!s)
@@ -1197,8 +1213,28 @@ static void test_reserved_urls(void)
 	CHECK(snapshot_get(snap, "/search-2", 9) != NULL);
 	CHECK(snapshot_get(snap, "/api-2/guide", 12) != NULL);
 	CHECK(has_diag(s, "api/guide.md", "served at /api-2/guide"));
-	CHECK(snapshot_get(snap, "/tags/x/rss.xml-2", 17) != NULL);
+	CHECK(snapshot_get(snap, "/tags-2/x/rss.xml-2", 19) != NULL);
 	CHECK(s->diags.nerrors >= 5);
+	/* the tag index and a tag's page are quire's; the notes that asked are beside them */
+	p = snapshot_get(snap, "/tags/", 6);
+	CHECK(p && p->kind == PAGE_GENERATED &&
+	      !memmem(page_bytes(p), p->body_len, "TAKEOVER", 8));
+	p = snapshot_get(snap, "/tags/topic", 11);
+	CHECK(p && p->kind == PAGE_GENERATED &&
+	      !memmem(page_bytes(p), p->body_len, "TAKEOVER", 8) &&
+	      memmem(page_bytes(p), p->body_len, "Tagged.", 7));
+	CHECK(snapshot_get(snap, "/tags-2/", 8) && snapshot_get(snap, "/tags-2/topic", 13));
+	CHECK(has_diag(s, "tags/index.md", "served at /tags-2/"));
+	CHECK(has_diag(s, "g.md", "slug '/tags/' refused"));
+	CHECK(has_diag(s, "h.md", "slug '/tags/topic' refused"));
+	CHECK(has_diag(s, "h.md", "route '/tags/topic/rss.xml' refused"));
+	CHECK(snapshot_get(snap, "/tags", 5) != NULL);
+	CHECK(snapshot_get(snap, "/dav-2/notes", 12) && !snapshot_get(snap, "/dav/notes", 10));
+	/* an attachment too: tag topic's feed stays the feed, the file is served beside it */
+	p = snapshot_get(snap, "/tags/topic/rss.xml", 19);
+	CHECK(p && p->kind == PAGE_GENERATED && strstr(p->content_type, "rss+xml"));
+	p = snapshot_get(snap, "/tags-2/topic/rss.xml-2", 23);
+	CHECK(p && p->kind == PAGE_FILE);
 	/* the export writes none of it where quire's own files go */
 	CHECK_INT(export_snapshot(snap, out, NULL), 0);
 	CHECK(!tv_exists(out, ".quire/x.html") && !tv_exists(out, ".quire"));

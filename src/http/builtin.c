@@ -1,7 +1,8 @@
 /*
  * builtin.c: the server's own endpoints.
  *
- * /healthz answers with the live snapshot's version and counts;
+ * /healthz answers with the live snapshot's version and counts (and
+ * quire.yml's error while the last valid settings stand in for it);
  * /healthz/host tells a TLS proxy whether a domain is one of the vault's
  * sites; /metrics gives the Prometheus text format of the request
  * counters, summed over the loops, and of the snapshot. They are handlers
@@ -28,6 +29,19 @@ static const char *const kind_names[NKINDS] = {
 	"page", "file", "asset", "redirect", "notfound", "api", "health", "metrics",
 };
 
+/*
+ * ,"config":"error: quire.yml:3: why" while quire.yml is invalid and the
+ * last valid settings serve (site.h); nothing when it is applied.
+ */
+static void health_config(const struct snapshot *s, struct buf *b)
+{
+	if (!s->config_error)
+		return;
+	buf_adds(b, ",\"config\":\"error: ");
+	buf_add_json(b, s->config_error, strlen(s->config_error));
+	buf_addc(b, '"');
+}
+
 static void health(struct http_request *req, void *ctx)
 {
 	struct http_server *srv = ctx;
@@ -36,9 +50,11 @@ static void health(struct http_request *req, void *ctx)
 
 	http_reply_header(req, "Cache-Control", "no-store");
 	buf_addf(&b, "{\"status\":\"ok\",\"version\":%llu,\"notes\":%zu,\"attachments\":%zu,"
-		     "\"uptime_s\":%lld}\n",
+		     "\"uptime_s\":%lld",
 		 (unsigned long long)s->version, s->nnotes, s->nattachments,
 		 (long long)(time(NULL) - srv->started));
+	health_config(s, &b);
+	buf_adds(&b, "}\n");
 	http_reply_buf(req, 200, "application/json", &b);
 }
 

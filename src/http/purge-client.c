@@ -110,6 +110,27 @@ static int read_status(int fd, long long deadline)
 	return status >= 100 && status < 600 ? status : -1;
 }
 
+/*
+ * Whether the request can be written as given: a URL without spaces or
+ * control characters, and headers that are "Name: value" lines, each
+ * ended by CR LF, with no other CR, LF or control character.
+ */
+static int request_ok(const char *url, const char *headers)
+{
+	const char *p, *eol;
+
+	for (p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || *p == 0x7f)
+			return 0;
+	for (p = headers ? headers : ""; *p; p = eol + 2) {
+		eol = strstr(p, "\r\n");
+		if (!eol || eol == p || !memchr(p, ':', (size_t)(eol - p)) ||
+		    !config_header_value_ok(p, (size_t)(eol - p)))
+			return 0;
+	}
+	return 1;
+}
+
 int purge_http(const char *method, const char *url, const char *headers, const char *body,
 	       size_t body_len, int timeout_ms)
 {
@@ -121,6 +142,11 @@ int purge_http(const char *method, const char *url, const char *headers, const c
 
 	if (strncmp(url, "http://", 7) != 0)
 		goto out;
+	if (!request_ok(url, headers)) {
+		log_warn("purge: a %s request not sent: its URL or a header line holds a space or "
+			 "a control character", method);
+		goto out;
+	}
 	auth = url + 7;
 	path = auth + strcspn(auth, "/");
 	colon = memchr(auth, ':', (size_t)(path - auth));

@@ -406,6 +406,10 @@ static void send_urls(struct purger *pg, const struct config_purger *p, const st
 			continue;
 		auth += 3;
 		path = auth + strcspn(auth, "/");
+		if (!host_name_valid(auth, (size_t)(path - auth))) {
+			log_warn("purge: a URL whose host cannot be sent as a Host header skipped");
+			continue;
+		}
 		buf_reset(&h);
 		buf_reset(&target);
 		extra_header(&h, p);

@@ -111,6 +111,10 @@ void purger_free(struct purger *pg);
  * method, an extra header block (lines ending in \r\n, or NULL) and a body
  * (or NULL); Host is the URL's unless the block has one. Returns the
  * status, or -1 when no answer came within timeout_ms (logged at debug).
+ * Nothing is sent, and -1 returned (logged), when the URL holds a space or
+ * a control character or a header line is not one "Name: value" line
+ * without control characters: quire.yml is checked for that already
+ * (config.h), this is the second line of defence against a forged header.
  */
 int purge_http(const char *method, const char *url, const char *headers, const char *body,
 	       size_t body_len, int timeout_ms);

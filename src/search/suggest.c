@@ -40,60 +40,7 @@
 /* The words vocab_tri offers per typed word, best first (a string: it goes into the SQL). */
 #define SUGGEST_SCAN "1000"
 /* Longest word compared, in code points. */
-#define SUGGEST_CHARS 48
-
-/* s (n bytes of UTF-8) as code points into cp (at most SUGGEST_CHARS); their count, or -1. */
-static int code_points(const char *s, size_t n, int32_t *cp)
-{
-	size_t i = 0;
-	int k = 0;
-
-	while (i < n) {
-		int l;
-
-		if (k == SUGGEST_CHARS)
-			return -1;
-		l = utf8_decode(s + i, n - i, &cp[k]);
-		if (l < 1)
-			return -1;
-		i += (size_t)l;
-		k++;
-	}
-	return k;
-}
-
-/* Optimal string alignment distance of a and b, or max + 1 once it is above max. */
-static int distance(const int32_t *a, int na, const int32_t *b, int nb, int max)
-{
-	int d[SUGGEST_CHARS + 1][SUGGEST_CHARS + 1];
-	int i, j;
-
-	if (abs(na - nb) > max)
-		return max + 1;
-	for (i = 0; i <= na; i++)
-		d[i][0] = i;
-	for (j = 0; j <= nb; j++)
-		d[0][j] = j;
-	for (i = 1; i <= na; i++) {
-		int row_min = max + 1;
-		for (j = 1; j <= nb; j++) {
-			int cost = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + cost;
-			if (d[i - 1][j] + 1 < v)
-				v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-			    d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-			if (v < row_min)
-				row_min = v;
-		}
-		if (row_min > max)
-			return max + 1;
-	}
-	return d[na][nb];
-}
+#define SUGGEST_CHARS UNICODE_DISTANCE_CHARS
 
 /* Rows holding the word w (folded, as the index keeps it), or -1 on an error. */
 static sqlite3_int64 rows_of(struct search_reader *r, const char *w, size_t n)
@@ -189,9 +136,9 @@ static int best_word(struct search_reader *r, const char *w, size_t n, const int
 		sqlite3_int64 rows;
 
 		rc = SQLITE_OK;
-		if (!term || (nt = code_points(term, (size_t)tn, tc)) < 0)
+		if (!term || (nt = utf8_code_points(term, (size_t)tn, tc)) < 0)
 			continue;
-		d = distance(cp, nc, tc, nt, max);
+		d = unicode_distance(cp, nc, tc, nt, max);
 		if (d > max || d == 0)
 			continue;
 		rows = rows_of(r, term, (size_t)tn);
@@ -233,7 +180,7 @@ int search_suggest(struct search_reader *r, const char *text, const struct query
 					     (int)t->core_n, fold_token) != SQLITE_OK ||
 		    f.ntok != 1 || !f.n)
 			continue; /* a phrase, or nothing a word could replace */
-		nc = code_points(f.w, f.n, cp);
+		nc = utf8_code_points(f.w, f.n, cp);
 		if (nc < SUBSTRING_MIN + 1)
 			continue;
 		rows = rows_of(r, f.w, f.n);

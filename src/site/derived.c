@@ -625,16 +625,12 @@ static void update_note(struct site *s, struct site_note *n)
 		d->shard_sorted[n->listed->shard] = 0;
 		shard_dirty(d, n->listed->shard, SHARD_SITEMAP | derived_graph_bit(n->url));
 	}
-	/* a derived page may want the URL the note left, or yield to the one it took */
+	/*
+	 * A derived page may want the URL the note left, or yield to the one
+	 * it took. Not a tag's: /tags/ is reserved (vault_url_reserved()).
+	 */
 	if (n->listed->url && (!listed || strcmp(n->listed->url, n->url) != 0)) {
-		struct derived_tag *t;
 		struct derived_folder *f;
-		if (strncmp(n->listed->url, "/tags/", 6) == 0 && (t = map_gets(&d->tags, n->listed->url + 6))) {
-			listing_head(&t->list);
-			tag_dirty(d, t);
-		}
-		if (!strcmp(n->listed->url, "/tags/"))
-			d->tag_index_dirty = 1;
 		/* a folder's listing lives at its index note's URL */
 		if ((f = map_gets(&d->folder_by_url, n->listed->url)))
 			folder_head(d, f);

@@ -66,15 +66,10 @@ int host_route_parse(const char *spec, char **host, char **path, const char **wh
 			buf_reset(&h);
 			slash = p - 1;
 		} else {
-			for (i = 0; i < h.len; i++) {
-				unsigned char c = (unsigned char)h.ptr[i];
-				if (!(c == '.' || c == '-' || c == ':' || c == '[' || c == ']' ||
-				      (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-				      (c >= 'A' && c <= 'Z') || c >= 0x80)) {
-					buf_release(&h);
-					*why = "the host name has characters a host name cannot have";
-					return -1;
-				}
+			if (!host_name_valid(h.ptr, h.len)) {
+				buf_release(&h);
+				*why = "the host name has characters a host name cannot have";
+				return -1;
 			}
 			name = host_normalize(h.ptr);
 			buf_reset(&h);

@@ -284,15 +284,28 @@ const char *loader_search_path(const struct loader *l)
 	return l->search ? l->search_path : NULL;
 }
 
+/*
+ * The vault and quire.yml again. An invalid quire.yml is not applied: the
+ * settings of the last valid one load the vault (and the snapshot says
+ * why, for /healthz), so a reload never publishes more than they allow.
+ */
 static void full_reload(struct loader *l)
 {
-	struct site *s = site_load(l->path, &l->opt);
+	struct site *s;
 	struct snapshot *snap;
 
+	l->opt.config_fallback = l->site->config_text;
+	l->opt.config_fallback_len = l->site->config_len;
+	s = site_load(l->path, &l->opt);
+	l->opt.config_fallback = NULL;
 	if (!s) {
 		log_error("reload of %s failed; the last good snapshot keeps serving", l->path);
 		return;
 	}
+	if (s->config_error)
+		log_error("%s/%s; the last valid settings are kept", l->path, s->config_error);
+	else if (l->site->config_error)
+		log_info("%s/quire.yml is valid again; its settings apply", l->path);
 	log_diags(s);
 	snap = site_snapshot(s, NULL);
 	snap->version = l->version + 1;

@@ -124,6 +124,10 @@ struct site_progress; /* site.h */
 struct site {
 	char *vault;              /* the root as given */
 	struct config cfg;
+	char *config_text;        /* the quire.yml that cfg comes from ("" for none): valid */
+	size_t config_len;
+	char *config_error;       /* "quire.yml:3: why" when the file on disk is invalid and
+				     cfg is the fallback's (site_options), else NULL */
 	struct diag_list diags;
 	struct site_note **notes; /* sorted by path */
 	size_t nnotes, anotes;

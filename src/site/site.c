@@ -285,6 +285,55 @@ static char *security_headers(const struct config *cfg)
 	return buf_detach(&b, NULL);
 }
 
+/*
+ * quire.yml into s->cfg, failing closed: an invalid file is never half
+ * applied. Without a fallback (a command, a server's start) its errors are
+ * logged and the load fails; with one (a reload), the fallback's settings
+ * are taken and s->config_error says why.
+ */
+static int load_settings(struct site *s, const char *path, const struct site_options *opt)
+{
+	struct diag_list bad;
+	struct buf src = BUF_INIT, why = BUF_INIT;
+	size_t i;
+
+	diag_list_init(&bad);
+	if (config_read(path, &src, &bad) == 0 &&
+	    config_parse(&s->cfg, path, src.ptr, src.len, &bad) == 0) {
+		s->config_len = src.len;
+		s->config_text = buf_detach(&src, NULL);
+		diag_list_release(&bad);
+		return 0;
+	}
+	buf_release(&src);
+	config_release(&s->cfg);
+	diag_sort(&bad);
+	for (i = 0; i < bad.n; i++) {
+		const struct diag *d = &bad.items[i];
+		if (!opt || !opt->config_fallback)
+			log_error("%s/%s:%d: %s", path, d->path, d->line, d->msg);
+		else if (!why.len)
+			buf_addf(&why, "%s:%d: %s", d->path, d->line, d->msg);
+	}
+	if (!opt || !opt->config_fallback) {
+		log_error("%s/quire.yml is invalid (%zu error%s): nothing is loaded", path, bad.n,
+			  bad.n == 1 ? "" : "s");
+		diag_list_release(&bad);
+		return -1;
+	}
+	if (bad.n > 1)
+		buf_addf(&why, " (and %zu more)", bad.n - 1);
+	s->config_error = buf_detach(&why, NULL);
+	diag_list_release(&bad);
+	/* the fallback was valid when it was taken, and parses the same now */
+	diag_list_init(&bad);
+	config_parse(&s->cfg, path, opt->config_fallback, opt->config_fallback_len, &bad);
+	diag_list_release(&bad);
+	s->config_text = xstrndup(opt->config_fallback, opt->config_fallback_len);
+	s->config_len = opt->config_fallback_len;
+	return 0;
+}
+
 struct site *site_new(const char *path, const struct site_options *opt)
 {
 	struct site *s = xcalloc(1, sizeof(*s));
@@ -298,7 +347,7 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	s->hosts = hosts_new();
 	s->keep_text = opt && opt->search;
 	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
-	if (config_load(&s->cfg, path, &s->diags) < 0)
+	if (load_settings(s, path, opt) < 0)
 		goto fail;
 	if (opt && opt->base_url && config_set_base_url(&s->cfg, opt->base_url) < 0) {
 		log_error("--base-url must be an absolute http(s) URL: %s", opt->base_url);
@@ -445,6 +494,7 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev)
 	cc = config_cache_control(&s->cfg);
 	snapshot_set_cache_control(snap, cc);
 	free(cc);
+	snapshot_set_config_error(snap, s->config_error);
 	snap->nnotes = s->npublished;
 	snap->nattachments = s->nserved_files;
 	snap->load_ms = s->load_ms;
@@ -594,6 +644,8 @@ void site_free(struct site *s)
 	derived_free(s->derived);
 	hosts_free(s->hosts);
 	config_release(&s->cfg);
+	free(s->config_text);
+	free(s->config_error);
 	diag_list_release(&s->diags);
 	free(s->vault);
 	free(s->headers);

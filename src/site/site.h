@@ -37,6 +37,13 @@
 
 struct site_options {
 	const char *base_url; /* overrides quire.yml, or NULL */
+	/*
+	 * The text of the last valid quire.yml ("" for none), to take when
+	 * the one on disk is invalid (a running server's reload), or NULL:
+	 * an invalid quire.yml fails the load.
+	 */
+	const char *config_fallback;
+	size_t config_fallback_len;
 	int threads;          /* loader threads; 0 = one per core */
 	const char *data_dir; /* state kept between runs (moves); NULL: <vault>/.quire */
 	int search;           /* keep notes' text for the search index, link the search page */
@@ -72,7 +79,10 @@ struct site_stats {
 
 /*
  * A site for the vault at path with its settings loaded and no notes yet.
- * Returns NULL when quire.yml cannot be read or --base-url is bad (logged).
+ * Returns NULL when quire.yml cannot be read or is invalid (each error
+ * logged as "<vault>/quire.yml:LINE: why") and opt gives no fallback, or
+ * when --base-url is bad (logged). With a fallback, an invalid quire.yml
+ * gives a site with the fallback's settings and config_error set.
  */
 struct site *site_new(const char *path, const struct site_options *opt);
 

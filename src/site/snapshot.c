@@ -367,6 +367,7 @@ struct snapshot *snapshot_clone(const struct snapshot *prev)
 	s->nattachments = prev->nattachments;
 	snapshot_set_headers(s, prev->headers);
 	snapshot_set_cache_control(s, prev->cache_control);
+	snapshot_set_config_error(s, prev->config_error);
 	return s;
 }
 
@@ -414,6 +415,12 @@ void snapshot_set_cache_control(struct snapshot *s, const char *line)
 {
 	free(s->cache_control);
 	s->cache_control = line ? xstrdup(line) : NULL;
+}
+
+void snapshot_set_config_error(struct snapshot *s, const char *why)
+{
+	free(s->config_error);
+	s->config_error = why ? xstrdup(why) : NULL;
 }
 
 /* The paths of leaf b whose page is not the same in leaf a, then those only in a. */
@@ -470,6 +477,7 @@ void snapshot_unref(struct snapshot *s)
 	snapshot_hosts_free(s->hosts);
 	free(s->headers);
 	free(s->cache_control);
+	free(s->config_error);
 	free(s);
 }
 

@@ -220,6 +220,8 @@ struct snapshot {
 	char *headers;            /* "Name: value\r\n" lines every response carries, or NULL */
 	char *cache_control;      /* "Cache-Control: ...\r\n" for pages that are not immutable,
 				     or NULL for "no-cache" (quire.yml's cache: section) */
+	char *config_error;       /* "quire.yml:3: why" while quire.yml on disk is invalid and
+				     the last valid settings serve (/healthz says it), or NULL */
 };
 
 /* An empty snapshot, refs = 1. */
@@ -244,6 +246,9 @@ void snapshot_set_headers(struct snapshot *s, const char *headers);
 
 /* Sets the Cache-Control line of pages that are not immutable (copied; NULL: no-cache). */
 void snapshot_set_cache_control(struct snapshot *s, const char *line);
+
+/* Sets why quire.yml is not applied (copied; NULL: it is). */
+void snapshot_set_config_error(struct snapshot *s, const char *why);
 
 /*
  * Calls fn for each path whose page differs between a and b (a may be

@@ -394,8 +394,9 @@ int dav_register(struct dav *dav, struct http_server *srv)
 }
 
 /*
- * Without a token: WebDAV's requests get 404, and reads are the site's, so
- * that a vault's own folder named "dav" is served as any other.
+ * Without a token: WebDAV's requests get 404, and reads are the site's
+ * (its 404 page: /dav is reserved, so a vault's own folder named "dav" is
+ * served at /dav-2/ with a token or without).
  */
 static void handle_off(struct http_request *req, void *ctx)
 {

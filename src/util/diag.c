@@ -167,6 +167,37 @@ static void clamp(struct buf *msg)
 	buf_addf(msg, "\xe2\x80\xa6 (%zu more bytes)", more);
 }
 
+/*
+ * A message is one line: a control character in what it quotes (quire.yml's
+ * "\r\n" in a double-quoted value; notes are sanitized before) is written
+ * as an escape, so that it can neither end a log line nor forge another.
+ */
+static void one_line(struct buf *msg)
+{
+	struct buf out = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < msg->len; i++)
+		if ((unsigned char)msg->ptr[i] < 0x20 || msg->ptr[i] == 0x7f)
+			break;
+	if (i == msg->len)
+		return;
+	buf_add(&out, msg->ptr, i);
+	for (; i < msg->len; i++) {
+		unsigned char c = (unsigned char)msg->ptr[i];
+		if (c == '\n')
+			buf_adds(&out, "\\n");
+		else if (c == '\r')
+			buf_adds(&out, "\\r");
+		else if (c < 0x20 || c == 0x7f)
+			buf_addf(&out, "\\x%02x", c);
+		else
+			buf_addc(&out, (char)c);
+	}
+	buf_release(msg);
+	*msg = out;
+}
+
 static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level, const char *path,
 		int line, const char *fmt, va_list ap) __attribute__((format(printf, 6, 0)));
 
@@ -177,6 +208,7 @@ static void add(struct diag_list *l, enum diag_kind kind, enum diag_level level,
 	struct diag *d;
 
 	buf_vaddf(&msg, fmt, ap);
+	one_line(&msg);
 	clamp(&msg);
 	pthread_mutex_lock(&l->lock);
 	ALLOC_GROW(l->items, l->n + 1, l->alloc);

@@ -187,3 +187,54 @@ int unicode_is_space(int32_t cp)
 		return 1;
 	return utf8proc_category(cp) == UTF8PROC_CATEGORY_ZS;
 }
+
+int utf8_code_points(const char *s, size_t n, int32_t *cp)
+{
+	size_t i = 0;
+	int k = 0;
+
+	while (i < n) {
+		int l;
+
+		if (k == UNICODE_DISTANCE_CHARS)
+			return -1;
+		l = utf8_decode(s + i, n - i, &cp[k]);
+		if (l < 1)
+			return -1;
+		i += (size_t)l;
+		k++;
+	}
+	return k;
+}
+
+int unicode_distance(const int32_t *a, int na, const int32_t *b, int nb, int max)
+{
+	int d[UNICODE_DISTANCE_CHARS + 1][UNICODE_DISTANCE_CHARS + 1];
+	int i, j;
+
+	if (abs(na - nb) > max)
+		return max + 1;
+	for (i = 0; i <= na; i++)
+		d[i][0] = i;
+	for (j = 0; j <= nb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= na; i++) {
+		int row_min = max + 1;
+		for (j = 1; j <= nb; j++) {
+			int cost = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + cost;
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+			if (v < row_min)
+				row_min = v;
+		}
+		if (row_min > max)
+			return max + 1;
+	}
+	return d[na][nb];
+}

@@ -41,4 +41,20 @@ int utf8_decode(const char *s, size_t len, int32_t *cp);
 int unicode_is_alnum(int32_t cp);
 int unicode_is_space(int32_t cp);
 
+/* The longest text unicode_distance() compares, in code points. */
+#define UNICODE_DISTANCE_CHARS 48
+/*
+ * s (n bytes of UTF-8) as code points into cp (room for
+ * UNICODE_DISTANCE_CHARS): their count, or -1 when there are more or s
+ * is not UTF-8.
+ */
+int utf8_code_points(const char *s, size_t n, int32_t *cp);
+/*
+ * The optimal string alignment distance of a and b (na, nb code points, at
+ * most UNICODE_DISTANCE_CHARS each): how many insertions, deletions,
+ * substitutions and swaps of neighbours make one the other; max + 1 once
+ * it is above max.
+ */
+int unicode_distance(const int32_t *a, int na, const int32_t *b, int nb, int max);
+
 #endif

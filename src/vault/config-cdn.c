@@ -21,6 +21,7 @@
 #include "util/xalloc.h"
 #include "util/yml.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,8 @@ static void seconds(int *dst, const struct yml_node *v, const char *key, struct 
 		*dst = (int)n;
 }
 
+static const char *const cache_keys[] = { "s_maxage", "stale_while_revalidate" };
+
 static void load_cache(struct config *cfg, const struct yml_node *v, struct diag_list *diags)
 {
 	size_t i;
@@ -56,11 +59,25 @@ static void load_cache(struct config *cfg, const struct yml_node *v, struct diag
 		else if (strcmp(name, "stale_while_revalidate") == 0)
 			seconds(&cfg->stale_while_revalidate, x, name, diags);
 		else
-			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
-				 "unknown cache setting '%s' (known: s_maxage, "
-				 "stale_while_revalidate)", name);
+			config_unknown_key(diags, k, "cache setting", cache_keys,
+					   sizeof(cache_keys) / sizeof(cache_keys[0]));
 	}
 }
+
+/* "Name: value": a name of token characters, then a value that can be sent in a header. */
+static int header_line_ok(const char *s)
+{
+	size_t n = strcspn(s, ":");
+
+	if (!n || !s[n])
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("!#$%&'*+-.^_`|~", s[i]))
+			return 0;
+	return config_header_value_ok(s + n + 1, strlen(s + n + 1));
+}
+
+static const char *const purger_keys[] = { "varnish", "webhook", "method", "header" };
 
 /* One item of purge:; 0, or -1 when it is not usable (reported). */
 static int load_purger(struct config_purger *p, const struct yml_node *v, struct diag_list *diags)
@@ -86,14 +103,15 @@ static int load_purger(struct config_purger *p, const struct yml_node *v, struct
 		} else if (strcmp(name, "header") == 0) {
 			header = x;
 		} else {
-			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
-				 "unknown purger setting '%s' (known: varnish, webhook, method, "
-				 "header)", name);
+			config_unknown_key(diags, k, "purger setting", purger_keys,
+					   sizeof(purger_keys) / sizeof(purger_keys[0]));
 		}
 	}
-	if (!url || url->type != YML_SCALAR || strncmp(url->value, "http://", 7) != 0) {
-		diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
-			 "a purger needs varnish: or webhook: with an http:// URL");
+	/* the URL's host and path go into the request line and Host: nothing that ends a line */
+	if (!url || url->type != YML_SCALAR || config_check_url(url->value, 0) < 0) {
+		diag_add(diags, DIAG_ERROR, FILE_NAME, url ? url->line : v->line,
+			 "a purger needs varnish: or webhook: with an http:// URL with no space "
+			 "or control character");
 		return -1;
 	}
 	if (method && p->kind != PURGER_WEBHOOK) {
@@ -105,8 +123,7 @@ static int load_purger(struct config_purger *p, const struct yml_node *v, struct
 			diag_add(diags, DIAG_ERROR, FILE_NAME, method->line,
 				 "method must be xkey, ban or purge");
 	}
-	if (header && (header->type != YML_SCALAR || !strchr(header->value, ':') ||
-		       strpbrk(header->value, "\r\n"))) {
+	if (header && (header->type != YML_SCALAR || !header_line_ok(header->value))) {
 		diag_add(diags, DIAG_ERROR, FILE_NAME, header->line,
 			 "header must be one \"Name: value\" line");
 		header = NULL;

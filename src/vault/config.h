@@ -17,15 +17,21 @@
  *	  - webhook: http://127.0.0.1:9000/purge
  *	    header: "Authorization: Bearer ..."
  *
- * Every key is optional; flags on the command line override it. Unknown
- * keys and bad values are diagnostics with file and line, and the default
- * stands in for a bad value.
+ * Every key is optional; flags on the command line override it. The file
+ * fails closed: a YAML error, an unknown key (at any level: a typo such as
+ * "publsh: explicit" would otherwise publish every note), a key given
+ * twice, a value outside its set or range, a host name or URL with a
+ * space or a control character (they are sent in headers) make the whole
+ * file invalid, each an error with file and line. An invalid file is
+ * never half applied: the commands stop (site.c), and a running server
+ * keeps the last valid settings (loader.c).
  */
 #ifndef QUIRE_CONFIG_H
 #define QUIRE_CONFIG_H
 
 #include <stddef.h>
 
+#include "util/buf.h"
 #include "util/diag.h"
 
 struct yml_node;
@@ -80,15 +86,55 @@ struct config {
 };
 
 /*
- * Loads <vault>/quire.yml into cfg (all defaults when the file is missing),
- * reporting problems in diags under the path "quire.yml". Returns 0, or -1
- * when the file exists but cannot be read (logged). The caller frees cfg
- * with config_release().
+ * Loads <vault>/quire.yml into cfg (all defaults when the file is
+ * missing), reporting problems in diags under the path "quire.yml".
+ * Returns 0, or -1 when the file exists but cannot be read or is invalid
+ * (each reason an error in diags); cfg then holds what could be read and
+ * must not be used but to be released. The caller frees cfg with
+ * config_release() either way.
  */
 int config_load(struct config *cfg, const char *vault, struct diag_list *diags);
 
-/* Sets base_url and url_prefix from an absolute URL; returns -1 if it is not http(s). */
+/*
+ * config_load() in two steps: the bytes of <vault>/quire.yml into src
+ * ("" when there is none): 0, or -1 (an error in diags)...
+ */
+int config_read(const char *vault, struct buf *src, struct diag_list *diags);
+/* ... then the settings of src (len bytes) into cfg: 0, or -1 when they are invalid. */
+int config_parse(struct config *cfg, const char *vault, const char *src, size_t len,
+		 struct diag_list *diags);
+
+/*
+ * Sets base_url and url_prefix from an absolute URL; returns -1 (and
+ * leaves cfg) when config_check_url(url, 1) refuses it.
+ */
 int config_set_base_url(struct config *cfg, const char *url);
+
+/*
+ * 0 when url is http://HOST[/path] (or https:// when https is set) with a
+ * host name host_name_valid() takes and a path with no space, control
+ * character, '\\', '?' or '#'; else -1.
+ */
+int config_check_url(const char *url, int https);
+
+/*
+ * Whether s[0, len) is a host name as quire takes one, in routes and in
+ * quire.yml: letters, digits, '.', '-', a ':port', '[' and ']' for IPv6,
+ * and UTF-8; at least one byte. No space or control character, so it can
+ * go into a header.
+ */
+int host_name_valid(const char *s, size_t len);
+
+/* Whether s[0, len) can go into an HTTP header: no control character but tab (no CR, no LF). */
+int config_header_value_ok(const char *s, size_t len);
+
+/*
+ * Reports the key k of a map as unknown (an error), naming the nearest of
+ * the nknown names in known and listing them; what names the kind of key
+ * ("setting", "host setting").
+ */
+void config_unknown_key(struct diag_list *diags, const struct yml_node *k, const char *what,
+			const char *const *known, size_t nknown);
 
 /* "1048576", "512K", "64M", "1G" -> bytes in *out: 0, or -1 when s is no such size. */
 int config_parse_size(const char *s, size_t *out);

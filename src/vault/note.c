@@ -401,37 +401,88 @@ static void read_visibility(struct note *n, const struct yml_node *root, const c
 }
 
 /*
+ * Whether the line p[0, l) names a hiding key as a key: the word (any
+ * case, a whole word) followed by ':' after an optional closing quote and
+ * blanks, anywhere on the line ("  draft: true", "- Publish : no",
+ * "meta: {x: 1, 'draft': true"); or anywhere on a line that starts with
+ * '?' (a complex key, whose ':' may come on the next line). Sets *which.
+ */
+/* Whether p[i] (of a line of l bytes) is a letter, a digit or '_' (any byte of UTF-8 counts). */
+static int word_char(const char *p, size_t l, size_t i)
+{
+	unsigned char c = i < l ? (unsigned char)p[i] : ' ';
+
+	return isalnum(c) || c == '_' || c >= 0x80;
+}
+
+static int names_hiding_key(const char *p, size_t l, const struct hiding_key **which)
+{
+	size_t i, k, at;
+	int complex = 0;
+
+	for (i = 0; i < l && (p[i] == ' ' || p[i] == '\t'); i++)
+		;
+	complex = i < l && p[i] == '?';
+	for (k = 0; k < sizeof(hiding_keys) / sizeof(hiding_keys[0]); k++) {
+		size_t n = strlen(hiding_keys[k].name);
+		for (at = 0; at + n <= l; at++) {
+			size_t j = at + n;
+			if (strncasecmp(p + at, hiding_keys[k].name, n) != 0 ||
+			    (at && word_char(p, l, at - 1)))
+				continue;
+			if (j < l && (p[j] == '"' || p[j] == '\''))
+				j++;
+			while (j < l && (p[j] == ' ' || p[j] == '\t'))
+				j++;
+			if ((j < l && p[j] == ':') || (complex && !word_char(p, l, at + n))) {
+				*which = &hiding_keys[k];
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * The first line of text (numbered from first_line) that names a hiding
+ * key (names_hiding_key()): its number, or 0. *line_at and *at_len: the line.
+ */
+static int hiding_line(const char *text, size_t len, int first_line, const char **line_at,
+		       size_t *at_len, const struct hiding_key **which)
+{
+	const char *p, *end = text + len, *next;
+	int line = first_line;
+
+	for (p = text; p < end; p = next, line++) {
+		size_t l = line_len(p, end, &next);
+		if (names_hiding_key(p, l, which)) {
+			*line_at = p;
+			*at_len = l;
+			return line;
+		}
+	}
+	return 0;
+}
+
+/*
  * A frontmatter block that is not valid YAML (real vaults have "- %" in a
  * list of aliases) still usually has its important keys on lines of their
  * own. Keep the top-level lines that carry a value after "key:", parse
  * those alone, and say which keys were lost. A note's publish state is
- * never guessed: if "publish" or "draft" is on a line that fails, the note
- * keeps the safe reading below (see note_parse).
+ * never guessed: when any line of the block names "publish" or "draft" as
+ * a key, indented, in a list or in a flow map as much as at the top, the
+ * note is kept private (*keep_private) with an error naming that line,
+ * even if the recovery read it: what the whole block meant cannot be known
+ * ("draft: false" followed by an indented "  true" is not false).
  */
-static int contains(const char *hay, size_t len, const char *needle)
-{
-	size_t n = strlen(needle), i;
-
-	for (i = 0; i + n <= len; i++)
-		if (memcmp(hay + i, needle, n) == 0)
-			return 1;
-	return 0;
-}
-
-static int is_publish_key(const char *p, size_t k)
-{
-	return (k == 7 && strncasecmp(p, "publish", 7) == 0) ||
-	       (k == 5 && strncasecmp(p, "draft", 5) == 0);
-}
-
 static struct yml_node *recover(const char *path, const char *yaml, size_t len, const char *why,
 				int why_line, int *keep_private, struct diag_list *diags)
 {
 	struct buf kept = BUF_INIT, lost = BUF_INIT, err = BUF_INIT;
-	const char *end = yaml + len;
+	const char *end = yaml + len, *key_text = NULL;
+	const struct hiding_key *which = NULL;
 	struct yml_node *root = NULL;
-	int drop[8], ndrop = 0, err_line = why_line, attempt, last_kept = 0, key_line = 0;
-	const char *key_text = NULL;
+	int drop[8], ndrop = 0, err_line = why_line, attempt, last_kept = 0, key_line;
 	size_t key_len = 0;
 
 	/* each failed attempt drops the line it failed on, up to eight lines */
@@ -450,8 +501,6 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 		last_kept = 0;
 		buf_reset(&kept);
 		buf_reset(&lost);
-		*keep_private = 0;
-		key_line = 0;
 		for (p = yaml; p < end; p = next, line++) {
 			size_t l = line_len(p, end, &next), k = 0;
 			int dropped = 0;
@@ -470,12 +519,6 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 				if (line <= err_line || !last_kept)
 					last_kept = line;
 			} else {
-				if (is_publish_key(p, k) && !*keep_private) {
-					*keep_private = 1;
-					key_line = line;
-					key_text = p;
-					key_len = l;
-				}
 				if (lost.len)
 					buf_adds(&lost, ", ");
 				buf_addf(&lost, "'%.*s'", (int)k, p);
@@ -485,18 +528,13 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 		buf_reset(&err);
 		root = yml_parse(kept.ptr, kept.len, 2, &err, &err_line);
 	}
-	if (!root)
-		*keep_private |= contains(yaml, len, "publish") || contains(yaml, len, "draft");
-	if (*keep_private && key_line)
+	key_line = hiding_line(yaml, len, 2, &key_text, &key_len, &which);
+	*keep_private = key_line > 0;
+	if (*keep_private)
 		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, key_line,
-			  "invalid frontmatter (%s, line %d): '%.*s' could not be read; the note is "
-			  "kept private",
-			  why, why_line, (int)(key_len > 60 ? 60 : key_len), key_text);
-	else if (*keep_private)
-		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, why_line,
-			 "invalid frontmatter: %s; 'publish' or 'draft' could not be read, so the "
-			 "note is kept private",
-			 why);
+			  "invalid frontmatter (%s, line %d): '%.*s' names '%s', which could not be "
+			  "read for certain; the note is kept private",
+			  why, why_line, (int)(key_len > 60 ? 60 : key_len), key_text, which->name);
 	else if (root)
 		diag_addk(diags, DIAG_PARSE, DIAG_WARNING, path, why_line,
 			 "invalid frontmatter: %s; the other keys were read line by line%s%s%s", why,
@@ -507,6 +545,31 @@ static struct yml_node *recover(const char *path, const char *yaml, size_t len, 
 	buf_release(&lost);
 	buf_release(&err);
 	return root;
+}
+
+/*
+ * A frontmatter block with no closing fence is read as text, but a line
+ * of it that names a hiding key keeps the note private (the author meant
+ * a frontmatter that says draft or publish).
+ */
+static void unclosed(struct note *n, const char *yaml, const char *end, struct diag_list *diags)
+{
+	const struct hiding_key *which;
+	const char *text;
+	size_t tlen;
+	int line = hiding_line(yaml, (size_t)(end - yaml), 2, &text, &tlen, &which);
+
+	if (!line) {
+		diag_addk(diags, DIAG_PARSE, DIAG_ERROR, n->path, 1,
+			  "frontmatter is not closed by a '---' line; read as text");
+		return;
+	}
+	diag_addk(diags, DIAG_PARSE, DIAG_ERROR, n->path, line,
+		  "frontmatter is not closed by a '---' line, and '%.*s' names '%s'; the note is "
+		  "kept private",
+		  (int)(tlen > 60 ? 60 : tlen), text, which->name);
+	n->draft = 1;
+	n->publish = 0;
 }
 
 void note_parse(struct note *n, const char *path, const char *src, size_t len, time_t mtime,
@@ -563,8 +626,7 @@ void note_parse(struct note *n, const char *path, const char *src, size_t len, t
 			}
 		}
 		if (body == clean.ptr)
-			diag_addk(diags, DIAG_PARSE, DIAG_ERROR, path, 1,
-				 "frontmatter is not closed by a '---' line; read as text");
+			unclosed(n, yaml, end, diags);
 	}
 	if (!n->title || !n->title[0]) {
 		free(n->title);

@@ -4,12 +4,14 @@
  * note_parse() splits the YAML frontmatter from the body and reads the keys
  * quire understands: title, description, aliases, tags, date/created,
  * updated, draft, publish, slug, cssclasses, route/routes. Other keys are
- * the author's business and are ignored. A malformed block is reported
- * with its line and the note is still published from its body, unless
- * draft or publish cannot be read for certain: those fail closed (a value
- * that is not a plain true/false, a key given twice, a line naming the
- * key that YAML did not read as it), keeping the note private with an
- * error naming the line.
+ * the author's business and are ignored. YAML merge keys ("<<") count
+ * (yml.h). A malformed block is reported with its line and the note is
+ * still published from its body, unless draft or publish cannot be read
+ * for certain: those fail closed (a value that is not a plain true/false,
+ * a key given twice, a line naming the key that YAML did not read as it,
+ * and any line naming either key, at any indentation, in a block that is
+ * not valid YAML or not closed), keeping the note private with an error
+ * naming the line.
  */
 #ifndef QUIRE_NOTE_H
 #define QUIRE_NOTE_H

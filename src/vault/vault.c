@@ -338,6 +338,12 @@ char *vault_folder_url(const char *folder, size_t len)
 	buf_adds(&idx, len ? "/index.md" : "index.md");
 	url = vault_note_url(idx.ptr, NULL);
 	buf_release(&idx);
+	if (vault_url_reserved(url)) {
+		/* where its index note goes (site/urls.c): "tags/" lists at "/tags-2/" */
+		char *other = vault_url_unreserved(url);
+		free(url);
+		url = other;
+	}
 	return url;
 }
 
@@ -360,6 +366,10 @@ const char *vault_url_reserved(const char *url)
 		return "/_quire/ holds the theme and the explorer";
 	if (seg_is(seg, len, "api"))
 		return "/api/ is quire's API";
+	if (end && seg_is(seg, len, "tags"))
+		return "/tags/ lists the tags, and each tag's notes";
+	if (seg_is(seg, len, "dav"))
+		return "/dav is quire's WebDAV";
 	if (seg_is(seg, len, "healthz") || seg_is(seg, len, "metrics"))
 		return "it is quire's health or metrics endpoint";
 	if (!end && (seg_is(seg, len, "search") || seg_is(seg, len, "robots.txt")))
@@ -374,36 +384,64 @@ const char *vault_url_reserved(const char *url)
 	return NULL;
 }
 
-char *vault_url_unreserved(const char *url)
+/* url with its first segment's leading dots dropped and "-2" added to it ("/.x/y" -> "/x-2/y"). */
+static void first_segment_2(struct buf *b, const char *url)
 {
-	struct buf b = BUF_INIT;
 	const char *seg = url[0] == '/' ? url + 1 : url, *end = strchr(seg, '/');
 	size_t len = end ? (size_t)(end - seg) : strlen(seg);
 
 	while (len && seg[0] == '.')
 		seg++, len--; /* ".hidden" -> "hidden-2" */
-	buf_addc(&b, '/');
-	buf_add(&b, seg, len);
-	buf_adds(&b, "-2");
+	buf_reset(b);
+	buf_addc(b, '/');
+	buf_add(b, seg, len);
+	buf_adds(b, "-2");
 	if (end)
-		buf_adds(&b, end);
+		buf_adds(b, end);
+}
+
+/* url with each segment's leading '.' made '-', then "-2" when that is still reserved. */
+static void later_segments_2(struct buf *b, const char *url)
+{
+	buf_reset(b);
+	for (const char *p = url; *p; p++)
+		buf_addc(b, *p == '.' && (p == url || p[-1] == '/') ? '-' : *p);
+	if (vault_url_reserved(b->ptr))
+		buf_adds(b, "-2");
+}
+
+char *vault_url_unreserved(const char *url)
+{
+	struct buf b = BUF_INIT, c = BUF_INIT;
+
+	/* the first segment ("/search" -> "/search-2", "/api/x" -> "/api-2/x") */
+	first_segment_2(&b, url);
 	if (vault_url_reserved(b.ptr)) {
 		/* a reserved name further down ("/x/rss.xml", "/x/.y"): the note's place is kept */
-		buf_reset(&b);
-		for (const char *p = url; *p; p++)
-			buf_addc(&b, *p == '.' && (p == url || p[-1] == '/') ? '-' : *p);
-		if (vault_url_reserved(b.ptr))
-			buf_adds(&b, "-2");
+		later_segments_2(&b, url);
+		if (vault_url_reserved(b.ptr)) {
+			/* both ("/tags/x/rss.xml" -> "/tags-2/x/rss.xml-2") */
+			later_segments_2(&c, url);
+			first_segment_2(&b, c.ptr);
+		}
 	}
+	buf_release(&c);
 	return buf_detach(&b, NULL);
 }
 
 char *vault_file_url(const char *path)
 {
 	struct buf url = BUF_INIT;
+	char *other;
+
 	buf_addc(&url, '/');
 	buf_adds(&url, path);
-	return buf_detach(&url, NULL);
+	if (!vault_url_reserved(url.ptr))
+		return buf_detach(&url, NULL);
+	/* "tags/a/rss.xml" would replace tag a's feed: served beside it, as a note would be */
+	other = vault_url_unreserved(url.ptr);
+	buf_release(&url);
+	return other;
 }
 
 int vault_append_line(const char *path, const char *line)

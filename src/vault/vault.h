@@ -87,16 +87,18 @@ char *vault_note_url(const char *path, const char *slug);
 
 /*
  * The URL path of the folder folder[0, len) (decoded, no prefix), where its
- * listing or its index note is: "/a/b/"; "/" for the root. The caller
- * frees it.
+ * listing or its index note is: "/a/b/"; "/" for the root; the
+ * vault_url_unreserved() of that when it is reserved ("tags" lists at
+ * "/tags-2/"). The caller frees it.
  */
 char *vault_folder_url(const char *folder, size_t len);
 
 /*
  * Why the decoded URL path url is quire's own and no note may claim it (as
  * its URL, a slug, an alias or a route), or NULL when it is free: feeds,
- * sitemaps, robots.txt, /_quire/, /api/, /healthz, /metrics, /search, and
- * any segment that starts with '.'. The reason is a static string.
+ * sitemaps, robots.txt, /_quire/, /api/, /tags/ (the tag pages; "/tags"
+ * alone is free), /dav (WebDAV), /healthz, /metrics, /search, and any
+ * segment that starts with '.'. The reason is a static string.
  */
 const char *vault_url_reserved(const char *url);
 
@@ -110,7 +112,10 @@ char *vault_url_unreserved(const char *url);
 /* One path segment as a URL segment: lowercase, runs of other characters to '-'. */
 void vault_slugify(struct buf *out, const char *seg, size_t len);
 
-/* The URL path of an attachment: "/" + its vault path, case kept. Caller frees. */
+/*
+ * The URL path of an attachment: "/" + its vault path, case kept, or
+ * vault_url_unreserved() of that when it is reserved. Caller frees.
+ */
 char *vault_file_url(const char *path);
 
 /* The MIME type for a file name by extension; "application/octet-stream" when unknown. */

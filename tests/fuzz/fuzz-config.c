@@ -5,11 +5,13 @@
  * config_load() reads <vault>/quire.yml, so each input is written to that
  * file in a temporary folder made once per process (under $TMPDIR, removed
  * at exit) and loaded: YAML parsing, every setting, sizes, base URLs, hosts
- * and the diagnostics for what is wrong. The loaded config is then checked
- * the way the rest of quire relies on it: strings set, base_url empty or
- * http(s) without a trailing slash, url_prefix empty or "/..." without one,
- * every host name lowercase. Also config_parse_size() and
- * config_set_base_url() on the raw input.
+ * and the diagnostics for what is wrong. An invalid file gives at least
+ * one error. A valid one is then checked the way the rest of quire relies
+ * on it: strings set, base_url empty or http(s) without a trailing slash,
+ * url_prefix empty or "/..." without one, every host name lowercase, and
+ * nothing that goes into a header (host names, base URLs, purgers' URLs
+ * and headers, the CSP) with a control character. Also config_parse_size()
+ * and config_set_base_url() on the raw input.
  */
 #include "fuzz.h"
 
@@ -47,10 +49,31 @@ static void write_file(const uint8_t *data, size_t size)
 		abort();
 }
 
+/* s has no byte below 0x20 (tab aside) nor 0x7f: it can go into a header line. */
+static void one_line(const char *s)
+{
+	if (s)
+		fuzz_assert(config_header_value_ok(s, strlen(s)));
+}
+
 static void check(const struct config *cfg)
 {
 	size_t i, n;
 	const char *p;
+
+	one_line(cfg->base_url);
+	one_line(cfg->csp);
+	one_line(cfg->frame_src);
+	for (i = 0; i < cfg->npurgers; i++) {
+		one_line(cfg->purgers[i].url);
+		one_line(cfg->purgers[i].header);
+	}
+	for (i = 0; i < cfg->nhosts; i++) {
+		one_line(cfg->hosts[i].name);
+		one_line(cfg->hosts[i].base_url);
+		fuzz_assert(!cfg->hosts[i].base_url ||
+			    config_check_url(cfg->hosts[i].base_url, 1) == 0);
+	}
 
 	fuzz_assert(cfg->title && cfg->base_url && cfg->url_prefix && cfg->language &&
 		    cfg->frame_src);
@@ -82,6 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	diag_list_init(&diags);
 	if (config_load(&cfg, dir, &diags) == 0)
 		check(&cfg);
+	else
+		fuzz_assert(diags.nerrors > 0);
 	if (config_set_base_url(&cfg, s) == 0)
 		check(&cfg);
 	config_release(&cfg);
