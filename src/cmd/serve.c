@@ -413,7 +413,8 @@ int serve_main(int argc, char **argv)
 	/* pages keep their gzip bytes only; the rare client that refuses gzip gets them inflated */
 	page_keep_identity(0);
 	snapshot_slot_init(&sv.slot);
-	if (open_front(&sv) < 0)
+	/* a bad quire.yml stops the server before it listens: nothing is served under it */
+	if (site_check_settings(sv.args.vault, &sv.args.so) < 0 || open_front(&sv) < 0)
 		goto out;
 	sv.shown = progress_start("loading", read_progress, sv.loader, 1);
 	if (pthread_create(&sv.starter, NULL, start, &sv) != 0) {

@@ -334,6 +334,25 @@ static int load_settings(struct site *s, const char *path, const struct site_opt
 	return 0;
 }
 
+/* --base-url over quire.yml's. 0, or -1 (logged) when it is not a URL. */
+static int override_base_url(struct site *s, const struct site_options *opt)
+{
+	if (opt && opt->base_url && config_set_base_url(&s->cfg, opt->base_url) < 0)
+		return log_error("--base-url must be an absolute http(s) URL: %s", opt->base_url);
+	return 0;
+}
+
+int site_check_settings(const char *path, const struct site_options *opt)
+{
+	struct site *s = xcalloc(1, sizeof(*s));
+	int ret = load_settings(s, path, NULL) < 0 || override_base_url(s, opt) < 0 ? -1 : 0;
+
+	config_release(&s->cfg);
+	free(s->config_text);
+	free(s);
+	return ret;
+}
+
 struct site *site_new(const char *path, const struct site_options *opt)
 {
 	struct site *s = xcalloc(1, sizeof(*s));
@@ -347,12 +366,8 @@ struct site *site_new(const char *path, const struct site_options *opt)
 	s->hosts = hosts_new();
 	s->keep_text = opt && opt->search;
 	s->threads = opt && opt->threads > 0 ? opt->threads : parallel_cpus();
-	if (load_settings(s, path, opt) < 0)
+	if (load_settings(s, path, opt) < 0 || override_base_url(s, opt) < 0)
 		goto fail;
-	if (opt && opt->base_url && config_set_base_url(&s->cfg, opt->base_url) < 0) {
-		log_error("--base-url must be an absolute http(s) URL: %s", opt->base_url);
-		goto fail;
-	}
 	{
 		struct buf mf = BUF_INIT;
 		if (opt && opt->data_dir)

@@ -78,6 +78,14 @@ struct site_stats {
 };
 
 /*
+ * Reads and checks <path>/quire.yml (and opt's --base-url) as site_new()
+ * would without a fallback, logging each error the same way, and keeps
+ * nothing: what a command runs before it starts anything, so that a bad
+ * setting stops it before it listens or writes. 0, or -1.
+ */
+int site_check_settings(const char *path, const struct site_options *opt);
+
+/*
  * A site for the vault at path with its settings loaded and no notes yet.
  * Returns NULL when quire.yml cannot be read or is invalid (each error
  * logged as "<vault>/quire.yml:LINE: why") and opt gives no fallback, or
