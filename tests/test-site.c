@@ -244,6 +244,42 @@ static void test_explicit_mode(void)
 	tv_remove(out);
 }
 
+/*
+ * A conflict copy that quire sync (or Syncthing) wrote beside a note is a
+ * file of the vault, synced like any other, and never a page: it holds
+ * one side of an edit, with the note's title, aliases and slug, until its
+ * author merges it. check names it.
+ */
+static void test_conflict_copy_private(void)
+{
+	static const char *const secrets[] = { "SERVERSIDE" };
+	char *v = tv_new(), *out = tv_new();
+	struct snapshot *snap;
+	struct site *s;
+
+	tv_write(v, "Plan.md", "---\naliases: [Roadmap]\n---\nLaptop side. [[index]]\n");
+	tv_write(v, "Plan.sync-conflict-20261207-172200-server.md",
+		 "---\naliases: [Roadmap]\n---\nSERVERSIDE of the edit. [[index]]\n");
+	tv_write(v, "notes/Log.sync-conflict-20261207-172200-ABCDEF1.md", "SERVERSIDE too\n");
+	tv_write(v, "index.md", "See [[Plan]].\n");
+	s = load(v, 1);
+	CHECK(s && stats(s).published == 2);
+	if (!s)
+		goto out;
+	CHECK(has_diag(s, "Plan.sync-conflict-20261207-172200-server.md", "conflict copy"));
+	CHECK(has_diag(s, "notes/Log.sync-conflict-20261207-172200-ABCDEF1.md", "conflict copy"));
+	snap = site_snapshot(s, NULL);
+	CHECK_INT(export_snapshot(snap, out, NULL), 0);
+	CHECK_INT(grep_tree(out, secrets, 1), 0);
+	CHECK(tv_exists(out, "plan.html"));
+	CHECK_INT(stats(s).broken, 0);
+	snapshot_unref(snap);
+	site_free(s);
+out:
+	tv_remove(v);
+	tv_remove(out);
+}
+
 /* ---- hostile input ------------------------------------------------------- */
 
 static void test_bad_input(void)
@@ -1508,6 +1544,7 @@ int main(void)
 	RUN(test_tasks_docs);
 	RUN(test_unpublished_leaves_no_trace);
 	RUN(test_explicit_mode);
+	RUN(test_conflict_copy_private);
 	RUN(test_bad_input);
 	RUN(test_urls_and_aliases);
 	RUN(test_moves);

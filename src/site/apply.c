@@ -26,6 +26,7 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 #include "vault/resolve.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -614,6 +615,10 @@ static void parse_one(void *arg, size_t i)
 	n->note.path = NULL; /* keep the path string: the index maps use it as their key */
 	note_release(&n->note);
 	note_parse(&n->note, path, src.ptr, src.len, mtime, &s->diags);
+	if (vault_is_conflict_copy(path))
+		diag_addk(&s->diags, DIAG_PARSE, DIAG_WARNING, path, 0,
+			  "a conflict copy (quire sync or Syncthing kept both sides of an edit): "
+			  "not published; merge it into the note it sits beside and delete it");
 	free(n->note.path);
 	n->note.path = path;
 	buf_release(&full);
@@ -685,7 +690,8 @@ static void before_parse(struct site_note *n)
 /* What a parsed note's new metadata changes for others. */
 static void after_parse(struct site *s, struct work *w, struct site_note *n)
 {
-	int published = note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT);
+	int published = note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT) &&
+			!vault_is_conflict_copy(n->note.path);
 	char *base = published ? urls_base_of(s, n) : NULL;
 
 	if (!n->indexed) {

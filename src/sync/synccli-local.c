@@ -28,6 +28,7 @@
 #include "util/hash.h"
 #include "util/map.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,9 +209,9 @@ const char *synccli_conflict_name(struct run *r, const char *path)
 	split_ext(path, &stem_len, &ext);
 	for (k = 1;; k++) {
 		if (k == 1)
-			snprintf(suffix, sizeof(suffix), ".sync-conflict-%s-server", stamp);
+			snprintf(suffix, sizeof(suffix), VAULT_CONFLICT_INFIX "%s-server", stamp);
 		else
-			snprintf(suffix, sizeof(suffix), ".sync-conflict-%s-server-%d", stamp, k);
+			snprintf(suffix, sizeof(suffix), VAULT_CONFLICT_INFIX "%s-server-%d", stamp, k);
 		/* a name at most SYNCAPI_MAX_SEGMENT bytes long, cut on a character */
 		room = SYNCAPI_MAX_SEGMENT - strlen(suffix) - strlen(ext);
 		if (strlen(ext) > 32)
@@ -244,7 +245,7 @@ const char *synccli_find_copy(struct run *r, const char *path, const char *sha)
 
 	split_ext(path, &stem_len, &ext);
 	buf_add(&prefix, path, stem_len);
-	buf_adds(&prefix, ".sync-conflict-");
+	buf_adds(&prefix, VAULT_CONFLICT_INFIX);
 	for (i = 0; i < r->scan.n && !found; i++) {
 		const char *p = r->scan.files[i].path;
 		size_t n = strlen(p), e = strlen(ext);

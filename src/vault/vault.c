@@ -29,6 +29,13 @@ int vault_is_note_path(const char *path)
 	return n > 3 && strcasecmp(path + n - 3, ".md") == 0;
 }
 
+int vault_is_conflict_copy(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *leaf = slash ? slash + 1 : path;
+
+	return leaf[0] && strstr(leaf + 1, VAULT_CONFLICT_INFIX) != NULL;
+}
+
 int vault_ignored(const struct config *cfg, const char *path)
 {
 	const char *p = path;

@@ -71,6 +71,19 @@ int vault_ignored(const struct config *cfg, const char *path);
 int vault_is_note_path(const char *path);
 
 /*
+ * The infix of a conflict copy's file name, as quire sync and Syncthing
+ * write it beside the file they kept: NAME.sync-conflict-WHEN-WHO.EXT.
+ */
+#define VAULT_CONFLICT_INFIX ".sync-conflict-"
+
+/*
+ * True when the path's last segment is a conflict copy's name (holds
+ * VAULT_CONFLICT_INFIX after its first character): a side of an edit
+ * that waits for its author, synced like any file but never published.
+ */
+int vault_is_conflict_copy(const char *path);
+
+/*
  * Appends line (with its '\n') to path, creating its folder, and fsyncs it:
  * for the small logs kept in the data dir (moves). Returns 0, or -1 with
  * errno set.
