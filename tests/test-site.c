@@ -62,11 +62,13 @@ static void print_diags(const struct site *s, size_t max)
 
 static void test_pwsh_docs(void)
 {
-	struct buf dir = BUF_INIT;
+	char *dir = tv_corpus_vault("pwsh-docs", "its 1,120 notes and 5,651 wikilinks must load "
+				    "with every link resolved");
 	struct site *s;
 
-	buf_addf(&dir, "%s/pwsh-docs", tv_corpus());
-	s = load(dir.ptr, 0);
+	if (!dir)
+		return;
+	s = load(dir, 0);
 	CHECK(s != NULL);
 	if (!s)
 		goto out;
@@ -85,7 +87,7 @@ static void test_pwsh_docs(void)
 		stats(s).links, stats(s).embeds, s->load_ms);
 	site_free(s);
 out:
-	buf_release(&dir);
+	free(dir);
 }
 
 /*
@@ -97,11 +99,13 @@ out:
  */
 static void test_tasks_docs(void)
 {
-	struct buf dir = BUF_INIT;
+	char *dir = tv_corpus_vault("obsidian-tasks-docs", "its 118 notes, written in Obsidian, "
+				    "must load with every link resolved");
 	struct site *s;
 
-	buf_addf(&dir, "%s/obsidian-tasks-docs", tv_corpus());
-	s = load(dir.ptr, 0);
+	if (!dir)
+		return;
+	s = load(dir, 0);
 	CHECK(s != NULL);
 	if (!s)
 		goto out;
@@ -121,7 +125,7 @@ static void test_tasks_docs(void)
 		print_diags(s, 40);
 	site_free(s);
 out:
-	buf_release(&dir);
+	free(dir);
 }
 
 /* ---- privacy ----------------------------------------------------------- */
@@ -876,17 +880,17 @@ static void test_line_breaks(void)
 	tv_remove(v);
 }
 
-static void test_deterministic_across_threads(void)
+/* The same files give the same bytes on one thread and on two. */
+static void same_across_threads(const char *dir)
 {
-	struct buf dir = BUF_INIT;
 	struct site *a, *b;
 	size_t i, differ = 0;
 
-	buf_addf(&dir, "%s/obsidian-tasks-docs", tv_corpus());
-	a = load(dir.ptr, 1);
-	b = load(dir.ptr, 2);
+	a = load(dir, 1);
+	b = load(dir, 2);
 	CHECK(a && b);
 	if (a && b) {
+		CHECK(a->nnotes > 10);
 		CHECK_INT(a->nnotes, b->nnotes);
 		for (i = 0; i < a->nnotes && i < b->nnotes; i++) {
 			const struct page *x = a->notes[i]->page, *y = b->notes[i]->page;
@@ -898,7 +902,19 @@ static void test_deterministic_across_threads(void)
 	}
 	site_free(a);
 	site_free(b);
-	buf_release(&dir);
+}
+
+static void test_deterministic_across_threads(void)
+{
+	char *dir = tv_sample();
+
+	same_across_threads(dir);
+	free(dir);
+	dir = tv_corpus_vault("obsidian-tasks-docs", "one thread against two on a real vault "
+			      "(vault-sample ran)");
+	if (dir)
+		same_across_threads(dir);
+	free(dir);
 }
 
 /*
@@ -1376,20 +1392,15 @@ out:
  * such renames came from a move split over two changes while the old
  * file was being re-read: test_moves_across_changes reproduces that.)
  */
-static void test_folder_moved_in_batches(void)
+static void moved_in_batches(const char *dir, const char *folder, const char *to)
 {
-	const char *folder = "reference/7.6/Microsoft.PowerShell.Core/";
-	const char *to = "reference/7.6/Core Moved/";
-	char *dir = tv_new();
-	struct buf src = BUF_INIT, from = BUF_INIT, dst = BUF_INIT;
+	struct buf from = BUF_INIT, dst = BUF_INIT;
 	struct snapshot *snap;
 	struct site *s;
 	char **olds = NULL, **news = NULL, **urls = NULL;
 	size_t i, n = 0, done = 0;
 	unsigned seed = 7;
 
-	buf_addf(&src, "%s/pwsh-docs", tv_corpus());
-	CHECK(tv_copy(src.ptr, dir) == 0);
 	s = load(dir, 2);
 	CHECK(s != NULL);
 	if (!s)
@@ -1458,10 +1469,54 @@ out:
 	free(olds);
 	free(news);
 	free(urls);
-	buf_release(&src);
 	buf_release(&from);
 	buf_release(&dst);
+}
+
+/*
+ * A vault shaped like pwsh-docs's reference: three versions of one folder
+ * of 200 notes with the same names (so their URLs collide and are shared
+ * out by URL groups), each linking its neighbours by name, by path and to
+ * a heading.
+ */
+static void write_versions(const char *dir)
+{
+	struct buf rel = BUF_INIT, text = BUF_INIT;
+	int v, i;
+
+	for (v = 4; v <= 6; v++) {
+		for (i = 0; i < 200; i++) {
+			buf_reset(&rel);
+			buf_addf(&rel, "reference/7.%d/Core/Cmdlet-%03d.md", v, i);
+			buf_reset(&text);
+			buf_addf(&text, "# Cmdlet %03d\n\n## Syntax\n\nSee [[Cmdlet-%03d]], "
+				 "[[Cmdlet-%03d#Syntax]] and [next](Cmdlet-%03d.md).\n",
+				 i, (i + 1) % 200, (i + 7) % 200, (i + 1) % 200);
+			tv_write(dir, rel.ptr, text.ptr);
+		}
+	}
+	tv_write(dir, "index.md", "Start at [[reference/7.6/Core/Cmdlet-000]].\n");
+	buf_release(&rel);
+	buf_release(&text);
+}
+
+static void test_folder_moved_in_batches(void)
+{
+	char *dir = tv_new(), *src;
+
+	write_versions(dir);
+	moved_in_batches(dir, "reference/7.6/Core/", "reference/7.6/Core Moved/");
 	tv_remove(dir);
+	src = tv_corpus_vault("pwsh-docs", "the same moves on a real vault's folder of 150 notes "
+			      "(a generated one ran)");
+	if (!src)
+		return;
+	dir = tv_new();
+	CHECK(tv_copy(src, dir) == 0);
+	moved_in_batches(dir, "reference/7.6/Microsoft.PowerShell.Core/",
+			 "reference/7.6/Core Moved/");
+	tv_remove(dir);
+	free(src);
 }
 
 int main(void)
