@@ -993,67 +993,6 @@ static void test_embed_amplification(void)
 	tv_remove(root);
 }
 
-/* CPU seconds of loading root, the least of three tries. */
-static double load_cpu(const char *root)
-{
-	double best = 1e9;
-	int i;
-
-	for (i = 0; i < 3; i++) {
-		struct timespec a, b;
-		struct site *s;
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);
-		s = load(root, 1);
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-		site_free(s);
-		if (b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9 < best)
-			best = b.tv_sec - a.tv_sec + (b.tv_nsec - a.tv_nsec) / 1e9;
-	}
-	return best;
-}
-
-/*
- * Per-link work is linear: one note with n distinct broken links, and a
- * hub linked from n notes that it links and embeds back, at n and 10 n.
- * Quadratic work shows as a ratio near 100; linear near 10. The bound is
- * 30, far from both, so a slow or busy machine does not decide it.
- */
-static void vault_of_links(const char *root, size_t n)
-{
-	struct buf text = BUF_INIT;
-	char name[32];
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		buf_addf(&text, "[[missing%zu]] ", i);
-	tv_write(root, "broken.md", text.ptr);
-	buf_reset(&text);
-	for (i = 0; i < n / 10; i++)
-		buf_addf(&text, "[[n%zu]] ", i);
-	tv_write(root, "hub.md", text.ptr);
-	for (i = 0; i < n / 10; i++) {
-		snprintf(name, sizeof(name), "n%zu.md", i);
-		tv_write(root, name, "Back to [[hub]].\n");
-	}
-	buf_release(&text);
-}
-
-static void test_links_linear(void)
-{
-	char *small = tv_new(), *big = tv_new();
-	double a, b;
-
-	vault_of_links(small, 4000);
-	vault_of_links(big, 40000);
-	a = load_cpu(small);
-	b = load_cpu(big);
-	fprintf(stderr, "  4,000 links: %.3f s, 40,000 links: %.3f s of CPU (ratio %.1f)\n", a, b,
-		b / a);
-	CHECK(b < 30 * a);
-	tv_remove(small);
-	tv_remove(big);
-}
-
 /* The bytes of the page at url in s's table, NUL-terminated by the page, or "". */
 static const char *page_text(const struct site *s, const char *url)
 {
@@ -1540,7 +1479,6 @@ int main(void)
 	RUN(test_line_breaks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
-	RUN(test_links_linear);
 	RUN(test_reserved_urls);
 	RUN(test_site_stylesheet);
 	RUN(test_site_icon);
