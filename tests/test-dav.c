@@ -139,7 +139,7 @@ static int page_shows(const char *url, int want, const char *text, struct buf *b
 	struct buf b = BUF_INIT;
 	int st = -1, i;
 
-	for (i = 0; i < 200; i++) {
+	for (i = 0; i < 1200; i++) { /* a minute: only a hang fails */
 		st = fetch_page(port, url, &b);
 		if (st == want && (!text || (b.ptr && strstr(b.ptr, text))))
 			break;

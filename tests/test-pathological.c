@@ -56,10 +56,12 @@
  * At 10 n, per byte of a note (docs/security.md, "Pathological inputs"):
  * cmark-gfm's tree is most of it, a node of about 170 bytes for as little
  * as one byte of input ("- - - -", "> > >", "[[[["), 225 bytes a byte at
- * its peak; the worst case here holds 253 in all and allocates 334.
+ * its peak; the worst case here ("callout in a deep quote") holds 253 in
+ * all and allocates 334 (285 and 350 under ASan, whose realloc() always
+ * moves the block).
  */
-#define MAX_ALLOC_PER_BYTE 400.0
-#define MAX_PEAK_PER_BYTE 300.0
+#define MAX_ALLOC_PER_BYTE 450.0
+#define MAX_PEAK_PER_BYTE 350.0
 
 /* What one run counted, and the input's size. */
 struct run {

@@ -936,7 +936,11 @@ static void test_wait(void)
 	t0 = now_s();
 	CHECK(get(t, &r) == 0);
 	CHECK_INT(r.status, 408);
-	CHECK(now_s() - t0 >= 0.28 && now_s() - t0 < 2.0);
+	/*
+	 * It waited, and for its own timeout rather than the default 30 s:
+	 * a bound far from both, which no machine's speed decides.
+	 */
+	CHECK(now_s() - t0 >= 0.28 && now_s() - t0 < 15.0);
 	resp_free(&r);
 	snprintf(t, sizeof(t), "/api/v1/wait?version=%lld&timeout=0", live + 1000);
 	CHECK(get(t, &r) == 0);

@@ -670,6 +670,35 @@ static void c_html_nesting(const struct rendered *r, size_t n)
 BYTES_CASE(r_html_nesting, c_html_nesting)
 
 /*
+ * The sanitizer's hostile tags (test-sanitize's test_hostile) in one HTML
+ * block: lists, tables, formatting elements and selects left open, stray
+ * end tags, comments, each unit n / 12 times, and a script after them.
+ */
+static void *b_html_units(size_t n)
+{
+	static const char *const units[] = {
+		"<ul><li>", "<div>", "<b><i>", "<font><b><u>", "<table><tr><td>", "<p><b id=1>",
+		"</span>x", "<a href=x>", "<select>", "<!--x-->", "<b>x</b>", "<p><b></p>x",
+	};
+	struct buf *b = new_buf();
+	size_t i;
+
+	buf_adds(b, "<div>\n");
+	for (i = 0; i < n; i++)
+		buf_adds(b, units[i % (sizeof(units) / sizeof(units[0]))]);
+	buf_adds(b, "<img src=x onerror=alert(1)>\n</div>\n");
+	return b;
+}
+
+static void c_html_units(const struct rendered *r, size_t n)
+{
+	(void)n;
+	CHECK(contains(&r->md.html, "<ul><li><div><b><i>"));
+	CHECK(!contains(&r->md.html, "onerror"));
+}
+BYTES_CASE(r_html_units, c_html_units)
+
+/*
  * A YAML alias bomb in the frontmatter ("billion laughs"): aliases read as
  * null, so the note costs its own size, and the body renders.
  */
@@ -1099,6 +1128,7 @@ const struct hostile_case hostile_cases[] = {
 	{ "inline footnotes", BYTES, 10000, 10000, b_inline_notes, r_inline_notes, drop_buf },
 	{ "reference definitions", BYTES, 10000, 10000, b_references, r_references, drop_buf },
 	{ "nested raw HTML", BYTES, 4000, 8000, b_html_nesting, r_html_nesting, drop_buf },
+	{ "raw HTML, hostile tags", BYTES, 12000, 120000, b_html_units, r_html_units, drop_buf },
 	{ "YAML alias bomb", BYTES, 4000, 16000, b_alias_bomb, r_alias_bomb, drop_buf },
 	{ "YAML nesting", BYTES, 20000, 80000, b_yaml_deep, r_yaml_deep, drop_buf },
 	{ "YAML long lists", BYTES, 10000, 40000, b_yaml_long, r_yaml_long, drop_buf },
