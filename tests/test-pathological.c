@@ -33,11 +33,15 @@
 #include "lib/hostile.h"
 #include "lib/meter.h"
 #include "lib/test.h"
+#include "lib/tv.h"
 
 #include "markdown/markdown.h"
+#include "site/site.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -202,6 +206,44 @@ static void test_meter_sees_quadratic(void)
 		CHECK(ratio(a.instructions, b.instructions) > 5 * MAX_RATIO / 2);
 }
 
+/*
+ * A note over max_note_size is never read whole (stat first): a sparse
+ * file of 256 MiB loads in a vault with a few kilobytes allocated, an
+ * error naming it, the rest published.
+ */
+static void test_over_the_limit_unread(void)
+{
+	struct site_options o = { .threads = 1 };
+	char *dir = tv_new();
+	struct buf path = BUF_INIT;
+	struct meter m;
+	struct site *s;
+	size_t i, said = 0;
+	int fd;
+
+	buf_addf(&path, "%s/huge.md", dir);
+	fd = open(path.ptr, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)256 << 20) == 0);
+	if (fd >= 0)
+		close(fd);
+	tv_write(dir, "small.md", "# Small\n\nSee [[huge]].\n");
+	meter_start(&m);
+	s = site_load(dir, &o);
+	meter_stop(&m);
+	CHECK(s != NULL);
+	for (i = 0; s && i < s->diags.n; i++)
+		said += strcmp(s->diags.items[i].path, "huge.md") == 0 &&
+			strstr(s->diags.items[i].msg, "268435456 bytes, over max_note_size") != NULL;
+	CHECK_INT(said, 1);
+	CHECK(s && site_find_note(s, "small.md") && site_find_note(s, "small.md")->published);
+	fprintf(stderr, "  a note of 256 MiB over max_note_size: %.1f MiB allocated in the load\n",
+		(double)m.alloc_bytes / (1 << 20));
+	CHECK(m.alloc_bytes < 16 << 20);
+	site_free(s);
+	buf_release(&path);
+	tv_remove(dir);
+}
+
 static void test_cases(void)
 {
 	size_t i;
@@ -218,6 +260,7 @@ int main(void)
 	md_global_init();
 	RUN(test_meter_sees_quadratic);
 	RUN(hostile_odd_file_names);
+	RUN(test_over_the_limit_unread);
 	RUN(test_cases);
 	return test_done();
 }

@@ -278,10 +278,20 @@ static void test_bad_input(void)
 		buf_adds(&big, "- item\n");
 	}
 	tv_write(v, "deep.md", big.ptr);
+	/* under max_note_size (4 MiB), rendered; 50 MB, over it: refused unread */
 	buf_reset(&big);
-	while (big.len < 50u * 1024 * 1024)
+	while (big.len < 3u * 1024 * 1024)
 		buf_adds(&big, "A realistic paragraph with [[index]] a link, `code`, *emphasis* and "
-			       "#tags, repeated until the note weighs fifty megabytes.\n\n");
+			       "#tags, repeated until the note weighs megabytes.\n\n");
+	tv_write_len(v, "big.md", big.ptr, big.len);
+	{
+		char *part = xmemdup(big.ptr, big.len);
+		size_t len = big.len;
+
+		while (big.len < 50u * 1024 * 1024)
+			buf_add(&big, part, len);
+		free(part);
+	}
 	tv_write_len(v, "huge.md", big.ptr, big.len);
 	buf_release(&big);
 	for (i = 0; i < sizeof(names) / sizeof(*names); i++)
@@ -301,8 +311,9 @@ static void test_bad_input(void)
 	CHECK_INT(stats(s).broken, 0);
 	if (stats(s).broken)
 		print_diags(s, 40);
+	CHECK(has_diag(s, "huge.md", "over max_note_size"));
 	for (i = 0; i < s->nnotes; i++)
-		CHECK(s->notes[i]->page != NULL);
+		CHECK((s->notes[i]->page != NULL) == (strcmp(s->notes[i]->note.path, "huge.md") != 0));
 	CHECK(strstr(find_note(s, "bad-yaml.md")->page->body, "BADYAMLBODY") != NULL);
 	CHECK(strstr(find_note(s, "open-frontmatter.md")->page->body, "OPENBODY") != NULL);
 	snap = site_snapshot(s, NULL);
@@ -313,7 +324,8 @@ static void test_bad_input(void)
 	CHECK(tv_exists(out, "emoji.html"));
 	CHECK(tv_exists(out, "שלום.html"));
 	CHECK(tv_exists(out, "日本語.html"));
-	CHECK(tv_exists(out, "huge.html") && tv_exists(out, "huge.html.gz"));
+	CHECK(tv_exists(out, "big.html") && tv_exists(out, "big.html.gz"));
+	CHECK(!tv_exists(out, "huge.html"));
 	snapshot_unref(snap);
 	site_free(s);
 out:
@@ -1000,6 +1012,77 @@ static const char *page_text(const struct site *s, const char *url)
 	return p && p->body ? p->body : "";
 }
 
+/* n bytes of a note: "# Big" and lines of text. */
+static void write_sized(const char *root, const char *rel, size_t n)
+{
+	struct buf b = BUF_INIT;
+
+	buf_adds(&b, "# Big\n\n");
+	while (b.len < n)
+		buf_adds(&b, "A line of the big note, over and over.\n");
+	buf_setlen(&b, n);
+	tv_write_len(root, rel, b.ptr, b.len);
+	buf_release(&b);
+}
+
+/*
+ * A note over max_note_size (quire.yml) is not read: an error names it,
+ * its size and the limit, it is not published (no page; links to it are
+ * text, as to a draft), and everything else is. Through site_apply(), as
+ * the watcher and the sync API reach the loader, it comes and goes with
+ * its size. Attachments are not notes: no limit of this kind.
+ */
+static void test_note_too_big(void)
+{
+	char *root = tv_new();
+	const char *paths[] = { "big.md" };
+	const struct site_note *n;
+	struct site *s;
+
+	tv_write(root, "quire.yml", "max_note_size: 2K\n");
+	write_sized(root, "big.md", 3000);
+	write_sized(root, "big.png", 3000);
+	tv_write(root, "small.md", "# Small\n\nSee [[big]], [[other]] and ![[big.png]].\n");
+	tv_write(root, "other.md", "# Other\n");
+	s = load(root, 1);
+	CHECK(s != NULL);
+	if (!s)
+		goto out;
+	CHECK_INT(s->cfg.max_note_size, 2048);
+	CHECK(has_diag(s, "big.md", "3000 bytes, over max_note_size (2048"));
+	CHECK_INT(s->diags.nerrors, 1);
+	n = find_note(s, "big.md");
+	CHECK(n && !n->published && !n->page);
+	CHECK(map_gets(&s->pages, "/big") == NULL);
+	CHECK(strstr(page_text(s, "/small"), "See big, <a class=\"internal\" href=\"/other\"") != NULL);
+	CHECK(map_gets(&s->pages, "/big.png") != NULL);
+	/* cut under the limit: read, published, the error gone */
+	write_sized(root, "big.md", 1000);
+	site_apply(s, paths, 1);
+	n = find_note(s, "big.md");
+	CHECK(n && n->published && n->page);
+	CHECK(!has_diag(s, "big.md", "max_note_size"));
+	CHECK(strstr(page_text(s, "/small"), "href=\"/big\"") != NULL);
+	/* over it again: withdrawn */
+	write_sized(root, "big.md", 5000);
+	site_apply(s, paths, 1);
+	n = find_note(s, "big.md");
+	CHECK(n && !n->published && !n->page);
+	CHECK(map_gets(&s->pages, "/big") == NULL);
+	CHECK(has_diag(s, "big.md", "5000 bytes, over max_note_size"));
+	CHECK(strstr(page_text(s, "/small"), "href=\"/big\"") == NULL);
+	site_free(s);
+	/* a bad value is an error naming the setting, and the default stays */
+	tv_write(root, "quire.yml", "max_note_size: 12Q\n");
+	s = load(root, 1);
+	CHECK(has_diag(s, "quire.yml", "max_note_size must be"));
+	CHECK_INT(s->cfg.max_note_size, 4 << 20);
+	CHECK(find_note(s, "big.md") && find_note(s, "big.md")->published);
+	site_free(s);
+out:
+	tv_remove(root);
+}
+
 /*
  * publish.css at the vault's root is the site's own CSS, as in Obsidian
  * Publish: served at /_quire/publish.css and linked from every page, last.
@@ -1479,6 +1562,7 @@ int main(void)
 	RUN(test_line_breaks);
 	RUN(test_deterministic_across_threads);
 	RUN(test_embed_amplification);
+	RUN(test_note_too_big);
 	RUN(test_reserved_urls);
 	RUN(test_site_stylesheet);
 	RUN(test_site_icon);

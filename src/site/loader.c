@@ -57,6 +57,7 @@ struct loader {
 	void *on_publish_ctx;
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
 	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
+	atomic_size_t max_note_size; /* the site's quire.yml's, for the sync API */
 };
 
 /*
@@ -216,6 +217,7 @@ struct loader *loader_new(const char *path, const struct site_options *opt,
 		loader_free(l);
 		return NULL;
 	}
+	atomic_init(&l->max_note_size, l->site->cfg.max_note_size);
 	if (l->opt.search) {
 		/* opened here, before any reader: a rebuild replaces the file */
 		struct buf p = BUF_INIT;
@@ -249,6 +251,11 @@ const struct site *loader_site(const struct loader *l)
 	return l->site;
 }
 
+size_t loader_max_note_size(struct loader *l)
+{
+	return atomic_load(&l->max_note_size);
+}
+
 const char *loader_search_path(const struct loader *l)
 {
 	return l->search ? l->search_path : NULL;
@@ -268,6 +275,7 @@ static void full_reload(struct loader *l)
 	snap->version = l->version + 1;
 	site_free(l->site);
 	l->site = s;
+	atomic_store(&l->max_note_size, s->cfg.max_note_size);
 	s->gzip_later = 1;
 	l->gz_since = 0;
 	if (l->search) {

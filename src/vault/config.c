@@ -68,6 +68,20 @@ static void set_flag(int *dst, const struct yml_node *v, const char *key, struct
 		*dst = b;
 }
 
+/* Sets *dst from a size of 1K to 1G ("4M"), or reports that key wants one (and leaves *dst). */
+static void size_setting(const struct yml_node *v, const char *key, size_t *dst,
+			 struct diag_list *diags)
+{
+	size_t n = 0;
+
+	if (v->type != YML_SCALAR || config_parse_size(v->value, &n) < 0 || n < 1024 ||
+	    n > (1 << 30))
+		diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+			 "%s must be a size from 1K to 1G (like 4M)", key);
+	else
+		*dst = n;
+}
+
 static char *scalar(const struct yml_node *v, const char *key, struct diag_list *diags)
 {
 	if (v->type != YML_SCALAR) {
@@ -210,13 +224,9 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 			else
 				cfg->max_embeds = (int)n;
 		} else if (strcmp(key, "max_embed_size") == 0) {
-			size_t n = 0;
-			if (v->type != YML_SCALAR || config_parse_size(v->value, &n) < 0 ||
-			    n < 1024 || n > (1 << 30))
-				diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
-					 "max_embed_size must be a size from 1K to 1G (like 4M)");
-			else
-				cfg->max_embed_bytes = n;
+			size_setting(v, key, &cfg->max_embed_bytes, diags);
+		} else if (strcmp(key, "max_note_size") == 0) {
+			size_setting(v, key, &cfg->max_note_size, diags);
 		} else if (strcmp(key, "csp") == 0) {
 			if ((s = scalar(v, key, diags))) {
 				if (strpbrk(s, "\r\n")) {
@@ -276,7 +286,8 @@ static void apply(struct config *cfg, const struct yml_node *root, struct diag_l
 		} else {
 			diag_add(diags, DIAG_WARNING, FILE_NAME, k->line,
 				 "unknown setting '%s' (known: title, base_url, language, publish, "
-				 "ignore, feed_items, max_embeds, max_embed_size, csp, frame_src, "
+				 "ignore, feed_items, max_embeds, max_embed_size, max_note_size, csp, "
+				 "frame_src, "
 				 "strict_line_breaks, highlight, home, robots, hosts, cache, purge)",
 				 key);
 		}
@@ -320,6 +331,7 @@ int config_load(struct config *cfg, const char *vault, struct diag_list *diags)
 	cfg->feed_items = 50;
 	cfg->max_embeds = 1000;
 	cfg->max_embed_bytes = 4 << 20;
+	cfg->max_note_size = CONFIG_DEFAULT_MAX_NOTE_SIZE;
 	cfg->frame_src = xstrdup("https:");
 	cfg->s_maxage = -1;
 	cfg->stale_while_revalidate = -1;
