@@ -888,6 +888,8 @@ static void *b_many_links(size_t n)
 			buf_adds(&text, "\n");
 	}
 	tv_write_len(dir, "hub.md", text.ptr, text.len);
+	/* a million links make 13.6 MB, over the default max_note_size: raised, as such a vault would */
+	tv_write(dir, "quire.yml", "max_note_size: 64M\n");
 	buf_release(&text);
 	return dir;
 }
