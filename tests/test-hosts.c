@@ -349,7 +349,7 @@ static void test_search_per_host(void)
 	struct resp r;
 	int i, ok = 0;
 
-	for (i = 0; i < 1000 && !ok; i++) { /* the loader fills the index after start-up */
+	for (i = 0; i < 6000 && !ok; i++) { /* the loader fills the index after start-up */
 		ok = get("example.com", "/api/search?q=PLAINBODY", &r) == 0 && r.status == 200 &&
 		     has(&r, "\"url\":\"/plain\"");
 		resp_free(&r);

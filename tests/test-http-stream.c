@@ -107,7 +107,7 @@ static void join(int n)
 {
 	int i;
 
-	for (i = 0; i < 200 && !atomic_load(&jobs[n].done); i++)
+	for (i = 0; i < 1200 && !atomic_load(&jobs[n].done); i++) /* a minute: only a hang */
 		usleep(50 * 1000);
 	CHECK(atomic_load(&jobs[n].done));
 	CHECK(pthread_join(jobs[n].thread, NULL) == 0);
@@ -154,8 +154,16 @@ static void test_slow_and_gone(void)
 
 	CHECK(fd >= 0);
 	CHECK(send_all(fd, get, strlen(get)) == 0);
-	for (i = 0; i < 40 && atomic_load(&njobs) == n; i++)
-		usleep(25 * 1000);
+	/* the writer has begun (the limits only catch a hang: no machine needs a minute) */
+	for (i = 0; i < 6000 && atomic_load(&njobs) == n; i++)
+		usleep(10 * 1000);
+	for (i = 0; i < 6000 && atomic_load(&jobs[n].written) == 0; i++)
+		usleep(10 * 1000);
+	/*
+	 * then time for it to run far ahead, were it not held back: a slower
+	 * machine writes less meanwhile, never more, so this decides nothing
+	 * by speed
+	 */
 	usleep(300 * 1000);
 	written = atomic_load(&jobs[n].written);
 	/* the window (256 KiB) and the socket buffers: far from the 64 MiB */

@@ -71,7 +71,7 @@ static void test_loader_thread_is_background(void)
 	int i;
 
 	/* the thread names itself and lowers its policy as it starts */
-	for (i = 0; i < 200 && (tid < 0 || sched_getscheduler(tid) != SCHED_IDLE); i++) {
+	for (i = 0; i < 6000 && (tid < 0 || sched_getscheduler(tid) != SCHED_IDLE); i++) {
 		usleep(10000);
 		tid = thread_named("quire-loader");
 	}
@@ -102,7 +102,7 @@ static void test_held_snapshot_freed_by_loader(void)
 	CHECK(atomic_load(&old->refs) >= 2);
 	snapshot_unref(held);
 	/* no further change: the loader's timed reap frees it */
-	for (i = 0; i < 200 && atomic_load(&old->refs) > 1; i++)
+	for (i = 0; i < 6000 && atomic_load(&old->refs) > 1; i++) /* a minute: only a hang */
 		usleep(10000);
 	CHECK_INT(atomic_load(&old->refs), 1);
 	page_unref(old);

@@ -845,18 +845,17 @@ static void test_hostile(void)
 	};
 	size_t i;
 
+	/*
+	 * What each costs is counted, not timed, by test-pathological ("raw
+	 * HTML, hostile tags", at n and 10 n): here, that what comes out is safe.
+	 */
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
 		struct buf in = BUF_INIT, out = BUF_INIT;
-		double t0 = now_s(), dt;
 		const char *why;
 
 		repeat(&in, units[i], 100000);
 		buf_adds(&in, "<img src=x onerror=alert(1)>");
 		sanitize_html(&out, in.ptr, in.len);
-		dt = now_s() - t0;
-		if (dt > 30)
-			fprintf(stderr, "  %s x 100000: %.1f s\n", units[i], dt);
-		CHECK(dt < 30);
 		why = unsafe(out.ptr);
 		CHECK(why == NULL);
 		buf_release(&in);

@@ -219,7 +219,7 @@ static int eventually(const char *path, int want, const char *needle)
 {
 	int i;
 
-	for (i = 0; i < 1000; i++) {
+	for (i = 0; i < 6000; i++) { /* a minute: only a hang fails */
 		struct resp r;
 		int ok = get(path, "", &r) == 0 && r.status == want &&
 			 (!needle || memmem(r.body.ptr, r.body.len, needle, strlen(needle)));
@@ -294,7 +294,7 @@ static int search_finds(const char *q)
 	int i, ok = 0;
 
 	snprintf(path, sizeof(path), "/api/search?q=%s", q);
-	for (i = 0; i < 100 && !ok; i++) {
+	for (i = 0; i < 300 && !ok; i++) { /* a minute: only a hang fails */
 		if (get(path, "", &r) == 0)
 			ok = r.status == 200 && r.body.ptr && memmem(r.body.ptr, r.body.len, "\"url\"", 5);
 		resp_free(&r);

@@ -8,6 +8,8 @@
  * rename. After waiting for the version the server promised, the live
  * snapshot must equal, page by page, a fresh load of the server's vault.
  *
+ * It runs on vault-sample, then on a vault of the shared corpus (skipped,
+ * with a line saying so, when ../shared/corpus is not beside the checkout).
  * QUIRE_STEPS (default 30), QUIRE_SEED (default 1), QUIRE_VAULT (a corpus
  * vault's folder name; default obsidian-tasks-docs, the benchmark suite
  * runs pwsh-docs).
@@ -157,21 +159,19 @@ static long long send_step(const struct step *st, const struct files *before)
 	return v;
 }
 
-static void test_through_the_api(void)
+static void through_the_api(const char *src, uint64_t seed)
 {
-	struct buf src = BUF_INIT, waitp = BUF_INIT;
+	struct buf waitp = BUF_INIT;
 	struct files files = { NULL, 0 };
-	const char *s = getenv("QUIRE_STEPS"), *seed = getenv("QUIRE_SEED");
+	const char *s = getenv("QUIRE_STEPS");
 	unsigned steps = s ? (unsigned)strtoul(s, NULL, 10) : 30, i;
 	struct site_options so = { .threads = 2 };
 
-	rng_state = seed ? strtoull(seed, NULL, 10) : 1;
+	rng_state = seed;
 	mirror = tv_new();
 	server = tv_new();
-	buf_addf(&src, "%s/%s", tv_corpus(),
-		 getenv("QUIRE_VAULT") ? getenv("QUIRE_VAULT") : "obsidian-tasks-docs");
-	tv_copy(src.ptr, mirror);
-	tv_copy(src.ptr, server);
+	CHECK(tv_copy(src, mirror) == 0);
+	CHECK(tv_copy(src, server) == 0);
 	tv_write(mirror, "quire.yml", "title: Sync property test\nbase_url: https://example.org/\n");
 	tv_write(server, "quire.yml", "title: Sync property test\nbase_url: https://example.org/\n");
 	start();
@@ -205,18 +205,50 @@ static void test_through_the_api(void)
 		if (diffs)
 			break;
 	}
-	fprintf(stderr, "  %u steps through the sync API\n", i);
+	fprintf(stderr, "  %s: %u steps through the sync API\n", src, i);
 	site_server_stop(&srv);
 	files_release(&files);
-	buf_release(&src);
 	buf_release(&waitp);
 	tv_remove(mirror);
 	tv_remove(server);
 }
 
+static uint64_t seed_env(void)
+{
+	const char *seed = getenv("QUIRE_SEED");
+
+	return seed ? strtoull(seed, NULL, 10) : 1;
+}
+
+/* vault-sample is in the repository: this runs in any clone. */
+static void test_vault_sample(void)
+{
+	char *src;
+
+	if (getenv("QUIRE_VAULT")) {
+		test_skip("QUIRE_VAULT names the one vault to run on");
+		return;
+	}
+	src = tv_sample();
+	through_the_api(src, seed_env() + 1);
+	free(src);
+}
+
+static void test_corpus_vault(void)
+{
+	const char *name = getenv("QUIRE_VAULT") ? getenv("QUIRE_VAULT") : "obsidian-tasks-docs";
+	char *src = tv_corpus_vault(name, "the edits through the sync API on a real vault");
+
+	if (!src)
+		return;
+	through_the_api(src, seed_env());
+	free(src);
+}
+
 int main(void)
 {
 	md_global_init();
-	RUN(test_through_the_api);
+	RUN(test_vault_sample);
+	RUN(test_corpus_vault);
 	return test_done();
 }

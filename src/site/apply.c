@@ -586,10 +586,12 @@ static void parse_one(void *arg, size_t i)
 	struct stat st;
 	char *path = n->note.path;
 	time_t mtime = 0;
+	size_t size = 0;
 
 	buf_addf(&full, "%s/%s", s->vault, n->disk);
 	diag_forget(&s->diags, path, DIAG_PARSE);
-	if (read_file(full.ptr, &src) < 0) {
+	n->too_big = 0;
+	if (read_file_max(full.ptr, &src, s->cfg.max_note_size, &size) < 0) {
 		/*
 		 * Gone since it was found, or since it was last read (an
 		 * editor's save, a sync client's move, a checkout): removed by
@@ -605,6 +607,17 @@ static void parse_one(void *arg, size_t i)
 				buf_release(&full);
 				return;
 			}
+		} else if (errno == EFBIG) {
+			/*
+			 * Not read (its size is known before): a note's tree
+			 * costs up to some 250 bytes a byte in memory (cmark-gfm's
+			 * nodes, docs/security.md), so one 18 MB note took 2.7 GB.
+			 * Parsed empty, it is found by name but not published.
+			 */
+			n->too_big = 1;
+			diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, path, 0,
+				  "%zu bytes, over max_note_size (%zu; quire.yml sets it): not read, "
+				  "not published", size, s->cfg.max_note_size);
 		} else {
 			diag_addk(&s->diags, DIAG_PARSE, DIAG_ERROR, path, 0, "cannot read: %s",
 				  strerror(errno));
@@ -690,7 +703,8 @@ static void before_parse(struct site_note *n)
 /* What a parsed note's new metadata changes for others. */
 static void after_parse(struct site *s, struct work *w, struct site_note *n)
 {
-	int published = note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT) &&
+	int published = !n->too_big &&
+			note_is_published(&n->note, s->cfg.publish == PUBLISH_EXPLICIT) &&
 			!vault_is_conflict_copy(n->note.path);
 	char *base = published ? urls_base_of(s, n) : NULL;
 

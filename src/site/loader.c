@@ -59,6 +59,7 @@ struct loader {
 	void *on_publish_ctx;
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
 	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
+	atomic_size_t max_note_size; /* the site's quire.yml's, for the sync API */
 };
 
 /*
@@ -245,6 +246,7 @@ int loader_load(struct loader *l)
 	l->opt.progress = NULL; /* a reload is not the first load */
 	if (!l->site)
 		return -1;
+	atomic_store(&l->max_note_size, l->site->cfg.max_note_size);
 	if (l->opt.search) {
 		/* opened here, before any reader: a rebuild replaces the file */
 		struct buf p = BUF_INIT;
@@ -279,6 +281,11 @@ const struct site *loader_site(const struct loader *l)
 	return l->site;
 }
 
+size_t loader_max_note_size(struct loader *l)
+{
+	return atomic_load(&l->max_note_size);
+}
+
 const char *loader_search_path(const struct loader *l)
 {
 	return l->search ? l->search_path : NULL;
@@ -311,6 +318,7 @@ static void full_reload(struct loader *l)
 	snap->version = l->version + 1;
 	site_free(l->site);
 	l->site = s;
+	atomic_store(&l->max_note_size, s->cfg.max_note_size);
 	s->gzip_later = 1;
 	l->gz_since = 0;
 	if (l->search) {

@@ -68,6 +68,12 @@ void loader_on_publish(struct loader *l,
 const char *loader_search_path(const struct loader *l);
 
 /*
+ * The vault's max_note_size (quire.yml, as last loaded): a note larger is
+ * not read nor published, and the sync API refuses to store one. Any thread.
+ */
+size_t loader_max_note_size(struct loader *l);
+
+/*
  * Starts the loader thread (which first fills the search index), named
  * quire-loader, at SCHED_IDLE (nice 19 where that is refused). 0 or -1.
  */

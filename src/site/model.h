@@ -99,6 +99,7 @@ struct site_note {
 	unsigned indexed : 1, parsed : 1;
 	unsigned embedded : 1;  /* a page being composed reads its fragment */
 	unsigned vanished : 1;  /* its file was gone when parsing read it */
+	unsigned too_big : 1;   /* over max_note_size: not read, not published (an error) */
 	char *surl;           /* the URL its search row is under (sitesearch.c), or NULL */
 	char *old_title;      /* before this apply's reparse, to spot a retitle */
 	uint64_t hash;        /* of the file's bytes: a note deleted and one added with the

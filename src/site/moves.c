@@ -43,7 +43,9 @@ static void probe_one(void *arg, size_t i)
 	struct stat st;
 
 	buf_addf(&full, "%s/%s", j->s->vault, y->disk);
-	j->ok[i] = stat(full.ptr, &st) == 0 && read_file(full.ptr, &src) == 0;
+	/* a note over max_note_size is not read here either: parsing says why */
+	j->ok[i] = stat(full.ptr, &st) == 0 &&
+		   read_file_max(full.ptr, &src, j->s->cfg.max_note_size, NULL) == 0;
 	if (j->ok[i]) {
 		y->hash = hash64(src.ptr, src.len);
 		j->mtime[i] = st.st_mtime;

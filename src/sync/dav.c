@@ -299,6 +299,10 @@ static struct dav_req *read_request(struct dav *dav, struct http_request *req)
 		reply_text(req, 413, "the body is larger than the server accepts");
 		goto fail;
 	}
+	if (m == HTTP_PUT && syncapi_note_too_big(dav->api, r->path, r->body.len, &path)) {
+		reply_text(req, 413, path.ptr);
+		goto fail;
+	}
 	if (m != HTTP_PUT && r->body.len > DAV_MAX_BODY) {
 		reply_text(req, 413, "XML bodies are limited to 1 MiB");
 		goto fail;

@@ -217,6 +217,14 @@ int syncapi_open_parent(struct syncapi *api, const char *path, int create, const
  */
 uint64_t syncapi_notify(struct syncapi *api, const char *a, const char *b);
 
+/*
+ * Whether a PUT of len bytes to path is a note (*.md) over the vault's
+ * max_note_size (quire.yml): the loader would leave it unread and
+ * unpublished, so neither the API nor WebDAV stores it (413). 1 with the
+ * message in why, else 0.
+ */
+int syncapi_note_too_big(struct syncapi *api, const char *path, size_t len, struct buf *why);
+
 /* An errno of a failed write as an HTTP status (409, 404, 507, 400, 500) and a message. */
 int syncapi_errno_status(int err);
 const char *syncapi_errno_message(int err);

@@ -16,6 +16,7 @@
  * crash) and syncapi-wait.c (long polls).
  */
 #include "http/http.h"
+#include "site/loader.h"
 #include "sync/hashcache.h"
 #include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
@@ -25,6 +26,7 @@
 #include "util/ratelimit.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
+#include "vault/vault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -219,8 +221,26 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 		syncapi_job_free(j);
 		return;
 	}
+	if (j->kind == J_PUT && syncapi_note_too_big(api, j->path, j->body.len, &path)) {
+		syncapi_reply_error(req, 413, path.ptr, j->path);
+		buf_release(&path);
+		syncapi_job_free(j);
+		return;
+	}
 	j->d = http_request_defer(req);
 	syncapi_enqueue(api, j);
+}
+
+int syncapi_note_too_big(struct syncapi *api, const char *path, size_t len, struct buf *why)
+{
+	size_t max = api->loader ? loader_max_note_size(api->loader) : 0;
+
+	if (!max || len <= max || !vault_is_note_path(path))
+		return 0;
+	buf_reset(why);
+	buf_addf(why, "the note is %zu bytes, over max_note_size (%zu; quire.yml sets it): "
+		 "it would not be published", len, max);
+	return 1;
 }
 
 int syncapi_parse_move(const char *body, size_t len, struct buf *from, struct buf *to,

@@ -4,11 +4,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 int read_file(const char *path, struct buf *out)
+{
+	return read_file_max(path, out, SIZE_MAX - 1, NULL);
+}
+
+int read_file_max(const char *path, struct buf *out, size_t max, size_t *size)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -23,9 +29,36 @@ int read_file(const char *path, struct buf *out)
 		errno = EISDIR;
 		goto fail;
 	}
-	buf_grow(out, (size_t)st.st_size);
-	if (read_fd(fd, out) < 0)
+	if ((uint64_t)st.st_size > max) {
+		if (size)
+			*size = (size_t)st.st_size;
+		errno = EFBIG;
 		goto fail;
+	}
+	buf_grow(out, (size_t)st.st_size);
+	/* at most one byte more than max: a file that grew since is not read whole */
+	while (out->len <= max) {
+		size_t want = max + 1 - out->len;
+		ssize_t n;
+
+		buf_grow(out, want < 65536 ? want : 65536);
+		n = read(fd, out->ptr + out->len, out->cap - out->len - 1 < want ?
+			 out->cap - out->len - 1 : want);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto fail;
+		if (n == 0)
+			break;
+		buf_setlen(out, out->len + (size_t)n);
+	}
+	if (out->len > max) {
+		if (size)
+			*size = out->len;
+		buf_reset(out);
+		errno = EFBIG;
+		goto fail;
+	}
 	close(fd);
 	return 0;
 fail:

@@ -19,6 +19,15 @@
 int read_file(const char *path, struct buf *out);
 
 /*
+ * read_file() of a file that may hold at most max bytes: a larger one
+ * (by its size, stat first, or by what reading it finds, should it grow
+ * meanwhile) fails with errno EFBIG, having read nothing or at most max + 1
+ * bytes of it; *size (unless NULL) is then the size found, at least
+ * max + 1.
+ */
+int read_file_max(const char *path, struct buf *out, size_t max, size_t *size);
+
+/*
  * Appends what is left to read from fd to out, again after EINTR. Returns
  * 0 at the end of the file, or -1 with errno set.
  */

@@ -62,6 +62,20 @@ static void set_flag(int *dst, const struct yml_node *v, const char *key, struct
 		*dst = b;
 }
 
+/* Sets *dst from a size of 1K to 1G ("4M"), or reports that key wants one (and leaves *dst). */
+static void size_setting(const struct yml_node *v, const char *key, size_t *dst,
+			 struct diag_list *diags)
+{
+	size_t n = 0;
+
+	if (v->type != YML_SCALAR || config_parse_size(v->value, &n) < 0 || n < 1024 ||
+	    n > (1 << 30))
+		diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
+			 "%s must be a size from 1K to 1G (like 4M)", key);
+	else
+		*dst = n;
+}
+
 static char *scalar(const struct yml_node *v, const char *key, struct diag_list *diags)
 {
 	if (v->type != YML_SCALAR) {
@@ -332,22 +346,10 @@ static void set_home(struct config *cfg, const struct yml_node *v, struct diag_l
 	free(s);
 }
 
-static void set_size(size_t *dst, const struct yml_node *v, struct diag_list *diags)
-{
-	size_t n = 0;
-
-	if (v->type != YML_SCALAR || config_parse_size(v->value, &n) < 0 || n < 1024 ||
-	    n > (1 << 30))
-		diag_add(diags, DIAG_ERROR, FILE_NAME, v->line,
-			 "max_embed_size must be a size from 1K to 1G (like 4M)");
-	else
-		*dst = n;
-}
-
 /* The top-level settings, in the order the message about an unknown one lists them. */
 static const char *const settings[] = {
 	"title", "base_url", "language", "publish", "ignore", "feed_items", "max_embeds",
-	"max_embed_size", "csp", "frame_src", "strict_line_breaks", "highlight", "publish_css",
+	"max_embed_size", "max_note_size", "csp", "frame_src", "strict_line_breaks", "highlight", "publish_css",
 	"home", "robots", "hosts", "cache", "purge",
 };
 
@@ -372,7 +374,9 @@ static int apply_setting(struct config *cfg, const char *key, const struct yml_n
 	} else if (strcmp(key, "max_embeds") == 0) {
 		set_number(&cfg->max_embeds, v, key, 1, 1000000, diags);
 	} else if (strcmp(key, "max_embed_size") == 0) {
-		set_size(&cfg->max_embed_bytes, v, diags);
+		size_setting(v, key, &cfg->max_embed_bytes, diags);
+	} else if (strcmp(key, "max_note_size") == 0) {
+		size_setting(v, key, &cfg->max_note_size, diags);
 	} else if (strcmp(key, "csp") == 0) {
 		set_header_text(&cfg->csp, v, key, "", "csp must be one line of text", diags);
 	} else if (strcmp(key, "frame_src") == 0) {
@@ -481,6 +485,7 @@ int config_parse(struct config *cfg, const char *vault, const char *src, size_t 
 	cfg->feed_items = 50;
 	cfg->max_embeds = 1000;
 	cfg->max_embed_bytes = 4 << 20;
+	cfg->max_note_size = CONFIG_DEFAULT_MAX_NOTE_SIZE;
 	cfg->frame_src = xstrdup("https:");
 	cfg->s_maxage = -1;
 	cfg->stale_while_revalidate = -1;

@@ -71,6 +71,7 @@ struct config {
 	char *robots;      /* robots.txt body, or NULL for the default */
 	int max_embeds;    /* notes one page may embed, nested ones included (default 1000) */
 	size_t max_embed_bytes; /* of HTML embedded into one page (default 4 MiB) */
+	size_t max_note_size; /* a larger note is not read nor published (default 4 MiB) */
 	char *csp;         /* Content-Security-Policy to send instead of quire's, "" for none, or NULL */
 	char *frame_src;   /* CSP frame-src in quire's policy (default "https:") */
 	int strict_line_breaks; /* 0 (Obsidian's default): a single newline breaks the line */
@@ -94,6 +95,9 @@ struct config {
  * config_release() either way.
  */
 int config_load(struct config *cfg, const char *vault, struct diag_list *diags);
+
+/* max_note_size's default: 4 MiB, 48 times the largest note of the real vaults (85 KB). */
+#define CONFIG_DEFAULT_MAX_NOTE_SIZE ((size_t)4 << 20)
 
 /*
  * config_load() in two steps: the bytes of <vault>/quire.yml into src

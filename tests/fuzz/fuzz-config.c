@@ -83,6 +83,8 @@ static void check(const struct config *cfg)
 	fuzz_assert(n == 0 || cfg->base_url[n - 1] != '/');
 	n = strlen(cfg->url_prefix);
 	fuzz_assert(n == 0 || (cfg->url_prefix[0] == '/' && cfg->url_prefix[n - 1] != '/'));
+	/* a note over it is never read: from 1K to 1G, whatever the file said */
+	fuzz_assert(cfg->max_note_size >= 1024 && cfg->max_note_size <= (size_t)1 << 30);
 	for (i = 0; i < cfg->nignore; i++)
 		fuzz_assert(cfg->ignore[i] != NULL);
 	for (i = 0; i < cfg->nhosts; i++) {

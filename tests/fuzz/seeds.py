@@ -110,6 +110,7 @@ def main():
               'ignore:\n  - "templates/*"\n  - drafts/**\n  - "*.tmp"\n',
               'feed_items: 20\nmax_embeds: 10\nmax_embed_size: 512K\n',
               'max_embed_size: 4M\nfeed_items: -1\nmax_embeds: lots\n',
+              'max_note_size: 1M\n', 'max_note_size: 2G\nmax_note_size: [1K]\n',
               'csp: "default-src \'self\'"\nframe_src: "https://www.youtube.com"\nrobots: |\n  User-agent: *\n  Disallow: /\n',
               'hosts:\n  Docs.Example.COM.:\n    open: true\n    title: Docs\n    base_url: https://docs.example.com\n  blog.example.org: ~\n  "[::1]:8080": {open: no}\n',
               'hosts: [a, b]\n', 'hosts:\n  "": {}\n  x: 3\n  y: {open: maybe, z: 1}\n',

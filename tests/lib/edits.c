@@ -105,7 +105,9 @@ int is_md(const char *p)
 static const char *random_note(struct files *f)
 {
 	size_t tries;
-	for (tries = 0; tries < 100; tries++) {
+
+	/* a vault with no file yet: the edit creates a note (op 6) */
+	for (tries = 0; tries < 100 && f->n; tries++) {
 		const char *p = f->v[pick(f->n)];
 		if (is_md(p))
 			return p;
@@ -162,7 +164,7 @@ void edit(const char *root, struct files *f, struct step *st, unsigned counter)
 
 	if (!target || !other)
 		op = 6;
-	if (op <= 9 || op == 15 || op == 19)
+	if (target && (op <= 9 || op == 15 || op == 19))
 		tv_read(root, target, &text);
 	switch (op) {
 	case 0: /* body edit */

@@ -19,7 +19,7 @@ import urllib.request
 QUIRE = os.environ.get("QUIRE_BIN", "build/quire")
 ROOT = os.environ.get("QUIRE_SOURCE_ROOT", ".")
 
-_counts = {"passed": 0, "failed": 0}
+_counts = {"passed": 0, "failed": 0, "skipped": 0}
 
 
 def check(cond, what):
@@ -30,10 +30,22 @@ def check(cond, what):
         print("  FAILED: " + what, file=sys.stderr)
 
 
+def skip(what):
+    """A part that cannot run here (the shared corpus is not beside the
+    checkout, a tool is missing): one line saying what it needs and why."""
+    _counts["skipped"] += 1
+    print("  skipped: " + what, file=sys.stderr)
+
+
 def summary():
-    """Prints the C tests' last line; returns the exit status."""
+    """Prints the C tests' last lines; returns the exit status: 1 when a
+    check failed, 77 (meson's "skipped") when all that ran was skipped."""
+    if _counts["skipped"]:
+        print("%d skipped" % _counts["skipped"])
     print("%d passed, %d failed" % (_counts["passed"], _counts["failed"]))
-    return 1 if _counts["failed"] else 0
+    if _counts["failed"]:
+        return 1
+    return 77 if _counts["skipped"] and not _counts["passed"] else 0
 
 
 def stop(procs, timeout=20):

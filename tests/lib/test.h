@@ -6,8 +6,12 @@
  *	int main(void) { RUN(test_something); return test_done(); }
  *
  * A failed check prints file:line and the expression and marks the current
- * test failed; the program goes on with the next test. test_done() prints
- * the closing line "N passed, N failed" and returns the exit status.
+ * test failed; the program goes on with the next test. A test that cannot
+ * run here (the shared corpus is not beside the checkout, a tool is not
+ * installed) calls test_skip() with what it needs and returns. test_done()
+ * prints "N skipped" when some were, then the closing line "N passed, N
+ * failed", and returns the exit status: 1 when a test failed, 77 (meson's
+ * "skipped") when every test skipped, else 0.
  */
 #ifndef QUIRE_TEST_H
 #define QUIRE_TEST_H
@@ -17,7 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern int test_passed, test_failed, test_current_failed;
+extern int test_passed, test_failed, test_skipped, test_current_failed, test_current_skipped;
 extern const char *test_current_name;
 
 #define CHECK(cond)                                                                       \
@@ -54,14 +58,24 @@ extern const char *test_current_name;
 	do {                                                                              \
 		test_current_name = #fn;                                                  \
 		test_current_failed = 0;                                                  \
+		test_current_skipped = 0;                                                 \
 		fn();                                                                     \
 		if (test_current_failed)                                                  \
 			test_failed++;                                                    \
+		else if (test_current_skipped)                                            \
+			test_skipped++;                                                   \
 		else                                                                      \
 			test_passed++;                                                    \
 	} while (0)
 
-/* Prints the closing line "N passed, N failed"; returns main's exit status. */
+/*
+ * Marks the current test skipped, printing one line on stderr: "  skipped:
+ * <test>: <what it needs, and why>". The test returns after it: nothing
+ * it would have checked counts as passed.
+ */
+void test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Prints "N skipped" (when some were) and the closing line; returns main's exit status. */
 int test_done(void);
 
 /* Seconds on the monotonic clock: for deadlines and timing checks. */

@@ -168,6 +168,29 @@ const char *tv_corpus(void)
 	return c ? c : "../shared/corpus";
 }
 
+char *tv_corpus_vault(const char *name, const char *why)
+{
+	struct buf path = BUF_INIT;
+	struct stat st;
+
+	buf_addf(&path, "%s/%s", tv_corpus(), name);
+	if (stat(path.ptr, &st) == 0 && S_ISDIR(st.st_mode))
+		return buf_detach(&path, NULL);
+	test_skip("needs %s, the shared corpus (../shared/corpus beside the checkout, or "
+		  "QUIRE_CORPUS): %s", path.ptr, why);
+	buf_release(&path);
+	return NULL;
+}
+
+char *tv_sample(void)
+{
+	struct buf path = BUF_INIT;
+	const char *root = getenv("QUIRE_SOURCE_ROOT");
+
+	buf_addf(&path, "%s/vault-sample", root ? root : ".");
+	return buf_detach(&path, NULL);
+}
+
 int tv_xmllint(const char *bytes, size_t len, const char *schema)
 {
 	char tmp[] = "/tmp/quire-xml-XXXXXX";

@@ -66,6 +66,18 @@ void tv_remove(char *dir);
 const char *tv_corpus(void);
 
 /*
+ * The folder of one vault of the shared corpus ("pwsh-docs",
+ * "obsidian-tasks-docs"), for the caller to free. When it is not there (a
+ * clone without ../shared beside it), skips the current test with one line
+ * saying what it needs and why (test_skip()) and returns NULL: the caller
+ * returns.
+ */
+char *tv_corpus_vault(const char *name, const char *why);
+
+/* vault-sample, the vault in the repository ($QUIRE_SOURCE_ROOT/vault-sample); caller frees. */
+char *tv_sample(void);
+
+/*
  * Runs xmllint on bytes: validated against tests/data/<schema> when schema
  * is set, else only parsed. 1 when it passes.
  */
