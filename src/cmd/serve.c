@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char serve_usage[] =
+const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
 	"                   [--max-per-address N]\n"
@@ -56,7 +56,29 @@ static const char serve_usage[] =
 	"  --search-rate N       searches a second allowed per client address (default 20;\n"
 	"                        0: no limit, e.g. behind a proxy that limits)\n"
 	"  --verbose             log each change applied: paths, notes parsed, rendered and\n"
-	"                        composed, and the time each step took\n";
+	"                        composed, and the time each step took\n"
+	"\n"
+	"Exit status: 0 stopped by a signal; 1 the vault, the address or the token could\n"
+	"not be used; 2 usage.\n";
+
+const struct option serve_options[] = {
+	{ "vault", required_argument, NULL, 'v' },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "data-dir", required_argument, NULL, 'd' },
+	{ "access-log", required_argument, NULL, 'a' },
+	{ "metrics-public", no_argument, NULL, 'm' },
+	{ "max-connections", required_argument, NULL, 'c' },
+	{ "max-per-address", required_argument, NULL, 'A' },
+	{ "no-watch", no_argument, NULL, 'w' },
+	{ "base-url", required_argument, NULL, 'b' },
+	{ "token-file", required_argument, NULL, 'k' },
+	{ "max-upload", required_argument, NULL, 'u' },
+	{ "search-rate", required_argument, NULL, 'r' },
+	{ "verbose", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
 /* The watcher's batches go straight into the loader's queue. */
 static void on_change(void *ctx, const char *const *paths, size_t n)
@@ -139,24 +161,6 @@ struct serve_args {
 /* Parses the command line into a: 0, 1 when --help was printed, or 2 (usage printed). */
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
-	static const struct option opts[] = {
-		{ "vault", required_argument, NULL, 'v' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "data-dir", required_argument, NULL, 'd' },
-		{ "access-log", required_argument, NULL, 'a' },
-		{ "metrics-public", no_argument, NULL, 'm' },
-		{ "max-connections", required_argument, NULL, 'c' },
-		{ "max-per-address", required_argument, NULL, 'A' },
-		{ "no-watch", no_argument, NULL, 'w' },
-		{ "base-url", required_argument, NULL, 'b' },
-		{ "token-file", required_argument, NULL, 'k' },
-		{ "max-upload", required_argument, NULL, 'u' },
-		{ "search-rate", required_argument, NULL, 'r' },
-		{ "verbose", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -167,7 +171,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	a->ho.listen = "127.0.0.1:8080";
 	a->ho.threads = parallel_cpus();
 	a->ho.max_connections = 10000;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", serve_options, NULL)) != -1) {
 		switch (c) {
 		case 'v': a->vault = optarg; break;
 		case 'l': a->ho.listen = optarg; break;
