@@ -2,7 +2,7 @@
 #
 #   make serve [VAULT=~/notes] [LISTEN=0.0.0.0:9000]   build, then serve a vault
 #   make install [PREFIX=/usr/local] [DESTDIR=]         the binary, man pages,
-#                                                       completions
+#                                                       completions, the unit
 #   make test                                           every test
 #
 # serve, build and install set up only what building and serving need
@@ -32,7 +32,8 @@ serve: build
 	./$(BUILD)/quire serve --vault $(VAULT) --listen $(LISTEN)
 
 # Installs into $(DESTDIR)$(PREFIX): bin/quire, share/man/man1/quire*.1, the
-# bash, zsh and fish completions (deploy/meson.build). A fresh clone is set up
+# bash, zsh and fish completions, lib/systemd/system/quire.service and
+# lib/sysusers.d/quire.conf (deploy/meson.build). A fresh clone is set up
 # and built first; an existing build folder is only brought up to date (so
 # `sudo make install` after `make build` installs nothing but quire). A
 # PREFIX other than the build's is set with meson configure.

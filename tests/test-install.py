@@ -7,7 +7,8 @@ prefix, so the build folder under test is not configured again), then:
   - the files installed are exactly the list the Makefile and
     deploy/meson.build promise: the binary, quire(1) and quire-COMMAND(1)
     for every command `quire --help` lists, the bash, zsh and fish
-    completions; the installed binary runs;
+    completions, the systemd unit (ExecStart= naming the installed binary)
+    and the sysusers.d file; the installed binary runs;
   - every page renders with `MANWIDTH=80 man -l --warnings` without a
     warning, `man` finds each by name under the installed MANPATH, and
     each page holds every option its command's `quire help CMD` names;
@@ -63,11 +64,16 @@ def check_files(dest, prefix, cmds):
     zsh = "share/zsh/vendor-completions" if prefix == "/usr" else "share/zsh/site-functions"
     want = {p + "/bin/quire", p + "/share/man/man1/quire.1",
             p + "/share/bash-completion/completions/quire", p + "/" + zsh + "/_quire",
-            p + "/share/fish/vendor_completions.d/quire.fish"}
+            p + "/share/fish/vendor_completions.d/quire.fish",
+            p + "/lib/systemd/system/quire.service", p + "/lib/sysusers.d/quire.conf"}
     want |= {p + "/share/man/man1/quire-%s.1" % c for c in cmds}
     got = installed(dest)
     check(got == want, "make install installs exactly %d files (missing %s, more %s)" %
           (len(want), sorted(want - got), sorted(got - want)))
+    with open(os.path.join(dest, p, "lib/systemd/system/quire.service")) as f:
+        unit = f.read()
+    check("ExecStart=%s/bin/quire serve " % prefix in unit,
+          "the installed unit's ExecStart names %s/bin/quire" % prefix)
     r = subprocess.run([os.path.join(dest, p, "bin/quire"), "--version"], capture_output=True,
                        text=True)
     check(r.returncode == 0 and r.stdout.startswith("quire "), "the installed quire runs")

@@ -8,6 +8,7 @@
  * /dav/ (dav.h); without one those URLs are plain 404s.
  */
 #include "cmd/serve.h"
+#include "cmd/systemd.h"
 #include "http/http.h"
 #include "http/purge.h"
 #include "http/searchapi.h"
@@ -50,13 +51,17 @@ const char serve_usage[] =
 	"  --no-watch            do not watch the vault for changes\n"
 	"  --base-url URL        overrides base_url of quire.yml\n"
 	"  --token-file FILE     enables the sync API (/api/v1/) and WebDAV (/dav/, the\n"
-	"                        token as the password) for this token;\n"
-	"                        the environment variable QUIRE_TOKEN does the same\n"
+	"                        token as the password) for this token; without it, the\n"
+	"                        systemd credential token ($CREDENTIALS_DIRECTORY/token)\n"
+	"                        or the environment variable QUIRE_TOKEN does the same\n"
 	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n"
 	"  --search-rate N       searches a second allowed per client address (default 20;\n"
 	"                        0: no limit, e.g. behind a proxy that limits)\n"
 	"  --verbose             log each change applied: paths, notes parsed, rendered and\n"
 	"                        composed, and the time each step took\n"
+	"\n"
+	"Under systemd (Type=notify, $NOTIFY_SOCKET) it reports READY=1 once the site is\n"
+	"served and STOPPING=1 when it stops.\n"
 	"\n"
 	"Exit status: 0 stopped by a signal; 1 the vault, the address or the token could\n"
 	"not be used; 2 usage.\n";
@@ -116,10 +121,13 @@ static int read_token(const char *file, char **out)
 {
 	struct buf b = BUF_INIT;
 	const char *env = getenv("QUIRE_TOKEN");
+	char cred[4096];
 	size_t n;
 	int ret = -1;
 
 	*out = NULL;
+	if (!file && systemd_credential("token", cred, sizeof(cred)) == 0)
+		file = cred; /* LoadCredential=token:... in the unit (docs/deploy.md) */
 	if (!file) {
 		if (env && *env)
 			*out = xstrdup(env);
@@ -316,6 +324,9 @@ int serve_main(int argc, char **argv)
 		printf("serving %s at http://%.*s:%d%s/\n", vault, hostlen, ho.listen,
 		       http_server_port(srv), site->cfg.url_prefix);
 		fflush(stdout);
+		/* Type=notify: started once the first snapshot is live and answered */
+		systemd_notify("READY=1\nSTATUS=serving %s at http://%.*s:%d%s/", vault, hostlen,
+			       ho.listen, http_server_port(srv), site->cfg.url_prefix);
 	}
 	if (loader_start(loader) < 0)
 		goto out;
@@ -325,6 +336,7 @@ int serve_main(int argc, char **argv)
 			log_warn("not watching %s for changes; SIGHUP reloads it", vault);
 	}
 	ret = http_server_run(srv) < 0 ? 1 : 0;
+	systemd_notify("STOPPING=1");
 out:
 	watch_free(watch);
 	syncapi_free(api); /* answers what it still holds before the server goes */
