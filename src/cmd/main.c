@@ -76,6 +76,8 @@ static int cmd_check(int argc, char **argv)
 	print_loaded(s);
 	if (!quiet)
 		print_diags(&s->diags);
+	if (site_base_url_note(s)) /* not a problem (a site on trial needs none): what is left out */
+		printf("quire.yml: note: %s\n", site_base_url_note(s));
 	print_summary(s);
 	failed = s->diags.nerrors > 0 || (strict && s->diags.nwarnings > 0);
 	site_free(s);
@@ -115,6 +117,8 @@ static int cmd_export(int argc, char **argv)
 	if (s->diags.nerrors || s->diags.nwarnings)
 		fprintf(stderr, "%zu errors, %zu warnings: run quire check --vault %s\n",
 			s->diags.nerrors, s->diags.nwarnings, vault);
+	if (site_base_url_note(s))
+		fprintf(stderr, "quire.yml: note: %s\n", site_base_url_note(s));
 	eo.prefix = s->cfg.url_prefix;
 	ret = export_site(snap, out, &eo, &st);
 	if (ret == 0)
