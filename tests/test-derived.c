@@ -4,13 +4,15 @@
  * Sitemaps are validated with xmllint against the protocol's schema
  * (tests/data/sitemap.xsd, siteindex.xsd), feeds are parsed by xmllint; contents are checked
  * item by item, after edits too, and no unpublished note appears in any.
- * The graph's documents are read entry by entry.
+ * The graph's documents are read entry by entry. Without base_url there
+ * are no feeds nor sitemaps, and quire check says why.
  */
 #include "lib/tv.h"
 
 #include "markdown/markdown.h"
 #include "site/site.h"
 #include "lib/test.h"
+#include "util/buf.h"
 #include "util/xalloc.h"
 
 #include <stdio.h>
@@ -551,6 +553,63 @@ static void test_graph_documents(void)
 	tv_remove(v);
 }
 
+/*
+ * No base_url: no feeds, sitemaps or canonical links (they need the
+ * site's absolute URL, and a page is not made per request), and
+ * site_base_url_note() says so, naming strict hosts' links when there are
+ * some; quire check prints it as a note, not a warning.
+ */
+static void test_without_base_url(void)
+{
+	static const char *const absent[] = { "/rss.xml", "/atom.xml", "/sitemap.xml",
+					      "/sitemap-0.xml", "/tags/plants/rss.xml" };
+	char *dir = tv_new();
+	struct buf out = BUF_INIT, cmd = BUF_INIT;
+	struct site *s;
+	char chunk[4096];
+	size_t i, n;
+	FILE *p;
+
+	tv_write(dir, "quire.yml", "title: No address\n");
+	tv_write(dir, "Alpha.md", "---\ntags: [plants]\ndate: 2024-01-05\n---\nA.\n");
+	s = load(dir);
+	CHECK(s && page(s, "/alpha") && !has(s, "/alpha", "rel=\"canonical\""));
+	for (i = 0; s && i < sizeof(absent) / sizeof(absent[0]); i++)
+		CHECK(page(s, absent[i]) == NULL);
+	CHECK(s && has(s, "/robots.txt", "Allow: /") && !has(s, "/robots.txt", "Sitemap:"));
+	CHECK(s && site_base_url_note(s) && strstr(site_base_url_note(s), "/rss.xml") &&
+	      strstr(site_base_url_note(s), "base_url: https://") &&
+	      !strstr(site_base_url_note(s), "strict hosts"));
+	site_free(s);
+
+	/* a strict host: its pages link to the main site by paths it does not serve */
+	tv_write(dir, "Beta.md", "---\nroute: docs.example.com/\n---\nSee [[Alpha]].\n");
+	s = load(dir);
+	CHECK(s && site_base_url_note(s) && strstr(site_base_url_note(s), "strict hosts"));
+	site_free(s);
+	tv_write(dir, "quire.yml", "title: No address\nhosts:\n  docs.example.com: {open: true}\n");
+	s = load(dir);
+	CHECK(s && site_base_url_note(s) && !strstr(site_base_url_note(s), "strict hosts"));
+	site_free(s);
+
+	/* quire check prints it as a note: no warning, exit 0 */
+	buf_addf(&cmd, "'%s' check --vault '%s' 2>/dev/null", getenv("QUIRE_BIN"), dir);
+	p = popen(cmd.ptr, "r");
+	while (p && (n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		buf_add(&out, chunk, n);
+	CHECK(p && pclose(p) == 0);
+	CHECK(out.len && strstr(out.ptr, "quire.yml: note: no base_url: no /rss.xml") != NULL);
+	CHECK(out.len && strstr(out.ptr, "0 errors, 0 warnings\n") != NULL);
+
+	tv_write(dir, "quire.yml", "title: An address\nbase_url: https://example.org\n");
+	s = load(dir);
+	CHECK(s && site_base_url_note(s) == NULL && page(s, "/rss.xml") && page(s, "/sitemap.xml"));
+	site_free(s);
+	buf_release(&out);
+	buf_release(&cmd);
+	tv_remove(dir);
+}
+
 int main(void)
 {
 	md_global_init();
@@ -564,6 +623,7 @@ int main(void)
 	RUN(test_tree_documents);
 	RUN(test_tag_pages);
 	RUN(test_graph_documents);
+	RUN(test_without_base_url);
 	tv_remove(vault);
 	return test_done();
 }

@@ -11,7 +11,9 @@
  * $quire_redirect { include .../redirects.map; }`) and of _redirects
  * (Netlify, Cloudflare Pages). Each custom domain (hosts.h) gets the same
  * under _hosts/<name>/: its routes and own resources, the attachments and
- * theme it serves, and, for an open host, every page as rendered for it.
+ * theme it serves, and, for an open host, every page as rendered for it;
+ * hosts.map and redirects-hosts.map at the top let one nginx server
+ * serve every host (export-collect.c, deploy/nginx-export.conf).
  * The static search index is under _quire/search/ (export-search.c).
  *
  * The manifest. DIR/.quire-export lists each file written with a hash of

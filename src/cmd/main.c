@@ -2,6 +2,7 @@
  * main.c: the command line. Each command parses its flags and calls into
  * the library; nothing else lives here.
  */
+#include "cmd/commands.h"
 #include "cmd/export.h"
 #include "cmd/progress.h"
 #include "cmd/serve.h"
@@ -16,45 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char usage[] =
-	"usage: quire COMMAND [options]\n"
-	"\n"
-	"Publishes a folder of Markdown notes (an Obsidian vault) as a website.\n"
-	"\n"
-	"commands:\n"
-	"  serve   render the vault and serve it over HTTP\n"
-	"  check   lint the vault: broken links and embeds, bad frontmatter, ...\n"
-	"  export  write the rendered site as static files\n"
-	"  sync    sync a vault with a running server, both ways, through its sync API\n"
-	"\n"
-	"quire COMMAND --help shows a command's options; quire --version its version.\n";
-
-static const char check_usage[] =
-	"usage: quire check [--vault DIR] [--strict]\n"
-	"\n"
-	"Loads the vault and prints one line per problem, path:line: level: message,\n"
-	"then a summary. Exits 1 when there are errors (with --strict, warnings too).\n"
-	"\n"
-	"  --vault DIR   the vault (default: the current folder)\n"
-	"  --strict      treat warnings as errors\n"
-	"  --quiet       print only the summary\n";
-
-static const char export_usage[] =
-	"usage: quire export [--vault DIR] (--out DIR | --incremental DIR) [--base-url URL]\n"
-	"\n"
-	"Writes everything the server serves as it would send it: <url>.html or\n"
-	"<url>/index.html, a .gz beside each, published attachments, theme assets,\n"
-	"feeds, sitemaps, the explorer's data, redirects (HTML pages, redirects.map\n"
-	"for nginx, _redirects), the static search index under _quire/search/, and\n"
-	"each custom domain under _hosts/<name>/. DIR/.quire-export lists what was\n"
-	"written; files of the last export that are gone are removed.\n"
-	"\n"
-	"  --vault DIR        the vault (default: the current folder)\n"
-	"  --out DIR          where to write (created if missing)\n"
-	"  --incremental DIR  write only the files whose bytes changed since the\n"
-	"                     export in DIR, and print each file written or removed\n"
-	"  --base-url URL     overrides base_url of quire.yml\n";
 
 static void print_diags(struct diag_list *d)
 {
@@ -112,19 +74,12 @@ static struct site *load(const char *vault, struct site_options *so)
 
 static int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "vault", required_argument, NULL, 'v' },
-		{ "strict", no_argument, NULL, 's' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *vault = ".";
 	int strict = 0, quiet = 0, c, failed;
 	struct site_options so = { 0 };
 	struct site *s;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", check_options, NULL)) != -1) {
 		switch (c) {
 		case 'v': vault = optarg; break;
 		case 's': strict = 1; break;
@@ -143,6 +98,8 @@ static int cmd_check(int argc, char **argv)
 	print_loaded(s);
 	if (!quiet)
 		print_diags(&s->diags);
+	if (site_base_url_note(s)) /* not a problem (a site on trial needs none): what is left out */
+		printf("quire.yml: note: %s\n", site_base_url_note(s));
 	print_summary(s);
 	failed = s->diags.nerrors > 0 || (strict && s->diags.nwarnings > 0);
 	site_free(s);
@@ -151,14 +108,6 @@ static int cmd_check(int argc, char **argv)
 
 static int cmd_export(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "vault", required_argument, NULL, 'v' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "incremental", required_argument, NULL, 'i' },
-		{ "base-url", required_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *vault = ".", *out = NULL;
 	struct site_options so = { .base_url = NULL, .search = 1 }; /* the search box: the static index answers it */
 	struct export_options eo = { 0, NULL, "" };
@@ -167,7 +116,7 @@ static int cmd_export(int argc, char **argv)
 	struct site *s;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", export_options, NULL)) != -1) {
 		switch (c) {
 		case 'v': vault = optarg; break;
 		case 'o': out = optarg; break;
@@ -190,6 +139,8 @@ static int cmd_export(int argc, char **argv)
 	if (s->diags.nerrors || s->diags.nwarnings)
 		fprintf(stderr, "%zu errors, %zu warnings: run quire check --vault %s\n",
 			s->diags.nerrors, s->diags.nwarnings, vault);
+	if (site_base_url_note(s))
+		fprintf(stderr, "quire.yml: note: %s\n", site_base_url_note(s));
 	eo.prefix = s->cfg.url_prefix;
 	ret = export_site(snap, out, &eo, &st);
 	if (ret == 0)
@@ -204,19 +155,32 @@ static int cmd_export(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	char *help[4] = { NULL, NULL, "--help", NULL };
 	const char *cmd;
 
 	if (argc < 2) {
-		fputs(usage, stderr);
+		commands_usage(stderr);
 		return 2;
 	}
 	cmd = argv[1];
-	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-		fputs(usage, stdout);
-		return 0;
+	if (strcmp(cmd, "help") == 0 && argc == 3) {
+		/* quire help CMD is quire CMD --help: one text, one path */
+		if (!command_find(argv[2])) {
+			fprintf(stderr, "quire: no command '%s'\n", argv[2]);
+			commands_usage(stderr);
+			return 2;
+		}
+		help[0] = argv[0];
+		help[1] = argv[2];
+		argv = help;
+		cmd = argv[1];
+	} else if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
+		   strcmp(cmd, "help") == 0) {
+		commands_usage(stdout);
+		return argc == 2 ? 0 : 2;
 	}
 	if (strcmp(cmd, "--version") == 0) {
-		printf("quire %s\n", QUIRE_VERSION);
+		commands_version(stdout);
 		return 0;
 	}
 	md_global_init();
@@ -228,6 +192,7 @@ int main(int argc, char **argv)
 		return cmd_export(argc - 1, argv + 1);
 	if (strcmp(cmd, "sync") == 0)
 		return sync_main(argc - 1, argv + 1);
-	fprintf(stderr, "quire: unknown command '%s'\n%s", cmd, usage);
+	fprintf(stderr, "quire: unknown command '%s'\n", cmd);
+	commands_usage(stderr);
 	return 2;
 }

@@ -48,6 +48,13 @@
 extern const char *malloc_conf;
 const char *malloc_conf = "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true";
 
+/* For quire --version (commands.c refers to it weakly: absent without jemalloc). */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+extern const char quire_malloc_version[];
+const char quire_malloc_version[] = STR(JEMALLOC_VERSION_MAJOR) "." STR(JEMALLOC_VERSION_MINOR) "."
+	STR(JEMALLOC_VERSION_BUGFIX);
+
 static unsigned lasting_arena;
 static int lasting_ok;
 static pthread_once_t lasting_once = PTHREAD_ONCE_INIT;

@@ -17,6 +17,7 @@
  */
 #include "cmd/serve.h"
 #include "cmd/progress.h"
+#include "cmd/systemd.h"
 #include "http/http.h"
 #include "http/purge.h"
 #include "http/searchapi.h"
@@ -40,7 +41,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char serve_usage[] =
+const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
 	"                   [--max-per-address N]\n"
@@ -64,13 +65,39 @@ static const char serve_usage[] =
 	"  --no-watch            do not watch the vault for changes\n"
 	"  --base-url URL        overrides base_url of quire.yml\n"
 	"  --token-file FILE     enables the sync API (/api/v1/) and WebDAV (/dav/, the\n"
-	"                        token as the password) for this token;\n"
-	"                        the environment variable QUIRE_TOKEN does the same\n"
+	"                        token as the password) for this token; without it, the\n"
+	"                        systemd credential token ($CREDENTIALS_DIRECTORY/token)\n"
+	"                        or the environment variable QUIRE_TOKEN does the same\n"
 	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n"
 	"  --search-rate N       searches a second allowed per client address (default 20;\n"
 	"                        0: no limit, e.g. behind a proxy that limits)\n"
 	"  --verbose             log each change applied: paths, notes parsed, rendered and\n"
-	"                        composed, and the time each step took\n";
+	"                        composed, and the time each step took\n"
+	"\n"
+	"Under systemd (Type=notify, $NOTIFY_SOCKET) it reports READY=1 once the site is\n"
+	"served and STOPPING=1 when it stops.\n"
+	"\n"
+	"Exit status: 0 stopped by a signal; 1 the vault, the address or the token could\n"
+	"not be used; 2 usage.\n";
+
+const struct option serve_options[] = {
+	{ "vault", required_argument, NULL, 'v' },
+	{ "listen", required_argument, NULL, 'l' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "data-dir", required_argument, NULL, 'd' },
+	{ "access-log", required_argument, NULL, 'a' },
+	{ "metrics-public", no_argument, NULL, 'm' },
+	{ "max-connections", required_argument, NULL, 'c' },
+	{ "max-per-address", required_argument, NULL, 'A' },
+	{ "no-watch", no_argument, NULL, 'w' },
+	{ "base-url", required_argument, NULL, 'b' },
+	{ "token-file", required_argument, NULL, 'k' },
+	{ "max-upload", required_argument, NULL, 'u' },
+	{ "search-rate", required_argument, NULL, 'r' },
+	{ "verbose", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
 /* The watcher's batches go straight into the loader's queue. */
 static void on_change(void *ctx, const char *const *paths, size_t n)
@@ -108,10 +135,13 @@ static int read_token(const char *file, char **out)
 {
 	struct buf b = BUF_INIT;
 	const char *env = getenv("QUIRE_TOKEN");
+	char cred[4096];
 	size_t n;
 	int ret = -1;
 
 	*out = NULL;
+	if (!file && systemd_credential("token", cred, sizeof(cred)) == 0)
+		file = cred; /* LoadCredential=token:... in the unit (docs/deploy.md) */
 	if (!file) {
 		if (env && *env)
 			*out = xstrdup(env);
@@ -153,24 +183,6 @@ struct serve_args {
 /* Parses the command line into a: 0, 1 when --help was printed, or 2 (usage printed). */
 static int parse_args(int argc, char **argv, struct serve_args *a)
 {
-	static const struct option opts[] = {
-		{ "vault", required_argument, NULL, 'v' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "data-dir", required_argument, NULL, 'd' },
-		{ "access-log", required_argument, NULL, 'a' },
-		{ "metrics-public", no_argument, NULL, 'm' },
-		{ "max-connections", required_argument, NULL, 'c' },
-		{ "max-per-address", required_argument, NULL, 'A' },
-		{ "no-watch", no_argument, NULL, 'w' },
-		{ "base-url", required_argument, NULL, 'b' },
-		{ "token-file", required_argument, NULL, 'k' },
-		{ "max-upload", required_argument, NULL, 'u' },
-		{ "search-rate", required_argument, NULL, 'r' },
-		{ "verbose", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -181,7 +193,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	a->ho.listen = "127.0.0.1:8080";
 	a->ho.threads = parallel_cpus();
 	a->ho.max_connections = 10000;
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", serve_options, NULL)) != -1) {
 		switch (c) {
 		case 'v': a->vault = optarg; break;
 		case 'l': a->ho.listen = optarg; break;
@@ -359,6 +371,9 @@ static void *start(void *arg)
 		printf("serving %s at http://%.*s:%d%s/\n", a->vault, hostlen, listen,
 		       http_server_port(sv->srv), site->cfg.url_prefix);
 		fflush(stdout);
+		/* Type=notify: started once the first snapshot is live and answered */
+		systemd_notify("READY=1\nSTATUS=serving %s at http://%.*s:%d%s/", a->vault, hostlen,
+			       listen, http_server_port(sv->srv), site->cfg.url_prefix);
 	}
 	return NULL;
 }
@@ -422,6 +437,7 @@ int serve_main(int argc, char **argv)
 		goto out;
 	}
 	ret = http_server_run(sv.srv) < 0 ? 1 : 0;
+	systemd_notify("STOPPING=1");
 	if (loader_progress(sv.loader, &(size_t){ 0 }, &(size_t){ 0 }) && !sv.failed) {
 		/*
 		 * Stopped while the first load runs: nothing is written before it

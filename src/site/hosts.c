@@ -197,6 +197,18 @@ static void host_free(struct site_host *h)
 	free(h);
 }
 
+size_t hosts_strict(const struct hosts *hs)
+{
+	size_t i = 0, n = 0;
+	void *v;
+
+	while (hs && map_next(&hs->by_name, &i, NULL, NULL, &v)) {
+		const struct site_host *h = v;
+		n += h->name[0] && !h->open;
+	}
+	return n;
+}
+
 void hosts_free(struct hosts *hs)
 {
 	size_t i = 0;

@@ -61,6 +61,9 @@ int host_route_parse(const char *spec, char **host, char **path, const char **wh
 struct hosts *hosts_new(void);
 void hosts_free(struct hosts *hs);
 
+/* How many strict hosts (not open: only their routes) the routes and quire.yml name. */
+size_t hosts_strict(const struct hosts *hs);
+
 /*
  * Brings routes and routed pages up to date after site_apply() changed the
  * notes in changed[] (parsed or removed ones; removed ones are still

@@ -108,6 +108,8 @@ static void log_diags(const struct site *s)
 	if (s->diags.n)
 		log_info("%zu errors, %zu warnings in the vault (quire check lists them)",
 			 s->diags.nerrors, s->diags.nwarnings);
+	if (site_base_url_note(s))
+		log_info("quire.yml: %s", site_base_url_note(s));
 }
 
 /*

@@ -549,6 +549,27 @@ void site_stats(const struct site *s, struct site_stats *st)
 		st->published_attachments += s->files[i]->refs > 0;
 }
 
+/*
+ * Feeds, sitemaps, robots.txt's Sitemap: line and canonical links need
+ * the site's absolute URL, and a page's bytes are made once for every
+ * request (and for quire export, which has none): they are not guessed
+ * from a request's Host, which any client sets. So without base_url they
+ * are left out, and this says so where the vault's owner looks.
+ */
+const char *site_base_url_note(const struct site *s)
+{
+	if (s->cfg.base_url[0])
+		return NULL;
+	if (hosts_strict(s->hosts))
+		return "no base_url: no /rss.xml, /atom.xml or /sitemap.xml and no canonical links, "
+		       "which need the site's absolute URL, and strict hosts' pages link to this "
+		       "site's notes by paths those hosts do not serve; set base_url: "
+		       "https://your.site in quire.yml (or --base-url)";
+	return "no base_url: no /rss.xml, /atom.xml or /sitemap.xml and no canonical links, "
+	       "which need the site's absolute URL; set base_url: https://your.site in quire.yml "
+	       "(or --base-url)";
+}
+
 static void free_vecmap(struct map *m)
 {
 	size_t i = 0;

@@ -117,6 +117,13 @@ struct snapshot *site_snapshot(struct site *s, const struct snapshot *prev);
 
 void site_stats(const struct site *s, struct site_stats *st);
 
+/*
+ * What a site without base_url lacks and why, one sentence for quire check
+ * and the server's log (docs/design.md, "Feeds, sitemaps and base_url"),
+ * or NULL when it has a base_url. A static string.
+ */
+const char *site_base_url_note(const struct site *s);
+
 
 /*
  * Fills the search index with every published note (the ones that changed

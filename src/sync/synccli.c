@@ -50,7 +50,7 @@
 #define WAIT_TIMEOUT_MS 60000
 #define ROUNDS 3
 
-static const char sync_usage[] =
+const char sync_usage[] =
 	"usage: quire sync VAULT URL [--token-file FILE] [--push [--delete]] [--dry-run]\n"
 	"                            [--jobs N] [--max-file BYTES] [--watch]\n"
 	"\n"
@@ -82,6 +82,18 @@ static const char sync_usage[] =
 	"Exit status: 0 everything is in sync; 3 in sync, with conflict copies written (both\n"
 	"versions are on both sides: merge them by hand); 1 something failed or was left\n"
 	"unsynced (with --push, a conflict); 2 usage.\n";
+
+const struct option sync_options[] = {
+	{ "token-file", required_argument, NULL, 't' },
+	{ "delete", no_argument, NULL, 'd' },
+	{ "push", no_argument, NULL, 'p' },
+	{ "max-file", required_argument, NULL, 'm' },
+	{ "dry-run", no_argument, NULL, 'n' },
+	{ "jobs", required_argument, NULL, 'j' },
+	{ "watch", no_argument, NULL, 'w' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
 
 /* ---- the local side ---- */
 
@@ -318,20 +330,9 @@ static void run_init(struct run *r)
 /* The options and arguments into r. -1 to go on, else the exit status (printed). */
 static int parse_args(struct run *r, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "token-file", required_argument, NULL, 't' },
-		{ "delete", no_argument, NULL, 'd' },
-		{ "push", no_argument, NULL, 'p' },
-		{ "max-file", required_argument, NULL, 'm' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "watch", no_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int opt;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "", sync_options, NULL)) != -1) {
 		switch (opt) {
 		case 't': r->token_file = optarg; break;
 		case 'd': r->do_delete = 1; break;

@@ -24,6 +24,12 @@
 #ifndef QUIRE_SYNCCLI_H
 #define QUIRE_SYNCCLI_H
 
+#include <getopt.h>
+
+/* What `quire sync --help` prints, and the options it takes (cmd/commands.h). */
+extern const char sync_usage[];
+extern const struct option sync_options[];
+
 /*
  * Runs `quire sync` with argv[0] = "sync". Returns the exit status: 0 when
  * everything is in sync, 3 when it is but conflict copies were written,
