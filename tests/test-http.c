@@ -1507,10 +1507,15 @@ static void *later_main(void *arg)
 		pthread_mutex_unlock(&later_lock);
 		if (j->ms > 0)
 			usleep((useconds_t)j->ms * 1000);
-		http_deferred_header(j->d, "X-Later", "yes");
-		http_deferred_reply(j->d, 200, "text/plain", j->text, strlen(j->text));
+		/*
+		 * counted before the answer goes: a client that has read it
+		 * then sees the counts with it (counted after, a test reading
+		 * them at once could take the answered job for a pending one)
+		 */
 		atomic_fetch_add(&later_answered, 1);
 		atomic_fetch_sub(&later_pending, 1);
+		http_deferred_header(j->d, "X-Later", "yes");
+		http_deferred_reply(j->d, 200, "text/plain", j->text, strlen(j->text));
 		free(j->text);
 		free(j);
 		pthread_mutex_lock(&later_lock);

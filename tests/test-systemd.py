@@ -109,7 +109,13 @@ def exec_start(tmp, vault, port):
           "ExecStart= serves the vault that ReadWritePaths= opens (%s)" % paths)
     state = os.path.join(tmp, "state")
     os.makedirs(state, exist_ok=True)
-    line = line.replace("/usr/local/bin/quire", os.path.abspath(QUIRE))
+    # the service user must reach the binary: a checkout under a private
+    # folder (mktemp -d makes them 0700) would not let it, so it runs a copy
+    binary = os.path.join(tmp, "bin", "quire")
+    if not os.path.exists(binary):
+        os.makedirs(os.path.dirname(binary), exist_ok=True)
+        shutil.copy2(os.path.abspath(QUIRE), binary)
+    line = line.replace("/usr/local/bin/quire", binary)
     line = line.replace("--vault %s " % paths[0], "--vault %s " % vault)
     line = line.replace("%S", state).replace("127.0.0.1:8080", "127.0.0.1:%d" % port)
     check("%" not in line, "ExecStart= has no specifier the test does not know: " + line)
@@ -129,12 +135,19 @@ class Notify:
             self.address = os.path.join(tmp, "notify")
             self.sock.bind(self.address)
 
-    def next(self, timeout):
-        self.sock.settimeout(timeout)
-        try:
-            return self.sock.recv(4096).decode()
-        except socket.timeout:
-            return None
+    def next(self, timeout, proc=None):
+        """The next message, or None after timeout seconds or once proc has exited."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(min(left, 1.0))
+            try:
+                return self.sock.recv(4096).decode()
+            except socket.timeout:
+                if proc is not None and proc.poll() is not None:
+                    return None
 
     def close(self):
         self.sock.close()
@@ -173,7 +186,7 @@ def run_service(tmp, vault, abstract, strace=None):
     what = "NOTIFY_SOCKET=%s%s" % (note.address, " under strace" if strace else "")
     quire = proc
     try:
-        first = note.next(300)
+        first = note.next(300, proc)
         check(first is not None and first.split("\n")[0] == "READY=1",
               "%s: the first message is READY=1 (got %r)" % (what, first))
         check(first is not None and "\nSTATUS=serving " in first,
@@ -193,7 +206,7 @@ def run_service(tmp, vault, abstract, strace=None):
             quire = Child(proc.pid)  # signals go to quire, not to strace
             exercise(port, auth, quire)
         quire.send_signal(signal.SIGTERM)
-        msg = note.next(60)
+        msg = note.next(60, proc)
         check(msg is not None and "STOPPING=1" in msg.split("\n"),
               "%s: SIGTERM brings STOPPING=1 (got %r)" % (what, msg))
         rc = proc.wait(60)
