@@ -1759,39 +1759,123 @@ static void test_threads(void)
 	stop(&s);
 }
 
+/* The whole file at path into b (replacing it); 0 or -1. */
+static int slurp(const char *path, struct buf *b)
+{
+	FILE *f = fopen(path, "r");
+	char chunk[4096];
+	size_t n;
+
+	buf_reset(b);
+	if (!f)
+		return -1;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		buf_add(b, chunk, n);
+	fclose(f);
+	return 0;
+}
+
+/* Whether s starts with a duration in seconds, "D.DDDDDD", and a newline. */
+static int seconds_then_newline(const char *s)
+{
+	size_t i = 0;
+
+	while (s[i] >= '0' && s[i] <= '9')
+		i++;
+	if (!i || s[i] != '.')
+		return 0;
+	s += i + 1;
+	for (i = 0; i < 6; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return s[6] == '\n';
+}
+
+/*
+ * The access log: the combined format (referer, user agent) with the Host
+ * and the duration after it; a target's quotes escaped as nginx does; and
+ * SIGHUP's reopen: once the file is moved away, the next lines go to a new
+ * file at the path (logrotate's way).
+ */
 static void test_access_log(void)
 {
 	struct http_options opt = { 0 };
 	struct test_server s;
 	struct resp r;
-	char path[160], *text;
+	char path[160], moved[180], *text, *p;
 	struct buf b = BUF_INIT;
-	FILE *f;
 	char chunk[4096];
-	size_t n;
 
 	snprintf(path, sizeof(path), "%s/access.log", tmpdir);
+	snprintf(moved, sizeof(moved), "%s/access.log.1", tmpdir);
 	opt.access_log = path;
 	if (start(&s, &opt) < 0)
 		return;
-	CHECK(fetch(s.port, "GET /notes/hello?q=\"x\" HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
+	CHECK(fetch(s.port, "GET /notes/hello?q=\"x\" HTTP/1.1\r\nHost: x\r\n"
+			    "Referer: http://r/\r\nUser-Agent: t \"1\"\r\n\r\n", &r) == 0);
 	resp_free(&r);
 	CHECK(fetch(s.port, "HEAD /nope HTTP/1.0\r\n\r\n", &r) == 0);
 	resp_free(&r);
+	/* lines are flushed once a second: rotate once these are out */
+	for (int i = 0; i < 500 && (slurp(path, &b) < 0 || !b.ptr || !strstr(b.ptr, "/nope")); i++)
+		usleep(20000);
+	/* rotated: moved away, then the server told (SIGHUP calls this) */
+	CHECK(rename(path, moved) == 0);
+	CHECK_INT(http_server_reopen_log(s.srv), 0);
+	CHECK(fetch(s.port, "GET /notes/hello HTTP/1.1\r\nHost: after\r\n\r\n", &r) == 0);
+	resp_free(&r);
 	stop(&s);
-	f = fopen(path, "r");
-	CHECK(f != NULL);
-	if (!f)
-		return;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		buf_add(&b, chunk, n);
-	fclose(f);
-	text = b.ptr;
-	snprintf(chunk, sizeof(chunk), "\"GET /notes/hello?q=\\x22x\\x22 HTTP/1.1\" 200 %zu\n",
+	CHECK(slurp(moved, &b) == 0);
+	text = b.ptr ? b.ptr : "";
+	snprintf(chunk, sizeof(chunk),
+		 "\"GET /notes/hello?q=\\x22x\\x22 HTTP/1.1\" 200 %zu \"http://r/\" \"t \\x221\\x22\" \"x\" ",
 		 hello->body_len);
 	CHECK(strncmp(text, "127.0.0.1 - - [", 15) == 0);
-	CHECK(strstr(text, chunk) != NULL);
-	CHECK(strstr(text, "\"HEAD /nope HTTP/1.0\" 404 0\n") != NULL);
+	CHECK((p = strstr(text, chunk)) != NULL && seconds_then_newline(p + strlen(chunk)));
+	{
+		const char *head = "\"HEAD /nope HTTP/1.0\" 404 0 \"-\" \"-\" \"-\" ";
+		p = strstr(text, head);
+		CHECK(p != NULL && seconds_then_newline(p + strlen(head)));
+	}
+	CHECK(!strstr(text, "\"after\""));
+	CHECK(slurp(path, &b) == 0);
+	text = b.ptr ? b.ptr : "";
+	CHECK(strstr(text, "\"GET /notes/hello HTTP/1.1\" 200 ") && strstr(text, "\"after\" "));
+	CHECK(!strstr(text, "/nope"));
+	buf_release(&b);
+	unlink(path);
+	unlink(moved);
+}
+
+/* The access log as JSON: one object a line with the same fields, escaped. */
+static void test_access_log_json(void)
+{
+	struct http_options opt = { 0 };
+	struct test_server s;
+	struct resp r;
+	char path[160];
+	const char *text;
+	struct buf b = BUF_INIT;
+
+	snprintf(path, sizeof(path), "%s/access.json", tmpdir);
+	opt.access_log = path;
+	opt.access_log_json = 1;
+	if (start(&s, &opt) < 0)
+		return;
+	CHECK(fetch(s.port, "GET /notes/hello?q=\"\xff\" HTTP/1.1\r\nHost: x\r\n"
+			    "User-Agent: t\r\n\r\n", &r) == 0);
+	resp_free(&r);
+	stop(&s);
+	CHECK(slurp(path, &b) == 0);
+	text = b.ptr ? b.ptr : "";
+	CHECK(strncmp(text, "{\"time\":\"", 9) == 0 && text[19] == 'T' &&
+	      strstr(text, "Z\",\"event\":\"access\","));
+	CHECK(strstr(text, "\"remote\":\"127.0.0.1\",\"host\":\"x\",\"method\":\"GET\","
+			   "\"target\":\"/notes/hello?q=\\\"\xef\xbf\xbd\\\"\",\"protocol\":\"HTTP/1.1\","
+			   "\"status\":200,\"bytes\":") != NULL);
+	CHECK(strstr(text, ",\"user_agent\":\"t\",\"duration_ms\":") != NULL);
+	CHECK(strstr(text, ",\"kind\":\"page\"}\n") != NULL);
+	CHECK(!strstr(text, "\"referer\""));
 	buf_release(&b);
 	unlink(path);
 }
@@ -1986,6 +2070,7 @@ int main(void)
 	RUN(test_deferred);
 	RUN(test_threads);
 	RUN(test_access_log);
+	RUN(test_access_log_json);
 	RUN(test_graceful_stop);
 	RUN(test_bad_options);
 	RUN(test_loopback);

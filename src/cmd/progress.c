@@ -5,7 +5,8 @@
  * starts), which counts its steps into atomics (site_progress); this
  * thread wakes ten times a second on a terminal, every five seconds
  * elsewhere, reads them and writes one line: "\r" and the bar on a
- * terminal, a whole line otherwise. A stop wakes it at once.
+ * terminal, a line of the log otherwise ("load.progress", in the log's
+ * format). A stop wakes it at once.
  *
  * Rejected: drawing from the load's own steps (they run on many threads
  * at once, and a 10,000-note load would redraw 30,000 times); a bar when
@@ -66,10 +67,19 @@ static void draw(struct progress *p)
 
 	p->read(p->ctx, &notes, &of);
 	progress_format(p->what, notes, of, p->tty, line, sizeof(line));
-	/* "\033[K" erases what a longer line left */
-	fprintf(stderr, p->tty ? "\r%s\033[K" : "%s\n", line);
-	fflush(stderr);
 	p->drawn = 1;
+	if (!p->tty) {
+		/* a line of the log, in its format */
+		struct log_event e;
+		log_event_init(&e, LOG_INFO, "load.progress");
+		log_event_uint(&e, "notes", notes > of ? of : notes);
+		log_event_uint(&e, "of", of);
+		log_event_emit(&e, "%s", line);
+		return;
+	}
+	/* "\033[K" erases what a longer line left */
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
 }
 
 static void *run(void *arg)
@@ -94,7 +104,8 @@ struct progress *progress_start(const char *what, void (*read)(void *ctx, size_t
 				void *ctx, int lines)
 {
 	struct progress *p;
-	int tty = isatty(STDERR_FILENO);
+	/* a log of JSON lines gets lines, even on a terminal */
+	int tty = isatty(STDERR_FILENO) && log_get_format() != LOG_JSON;
 
 	if (!tty && !lines)
 		return NULL;

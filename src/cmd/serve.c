@@ -14,6 +14,12 @@
  * quire did (25 seconds of refused connections at 10,000 notes). With a token (--token-file or
  * QUIRE_TOKEN) the sync API is registered under /api/v1/ and WebDAV under
  * /dav/ (dav.h); without one those URLs are plain 404s.
+ *
+ * The log is set up before anything is logged (--log-format text or json,
+ * --log-file; util/log.h), and the access log follows its format. SIGHUP
+ * opens both files again (logrotate) and reloads quire.yml and the vault;
+ * the loader, the search front and the purger add their families to
+ * /metrics (http_server_add_metrics()).
  */
 #include "cmd/serve.h"
 #include "cmd/progress.h"
@@ -43,19 +49,25 @@
 
 const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
-	"                   [--access-log FILE] [--metrics-public] [--max-connections N]\n"
+	"                   [--access-log FILE] [--log-format text|json] [--log-file FILE]\n"
+	"                   [--metrics-public] [--max-connections N]\n"
 	"                   [--max-per-address N]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
 	"                   [--search-rate N] [--verbose]\n"
 	"\n"
-	"Renders the vault and serves it. SIGHUP reloads quire.yml and the vault;\n"
-	"SIGINT and SIGTERM stop after the responses in flight.\n"
+	"Renders the vault and serves it. SIGHUP opens the log files again (after a\n"
+	"rotation) and reloads quire.yml and the vault; SIGINT and SIGTERM stop after\n"
+	"the responses in flight.\n"
 	"\n"
 	"  --vault DIR           the vault (default: the current folder)\n"
 	"  --listen ADDR:PORT    where to listen (default 127.0.0.1:8080; port 0 picks one)\n"
 	"  --threads N           serving threads (default: one per core)\n"
 	"  --data-dir DIR        state kept between runs (default: <vault>/.quire)\n"
-	"  --access-log FILE     write requests in the common log format\n"
+	"  --access-log FILE     write a line per request: the combined format, the Host\n"
+	"                        and the duration in seconds (JSON with --log-format json)\n"
+	"  --log-format FORMAT   the log on stderr: text (key=value pairs, the default)\n"
+	"                        or json (one object a line); under journald, no time\n"
+	"  --log-file FILE       write the log to FILE instead of stderr\n"
 	"  --metrics-public      serve /metrics to any address, not only loopback\n"
 	"  --max-connections N   at N connections, close the oldest idle one for each new\n"
 	"                        one, or refuse it when none is idle (default 10000)\n"
@@ -86,6 +98,8 @@ const struct option serve_options[] = {
 	{ "threads", required_argument, NULL, 't' },
 	{ "data-dir", required_argument, NULL, 'd' },
 	{ "access-log", required_argument, NULL, 'a' },
+	{ "log-format", required_argument, NULL, 'f' },
+	{ "log-file", required_argument, NULL, 'L' },
 	{ "metrics-public", no_argument, NULL, 'm' },
 	{ "max-connections", required_argument, NULL, 'c' },
 	{ "max-per-address", required_argument, NULL, 'A' },
@@ -99,16 +113,12 @@ const struct option serve_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The watcher's batches go straight into the loader's queue. */
+/* The watcher's batches go straight into the loader's queue, timed from their first event. */
 static void on_change(void *ctx, const char *const *paths, size_t n)
 {
-	loader_notify(ctx, paths, n);
-}
+	struct change_origin o = { CHANGE_WATCHER, "", watch_batch_start_ms() };
 
-static void on_reload(void *ctx)
-{
-	log_info("SIGHUP: reloading");
-	loader_reload(ctx);
+	loader_notify_from(ctx, paths, n, &o);
 }
 
 static int parse_int(const char *s, const char *flag, int min, int max, int *out)
@@ -178,6 +188,8 @@ struct serve_args {
 	const char *vault, *token_file, *data_dir;
 	size_t max_upload;
 	int watching, search_rate;
+	enum log_format log_format;
+	const char *log_file;
 };
 
 /* Parses the command line into a: 0, 1 when --help was printed, or 2 (usage printed). */
@@ -190,6 +202,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	a->max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
 	a->watching = 1;
 	a->search_rate = 20;
+	a->log_format = LOG_TEXT;
 	a->ho.listen = "127.0.0.1:8080";
 	a->ho.threads = parallel_cpus();
 	a->ho.max_connections = 10000;
@@ -203,6 +216,14 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 			break;
 		case 'd': a->data_dir = optarg; break;
 		case 'a': a->ho.access_log = optarg; break;
+		case 'f':
+			if (log_parse_format(optarg, &a->log_format) < 0) {
+				fprintf(stderr, "quire serve: --log-format takes text or json, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'L': a->log_file = optarg; break;
 		case 'm': a->ho.metrics_public = 1; break;
 		case 'c':
 			if (parse_int(optarg, "--max-connections", 1, 1000000,
@@ -257,6 +278,16 @@ struct serve {
 	atomic_int failed;        /* the starter could not load or wire: serve exits 1 */
 };
 
+/* SIGHUP, on the front's first loop: the logs opened again (logrotate), then a reload. */
+static void on_reload(void *ctx)
+{
+	struct serve *sv = ctx;
+
+	log_reopen();
+	http_server_reopen_log(sv->srv);
+	loader_reload(sv->loader);
+}
+
 /* The first load's progress, for /healthz and stderr. */
 static void read_progress(void *ctx, size_t *notes, size_t *of)
 {
@@ -274,7 +305,7 @@ static void hold_load(void *ctx)
 	char byte;
 	int fd;
 
-	fprintf(stderr, "test hook: holding the first load until %s is written\n", (char *)ctx);
+	log_info("test hook: holding the first load until %s is written", (char *)ctx);
 	fd = open(ctx, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, &byte, 1) < 0)
 		log_warn("%s: %s", (char *)ctx, strerror(errno));
@@ -289,12 +320,13 @@ static int wire(struct serve *sv)
 	const struct site *site = loader_site(sv->loader);
 	struct syncapi_options sa;
 
+	http_server_add_metrics(sv->srv, loader_metrics, sv->loader);
 	/* quire.yml's purge: (read at start; a reload does not change the purgers) */
 	if ((sv->purger = purger_new(site->cfg.purgers, site->cfg.npurgers))) {
 		loader_on_publish(sv->loader, purger_on_publish, sv->purger);
 		/* the cache may hold a past run's pages */
 		purger_all(sv->purger, loader_version(sv->loader));
-		http_server_set_metrics(sv->srv, purger_metrics, sv->purger);
+		http_server_add_metrics(sv->srv, purger_metrics, sv->purger);
 	}
 	http_server_set_url_prefix(sv->srv, site->cfg.url_prefix);
 	if (sv->token) {
@@ -307,13 +339,12 @@ static int wire(struct serve *sv)
 		sv->api = syncapi_new(&sa, sv->loader);
 		if (!sv->api || syncapi_register(sv->api, sv->srv) < 0)
 			return -1;
-		fprintf(stderr, "sync API enabled at /api/v1/ (uploads up to %zu bytes)\n",
-			a->max_upload);
+		log_info("sync: API enabled at /api/v1/ (uploads up to %zu bytes)", a->max_upload);
 		sv->dav = dav_new(sv->api, site->cfg.url_prefix);
 		if (!sv->dav || dav_register(sv->dav, sv->srv) < 0)
 			return -1;
-		fprintf(stderr, "WebDAV enabled at %s/dav/ (the token as the password)\n",
-			site->cfg.url_prefix);
+		log_info("dav: WebDAV enabled at %s/dav/ (the token as the password)",
+			 site->cfg.url_prefix);
 	} else if (dav_register_off(sv->srv) < 0) {
 		return -1;
 	}
@@ -324,6 +355,7 @@ static int wire(struct serve *sv)
 					   2 * rate);
 		if (!sv->search || searchapi_register(sv->search, sv->srv) < 0)
 			return -1;
+		http_server_add_metrics(sv->srv, searchapi_metrics, sv->search);
 	}
 	return 0;
 }
@@ -351,8 +383,16 @@ static void *start(void *arg)
 	sv->shown = NULL;
 	site = loader_site(sv->loader);
 	site_stats(site, &st);
-	fprintf(stderr, "loaded %zu notes (%zu published) in %.0f ms\n", st.notes, st.published,
-		site->load_ms);
+	{
+		struct log_event e;
+		log_event_init(&e, LOG_INFO, "load");
+		log_event_uint(&e, "notes", st.notes);
+		log_event_uint(&e, "published", st.published);
+		log_event_uint(&e, "version", loader_version(sv->loader));
+		log_event_ms(&e, "duration_ms", site->load_ms);
+		log_event_emit(&e, "loaded %zu notes (%zu published) in %.0f ms", st.notes,
+			       st.published, site->load_ms);
+	}
 	if (loader_start(sv->loader) < 0) {
 		sv->failed = 1;
 		http_server_stop(sv->srv);
@@ -401,16 +441,24 @@ static int open_front(struct serve *sv)
 	ho.progress_ctx = sv->loader;
 	ho.handle_signals = 1;
 	ho.on_reload = on_reload;
-	ho.reload_ctx = sv->loader;
+	ho.reload_ctx = sv;
+	ho.access_log_json = a->log_format == LOG_JSON;
 	if (sv->token)
 		ho.max_body_size = a->max_upload; /* evhttp answers 413 beyond it */
 	sv->srv = http_server_new(&ho);
 	if (!sv->srv)
 		return -1;
 	colon = strrchr(ho.listen, ':');
-	fprintf(stderr, "listening at http://%.*s:%d/ (503 until %s is loaded)\n",
-		colon ? (int)(colon - ho.listen) : (int)strlen(ho.listen), ho.listen,
-		http_server_port(sv->srv), a->vault);
+	{
+		struct log_event e;
+		log_event_init(&e, LOG_INFO, "listen");
+		log_event_str(&e, "listen", ho.listen);
+		log_event_int(&e, "port", http_server_port(sv->srv));
+		log_event_str(&e, "vault", a->vault);
+		log_event_emit(&e, "listening at http://%.*s:%d/ (503 until %s is loaded)",
+			       colon ? (int)(colon - ho.listen) : (int)strlen(ho.listen), ho.listen,
+			       http_server_port(sv->srv), a->vault);
+	}
 	return 0;
 }
 
@@ -422,7 +470,8 @@ int serve_main(int argc, char **argv)
 	memset(&sv, 0, sizeof(sv));
 	if ((ret = parse_args(argc, argv, &sv.args)) != 0)
 		return ret == 1 ? 0 : 2;
-	if (read_token(sv.args.token_file, &sv.token) < 0)
+	if (read_token(sv.args.token_file, &sv.token) < 0 ||
+	    log_setup(sv.args.log_format, sv.args.log_file) < 0)
 		return 1;
 	ret = 1;
 	/* pages keep their gzip bytes only; the rare client that refuses gzip gets them inflated */

@@ -1,8 +1,9 @@
 /*
  * date.c: HTTP dates, both ways.
  *
- * Out: each loop keeps the Date header and the access log's date of the
- * current second, formatted once a second from libevent's cached time,
+ * Out: each loop keeps the Date header and the access log's dates (the
+ * combined format's and RFC 3339's) of the current second, formatted once
+ * a second from libevent's cached time,
  * and a one-entry cache of the last Last-Modified it wrote (pages of one
  * load share their mtime). In: the three HTTP-date forms of RFC 9110
  * (IMF-fixdate, RFC 850, asctime) in If-Modified-Since and If-Range.
@@ -162,14 +163,24 @@ void http_refresh_dates(struct worker *w)
 
 	if (event_base_gettimeofday_cached(w->base, &tv) < 0)
 		gettimeofday(&tv, NULL);
+	w->date_usec = (long)tv.tv_usec;
 	if (tv.tv_sec == w->date_sec)
 		return;
 	w->date_sec = tv.tv_sec;
 	fmt_http_date(tv.tv_sec, w->date);
-	if (gmtime_r(&w->date_sec, &tm))
+	if (gmtime_r(&w->date_sec, &tm) && tm.tm_year + 1900 <= 9999 && tm.tm_year >= -1900) {
 		snprintf(w->clf_date, sizeof(w->clf_date), "%02d/%s/%04d:%02d:%02d:%02d +0000",
 			 tm.tm_mday, months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min,
 			 tm.tm_sec);
+		memcpy(w->iso_date, "0000-00-00T00:00:00", 20);
+		put2(w->iso_date, (tm.tm_year + 1900) / 100);
+		put2(w->iso_date + 2, (tm.tm_year + 1900) % 100);
+		put2(w->iso_date + 5, tm.tm_mon + 1);
+		put2(w->iso_date + 8, tm.tm_mday);
+		put2(w->iso_date + 11, tm.tm_hour);
+		put2(w->iso_date + 14, tm.tm_min);
+		put2(w->iso_date + 17, tm.tm_sec);
+	}
 }
 
 const char *http_last_modified(struct worker *w, time_t t)

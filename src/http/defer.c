@@ -47,7 +47,9 @@ struct http_deferred *http_request_defer(struct http_request *req)
 	d->w = w;
 	d->ev = req->ev;
 	d->kind = req->kind;
+	d->method = req->method;
 	d->method_name = req->method_name;
+	d->start_ms = req->start_ms;
 	d->head = req->head;
 	d->absolute = req->absolute;
 	d->status = 500;
@@ -201,7 +203,9 @@ static void request_of(struct worker *w, const struct http_deferred *d, struct h
 	r->w = w;
 	r->ev = d->ev;
 	r->kind = d->kind;
+	r->method = d->method;
 	r->method_name = d->method_name;
+	r->start_ms = d->start_ms;
 	r->head = d->head;
 	r->absolute = d->absolute;
 	r->uri = evhttp_request_get_uri(d->ev);

@@ -22,6 +22,7 @@
 #include "site/snapshot.h"
 #include "util/buf.h"
 #include "util/map.h"
+#include "util/metrics.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -37,8 +38,23 @@
 #define HTTP_METHOD_MARK "X-Quire-Method-"
 
 
-/* What a request was, for quire_requests_total{kind=...}. */
-enum kind { K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS, NKINDS };
+/*
+ * What a request was, for quire_requests_total{kind=...} and the duration
+ * histogram: K_API is the sync API's (and any handler's that says nothing
+ * else), K_ERROR a request refused before anything could answer it
+ * (framing, target, 405, 503 while loading).
+ */
+enum kind {
+	K_PAGE, K_FILE, K_ASSET, K_REDIRECT, K_NOTFOUND, K_API, K_HEALTH, K_METRICS,
+	K_SEARCH, K_DAV, K_ERROR, NKINDS
+};
+
+/* The statuses counted one by one for the sync API and WebDAV (others: the last slot). */
+#define HTTP_STATUSES 28
+/* The slot of a status in struct counters' calls (respond.c), and its code (0: other). */
+int http_status_slot(int status);
+int http_status_of_slot(int slot);
+#define HTTP_METHODS (HTTP_OTHER + 1)
 
 /*
  * Per-loop counters. Only the owning loop writes them, with a relaxed load
@@ -53,6 +69,10 @@ struct counters {
 	_Atomic uint64_t refused_address; /* over max_per_address */
 	_Atomic uint64_t slow;            /* closed for receiving a request too slowly */
 	_Atomic uint64_t evicted;         /* idle, closed at max_connections for a new client */
+	/* from the request's dispatch to its answer's head, by kind */
+	struct metrics_histogram duration[NKINDS];
+	/* the sync API's [0] and WebDAV's [1] requests by method and status */
+	_Atomic uint64_t calls[2][HTTP_METHODS][HTTP_STATUSES];
 };
 
 static inline void bump(_Atomic uint64_t *c, uint64_t n)
@@ -107,7 +127,9 @@ struct http_deferred {
 	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
 	struct http_deferred *qnext;       /* w->done queue */
 	enum kind kind;
+	enum http_method method;
 	const char *method_name;    /* the request's, static (for the access log) */
+	double start_ms;            /* clock_ms() when the request was dispatched */
 	int head, absolute;
 	int parked;                 /* a long poll: a stop answers it 503 instead of waiting */
 	int status;
@@ -157,6 +179,8 @@ struct worker {
 	time_t date_sec;          /* second of the cached dates below */
 	char date[HTTP_DATE_SIZE];
 	char clf_date[80];        /* "10/Oct/2000:13:55:36 +0000" */
+	char iso_date[24];        /* "2000-10-10T13:55:36" (the JSON access log's) */
+	long date_usec;           /* the loop's cached time within its second */
 	time_t lm_sec;            /* one-entry cache of the last Last-Modified */
 	char lm[HTTP_DATE_SIZE];
 	struct buf hdr;           /* header lines of the response being built */
@@ -166,6 +190,7 @@ struct worker {
 };
 
 #define HTTP_MAX_POLICIES 4
+#define HTTP_MAX_HOOKS 8
 
 struct http_server {
 	struct http_options opt;  /* with the strings below */
@@ -173,7 +198,13 @@ struct http_server {
 	char *prefix;             /* "" or "/docs" (no trailing slash) */
 	size_t prefix_len;
 	char *access_log;
-	int log_fd;
+	int log_fd;               /* the access log; SIGHUP opens the file again in its place */
+	int log_json;             /* one JSON object a line, not the combined format */
+	struct metrics_hook {     /* more for /metrics (http_server_add_metrics) */
+		void (*fn)(void *ctx, struct buf *out);
+		void *ctx;
+	} hooks[HTTP_MAX_HOOKS];
+	int nhooks;
 	int lock_fd;              /* the address's lock (http.c: claim_address()), or -1 */
 	size_t max_uri;
 	size_t max_head;          /* evhttp's limit on a request line and header block */
@@ -228,6 +259,7 @@ struct http_request {
 	int replied;              /* answered or deferred */
 	int sandbox;              /* an attachment a browser would run: CSP sandbox */
 	const char *target;       /* http_request_target(), computed on first use */
+	double start_ms;          /* clock_ms() when the request was dispatched */
 };
 
 /*
@@ -428,8 +460,13 @@ int http_add_builtin_handlers(struct http_server *srv);
  */
 int http_loading_answer(const char *path, size_t notes, size_t of, int *retry_after,
 			const char **type, struct buf *out);
-/* Answers r so (http_loading_answer() with the server's progress). */
+/*
+ * Answers r so (http_loading_answer() with the server's progress); a
+ * /metrics gets the metrics the server has while it loads.
+ */
 void http_answer_loading(struct http_request *r);
+/* The name of a kind, as quire_requests_total{kind} and the access log write it. */
+const char *http_kind_name(enum kind k);
 
 /* http.c */
 

@@ -354,13 +354,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct http_server *srv = arg;
 
+	struct log_event e;
+	const char *name = sig == SIGHUP ? "SIGHUP" : sig == SIGINT ? "SIGINT" : "SIGTERM";
+
+	log_event_init(&e, LOG_INFO, "signal");
+	log_event_str(&e, "signal", name);
 	if (sig == SIGHUP) {
-		log_info("http: SIGHUP: reloading");
+		log_event_emit(&e, "SIGHUP: reopening the logs and reloading");
 		if (srv->opt.on_reload)
 			srv->opt.on_reload(srv->opt.reload_ctx);
 		return;
 	}
-	log_info("http: %s: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	log_event_emit(&e, "%s: stopping", name);
 	http_server_stop(srv);
 }
 
@@ -696,6 +701,16 @@ fail:
 	return NULL;
 }
 
+/* The access log's file, opened for appending: a descriptor, or -1 (logged). */
+static int open_access_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		log_error("http: %s: %s", path, strerror(errno));
+	return fd;
+}
+
 struct http_server *http_server_new(const struct http_options *opt)
 {
 	struct http_server *srv = xcalloc(1, sizeof(*srv));
@@ -717,11 +732,9 @@ struct http_server *http_server_new(const struct http_options *opt)
 	if (opt->access_log) {
 		srv->access_log = xstrdup(opt->access_log);
 		srv->opt.access_log = srv->access_log;
-		srv->log_fd = open(srv->access_log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (srv->log_fd < 0) {
-			log_error("http: %s: %s", srv->access_log, strerror(errno));
+		srv->log_json = opt->access_log_json;
+		if ((srv->log_fd = open_access_log(srv->access_log)) < 0)
 			goto fail;
-		}
 	}
 	if (!srv->opt.threads)
 		srv->opt.threads = 1;
@@ -804,15 +817,35 @@ void http_server_set_url_prefix(struct http_server *srv, const char *url_prefix)
 	srv->opt.url_prefix = srv->prefix;
 }
 
-void http_server_set_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
+void http_server_add_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
 			     void *ctx)
 {
-	if (srv->ran && http_server_is_ready(srv)) {
-		log_error("http: the metrics hook is set before the server is ready");
+	if ((srv->ran && http_server_is_ready(srv)) || srv->nhooks >= HTTP_MAX_HOOKS) {
+		log_error("http: metrics are added before the server is ready, up to %d",
+			  HTTP_MAX_HOOKS);
 		return;
 	}
-	srv->opt.metrics = fn;
-	srv->opt.metrics_ctx = ctx;
+	srv->hooks[srv->nhooks].fn = fn;
+	srv->hooks[srv->nhooks++].ctx = ctx;
+}
+
+int http_server_reopen_log(struct http_server *srv)
+{
+	int fd, rc = 0;
+
+	if (srv->log_fd < 0)
+		return 0;
+	/*
+	 * The new file takes the old descriptor's number (dup2 is atomic): a
+	 * loop flushing its lines meanwhile writes them to one file or the
+	 * other, and no loop ever holds a descriptor that was closed.
+	 */
+	if ((fd = open_access_log(srv->access_log)) < 0)
+		return -1;
+	if (dup2(fd, srv->log_fd) < 0)
+		rc = log_error("http: %s: %s", srv->access_log, strerror(errno));
+	close(fd);
+	return rc;
 }
 
 void http_server_ready(struct http_server *srv)

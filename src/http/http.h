@@ -36,7 +36,8 @@ struct http_options {
 	int threads;                   /* event loops, one listening socket each; 0 = 1 */
 	struct snapshot_slot *slot;    /* borrowed: must outlive the server */
 	const char *url_prefix;        /* "" or "/docs": stripped before lookup; 404 outside it */
-	const char *access_log;        /* path for the common log format, or NULL */
+	const char *access_log;        /* path of the access log, or NULL for none */
+	int access_log_json;           /* its lines as JSON objects, not the combined format */
 	int metrics_public;            /* /metrics from any address, else loopback only (403) */
 	int max_connections;           /* total over all loops; 0 = no limit. At it, a loop
 					  closes its oldest idle connection (no request in
@@ -60,8 +61,6 @@ struct http_options {
 	int handle_signals;            /* run installs SIGINT/SIGTERM (stop) and SIGHUP (reload) */
 	void (*on_reload)(void *ctx);  /* SIGHUP: called on the thread of http_server_run; may be NULL */
 	void *reload_ctx;
-	void (*metrics)(void *ctx, struct buf *out); /* appends more to /metrics, or NULL */
-	void *metrics_ctx;
 	int loading;                   /* answer 503 until http_server_ready() (see there) */
 	/* while loading: the notes' worth of work done and the notes found, for /healthz */
 	void (*progress)(void *ctx, size_t *notes, size_t *of);
@@ -89,9 +88,21 @@ struct http_server *http_server_new(const struct http_options *opt);
  * without opt->loading is ready from the start.
  */
 void http_server_set_url_prefix(struct http_server *srv, const char *prefix);
-/* Sets opt->metrics and its context, as the URL prefix: before the server is ready. */
-void http_server_set_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
+/*
+ * Adds fn to what /metrics writes (it appends families to out, on a
+ * serving thread, so it must be thread-safe), as the URL prefix: before
+ * the server is ready. Up to eight. While the server loads, /metrics
+ * answers with its own figures and the load's progress only.
+ */
+void http_server_add_metrics(struct http_server *srv, void (*fn)(void *ctx, struct buf *out),
 			     void *ctx);
+
+/*
+ * SIGHUP's other half: opens the access log again in the old file's place
+ * (after logrotate moved it); lines being written go to one or the other
+ * whole. 0, or -1 (logged: the old file is kept).
+ */
+int http_server_reopen_log(struct http_server *srv);
 void http_server_ready(struct http_server *srv);
 
 /* The bound port (useful with port 0). */
@@ -144,6 +155,16 @@ int http_server_add_handler(struct http_server *srv, const char *prefix,
  */
 int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
 				void (*fn)(struct http_request *req, void *ctx), void *ctx);
+
+/*
+ * What the requests a handler answers count as in /metrics
+ * (quire_requests_total{kind} and the duration histogram): "api" unless
+ * set here for the handler registered with exactly prefix. 0, or -1 when
+ * there is none.
+ */
+enum http_handler_kind { HTTP_HANDLER_API, HTTP_HANDLER_SEARCH, HTTP_HANDLER_DAV };
+int http_server_set_handler_kind(struct http_server *srv, const char *prefix,
+				 enum http_handler_kind kind);
 
 /*
  * Decides from a request's method, target and Authorization header alone,
@@ -212,6 +233,11 @@ const char *http_request_path(const struct http_request *req);
 const char *http_request_target(const struct http_request *req);
 /* The peer's address as text ("127.0.0.1", "::1"), or "" when unknown. */
 const char *http_request_peer(const struct http_request *req);
+/*
+ * When the request was dispatched (its head and body read), on clock_ms()'s
+ * clock: the start of what the access log and the histograms time.
+ */
+double http_request_start_ms(const struct http_request *req);
 /* The raw query string after '?', or NULL. */
 const char *http_request_query(const struct http_request *req);
 /* The first value of a request header (case-insensitive name), or NULL. */

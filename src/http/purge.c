@@ -147,13 +147,6 @@ void purge_set_release(struct purge_set *ps)
 	ps->version = 0;
 }
 
-/* The same bytes at the same place: not a change a cache can see. */
-static int same(const struct page *a, const struct page *b)
-{
-	return a && b && a->kind == b->kind && strcmp(a->etag, b->etag) == 0 &&
-	       !a->location == !b->location && (!a->location || strcmp(a->location, b->location) == 0);
-}
-
 struct diff {
 	struct purge_set *ps;
 	const struct snapshot *now;
@@ -191,7 +184,7 @@ static void changed_main(void *ctx, const char *path, size_t len, const struct p
 	size_t i = 0;
 	void *v;
 
-	if (same(was, now) || (p->kind == PAGE_ASSET && p->immutable))
+	if (page_same(was, now) || (p->kind == PAGE_ASSET && p->immutable))
 		return; /* at a content-hashed URL: never changes (publish.css does) */
 	purge_key(NULL, path, len, k);
 	purge_set_add(d->ps, &d->ps->keys, k, PURGE_KEY_SIZE - 1);
@@ -215,7 +208,7 @@ static void changed_host(void *ctx, const char *path, size_t len, const struct p
 	const struct snapshot_hosts *sh = d->now->hosts;
 	char k[PURGE_KEY_SIZE];
 
-	if (same(was, now))
+	if (page_same(was, now))
 		return;
 	purge_key(d->host->name, path, len, k);
 	purge_set_add(d->ps, &d->ps->keys, k, PURGE_KEY_SIZE - 1);
@@ -294,7 +287,7 @@ void purge_set_diff(struct purge_set *ps, const struct snapshot *was, const stru
 		ps->version = now->version;
 	snapshot_diff(was, now, changed_main, &d);
 	diff_hosts(&d, was, now);
-	if (!same(was ? was->not_found : NULL, now->not_found))
+	if (!page_same(was ? was->not_found : NULL, now->not_found))
 		purge_set_add(ps, &ps->keys, "q404", 4);
 }
 
@@ -328,11 +321,17 @@ static int stopping(struct purger *pg)
 	return s;
 }
 
-/* One request, retried with backoff: 0 when a cache took it, -1 when it failed. */
-static int send_one(struct purger *pg, const char *method, const char *url, const char *headers,
-		    const char *body, size_t len)
+/* What one purger was sent of a set, for its log line. */
+struct tally {
+	size_t sent, failed;
+};
+
+/* One request, retried with backoff, counted in t: sent when a cache took it, else failed. */
+static void send_one(struct purger *pg, struct tally *t, const char *method, const char *url,
+		     const char *headers, const char *body, size_t len)
 {
 	int i, status, backoff = FIRST_BACKOFF_MS;
+	struct log_event e;
 
 	for (i = 0; i <= RETRIES; i++) {
 		if (i) {
@@ -343,14 +342,20 @@ static int send_one(struct purger *pg, const char *method, const char *url, cons
 		status = purge_http(method, url, headers, body, len, TIMEOUT_MS);
 		if (status >= 200 && status < 300) {
 			atomic_fetch_add(&pg->sent, 1);
-			return 0;
+			t->sent++;
+			return;
 		}
 		if (stopping(pg))
 			break;
 	}
 	atomic_fetch_add(&pg->failed, 1);
-	log_warn("purge: %s %s failed (last status %d)", method, url, status);
-	return -1;
+	t->failed++;
+	log_event_init(&e, LOG_WARN, "purge.failed");
+	log_event_str(&e, "method", method);
+	log_event_str(&e, "url", url);
+	log_event_int(&e, "status", status);
+	log_event_int(&e, "attempts", i > RETRIES ? RETRIES + 1 : i + 1);
+	log_event_emit(&e, "%s %s failed (last status %d)", method, url, status);
 }
 
 static void extra_header(struct buf *h, const struct config_purger *p)
@@ -367,7 +372,8 @@ static void extra_header(struct buf *h, const struct config_purger *p)
  * header, "(^|[[:blank:]])(k1|k2)([[:blank:]]|$)" (keys are letters, digits
  * and dashes; no space, which would end the argument of Varnish's ban).
  */
-static void send_keys(struct purger *pg, const struct config_purger *p, const struct purge_set *ps)
+static void send_keys(struct purger *pg, struct tally *t, const struct config_purger *p,
+		      const struct purge_set *ps)
 {
 	int ban = p->kind == PURGER_BAN;
 	struct buf h = BUF_INIT;
@@ -387,13 +393,14 @@ static void send_keys(struct purger *pg, const struct config_purger *p, const st
 			more = map_next(&ps->keys, &i, &key, &len, NULL);
 		}
 		buf_adds(&h, ban ? ")([[:blank:]]|$)\r\n" : "\r\n");
-		send_one(pg, ban ? "BAN" : "PURGE", p->url, h.ptr, NULL, 0);
+		send_one(pg, t, ban ? "BAN" : "PURGE", p->url, h.ptr, NULL, 0);
 	}
 	buf_release(&h);
 }
 
 /* PURGE of each URL at the cache, with the URL's host. */
-static void send_urls(struct purger *pg, const struct config_purger *p, const struct purge_set *ps)
+static void send_urls(struct purger *pg, struct tally *t, const struct config_purger *p,
+		      const struct purge_set *ps)
 {
 	struct buf h = BUF_INIT, target = BUF_INIT;
 	const char *url;
@@ -417,7 +424,7 @@ static void send_urls(struct purger *pg, const struct config_purger *p, const st
 		buf_adds(&target, "http://");
 		buf_add(&target, base, strcspn(base, "/"));
 		buf_adds(&target, *path ? path : "/");
-		send_one(pg, "PURGE", target.ptr, h.ptr, NULL, 0);
+		send_one(pg, t, "PURGE", target.ptr, h.ptr, NULL, 0);
 	}
 	buf_release(&h);
 	buf_release(&target);
@@ -439,7 +446,7 @@ static void json_list(struct buf *b, const char *name, const struct map *m)
 	buf_addc(b, ']');
 }
 
-static void send_webhook(struct purger *pg, const struct config_purger *p,
+static void send_webhook(struct purger *pg, struct tally *t, const struct config_purger *p,
 			 const struct purge_set *ps)
 {
 	struct buf h = BUF_INIT, body = BUF_INIT;
@@ -451,7 +458,7 @@ static void send_webhook(struct purger *pg, const struct config_purger *p,
 	json_list(&body, "urls", &ps->urls);
 	json_list(&body, "keys", &ps->keys);
 	buf_adds(&body, "}\n");
-	send_one(pg, "POST", p->url, h.ptr, body.ptr, body.len);
+	send_one(pg, t, "POST", p->url, h.ptr, body.ptr, body.len);
 	buf_release(&h);
 	buf_release(&body);
 }
@@ -464,13 +471,32 @@ static void send_set(struct purger *pg, const struct purge_set *ps)
 	atomic_fetch_add(&pg->keys, ps->keys.len);
 	atomic_fetch_add(&pg->urls, ps->urls.len);
 	for (i = 0; i < pg->n && !stopping(pg); i++) {
+		static const char *const kinds[] = { "xkey", "purge", "ban", "webhook" };
 		const struct config_purger *p = &pg->list[i];
+		struct tally t = { 0, 0 };
+		double t0 = clock_ms();
+		struct log_event e;
+
 		if (p->kind == PURGER_XKEY || p->kind == PURGER_BAN)
-			send_keys(pg, p, ps);
+			send_keys(pg, &t, p, ps);
 		else if (p->kind == PURGER_PURGE)
-			send_urls(pg, p, ps);
+			send_urls(pg, &t, p, ps);
 		else
-			send_webhook(pg, p, ps);
+			send_webhook(pg, &t, p, ps);
+		/* one line per purger and set: what it was sent, and how it went */
+		log_event_init(&e, t.failed ? LOG_WARN : LOG_INFO, "purge.sent");
+		log_event_str(&e, "purger", p->url);
+		log_event_str(&e, "method", (size_t)p->kind < 4 ? kinds[p->kind] : "?");
+		log_event_uint(&e, "version", ps->version);
+		log_event_uint(&e, "keys", ps->keys.len);
+		log_event_uint(&e, "urls", ps->urls.len);
+		log_event_uint(&e, "requests", t.sent + t.failed);
+		log_event_uint(&e, "failed", t.failed);
+		log_event_ms(&e, "duration_ms", clock_ms() - t0);
+		log_event_emit(&e, "%zu key%s, %zu URL%s to %s: %zu request%s, %zu failed",
+			       ps->keys.len, ps->keys.len == 1 ? "" : "s", ps->urls.len,
+			       ps->urls.len == 1 ? "" : "s", p->url, t.sent + t.failed,
+			       t.sent + t.failed == 1 ? "" : "s", t.failed);
 	}
 }
 

@@ -16,6 +16,7 @@
 #include "http/http-int.h"
 #include "site/hosts.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
@@ -277,6 +278,11 @@ const char *http_request_peer(const struct http_request *req)
 	return host ? host : "";
 }
 
+double http_request_start_ms(const struct http_request *req)
+{
+	return req->start_ms;
+}
+
 int http_request_peer_is_loopback(const struct http_request *req)
 {
 	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
@@ -318,6 +324,22 @@ int http_server_add_handler(struct http_server *srv, const char *prefix,
 	h->fn = fn;
 	h->ctx = ctx;
 	return 0;
+}
+
+int http_server_set_handler_kind(struct http_server *srv, const char *prefix,
+				 enum http_handler_kind kind)
+{
+	size_t i;
+
+	for (i = 0; i < srv->nhandlers; i++) {
+		if (strcmp(srv->handlers[i].prefix, prefix) != 0)
+			continue;
+		srv->handlers[i].kind = kind == HTTP_HANDLER_SEARCH ? K_SEARCH
+				      : kind == HTTP_HANDLER_DAV  ? K_DAV
+								  : K_API;
+		return 0;
+	}
+	return log_error("http: no handler for %s to set the kind of", prefix);
 }
 
 int http_server_add_raw_handler(struct http_server *srv, const char *prefix,
@@ -655,10 +677,12 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	long n;
 
 	memset(&r, 0, sizeof(r));
+	r.start_ms = clock_ms();
 	buf_reset(&w->hdr);
 	r.w = w;
 	r.ev = ev;
-	r.kind = K_PAGE;
+	/* refused until a handler, a page or a miss answers (each sets its kind) */
+	r.kind = K_ERROR;
 	set_method(&r);
 	r.head = r.method == HTTP_HEAD;
 	r.uri = evhttp_request_get_uri(ev);

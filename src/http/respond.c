@@ -12,13 +12,19 @@
  *
  * Every answer, from the snapshot, a handler or a deferred reply, goes
  * through http_respond(), which also adds the security headers, counts the
- * response for /metrics and writes its access log line (buffered per loop,
- * flushed at 32 KiB and once a second).
+ * response for /metrics (its class and kind, its duration in the loop's
+ * histogram of its kind, and for the sync API and WebDAV its method and
+ * status) and writes its access log line (buffered per loop, flushed at
+ * 32 KiB and once a second). A request's duration runs from its dispatch
+ * (http_on_request(), once evhttp has read it whole) to its answer's head:
+ * two reads of the monotonic clock per request, and no allocation.
  */
 #include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -32,6 +38,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/http_struct.h> /* the request's major/minor version */
+#include <event2/keyvalq_struct.h>
 
 #define LOG_FLUSH_SIZE (32 * 1024)
 
@@ -86,34 +93,151 @@ void http_flush_log(struct worker *w)
 	buf_reset(&w->log);
 }
 
-/* One line of the common log format; the URI is escaped as nginx does. */
-static void log_request(struct http_request *r, int status, size_t bytes)
+/*
+ * s (or "-" for NULL) with quotes, backslashes and bytes outside printable
+ * ASCII as \xHH, as nginx writes them.
+ */
+static void add_clf(struct buf *b, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *u = (const unsigned char *)(s ? s : "-"), *run;
+
+	for (;;) {
+		/* the bytes that need no escape, copied as one run */
+		for (run = u; *run >= 0x20 && *run < 0x7f && *run != '"' && *run != '\\'; run++)
+			;
+		buf_add(b, u, (size_t)(run - u));
+		if (!*run)
+			return;
+		char e[4] = { '\\', 'x', hex[*run >> 4], hex[*run & 15] };
+		buf_add(b, e, 4);
+		u = run + 1;
+	}
+}
+
+/* The Host, Referer and User-Agent headers of ev (NULL when absent), in one walk. */
+static void log_headers(struct evhttp_request *ev, const char **host, const char **ref,
+			const char **ua)
+{
+	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
+	const struct evkeyval *kv;
+
+	*host = *ref = *ua = NULL;
+	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next) {
+		switch (kv->key[0] | 0x20) {
+		case 'h':
+			if (!*host && strcasecmp(kv->key, "Host") == 0)
+				*host = kv->value;
+			break;
+		case 'r':
+			if (!*ref && strcasecmp(kv->key, "Referer") == 0)
+				*ref = kv->value;
+			break;
+		case 'u':
+			if (!*ua && strcasecmp(kv->key, "User-Agent") == 0)
+				*ua = kv->value;
+			break;
+		}
+	}
+}
+
+/* "HTTP/1.1\" 200 " (with json: "HTTP/1.1\",\"status\":200"), without printf. */
+static void add_proto_status(struct buf *b, const struct evhttp_request *ev, int status,
+			     int json)
+{
+	char p[10] = { 'H', 'T', 'T', 'P', '/', '0', '.', '0', '"' };
+
+	p[5] = (char)('0' + (ev->major >= 0 && ev->major <= 9 ? ev->major : 0));
+	p[7] = (char)('0' + (ev->minor >= 0 && ev->minor <= 9 ? ev->minor : 0));
+	buf_add(b, p, 9);
+	buf_adds(b, json ? ",\"status\":" : " ");
+	buf_addc(b, '0' + status / 100 % 10);
+	buf_addc(b, '0' + status / 10 % 10);
+	buf_addc(b, '0' + status % 10);
+}
+
+/* ,"key":"s" (s escaped, invalid UTF-8 as U+FFFD), or nothing for NULL. */
+static void add_json_field(struct buf *b, const char *key, const char *s)
+{
+	if (!s)
+		return;
+	buf_addf(b, ",\"%s\":\"", key);
+	log_add_json(b, s, strlen(s));
+	buf_addc(b, '"');
+}
+
+/* us microseconds as seconds with six decimals ("0.000123"). */
+static void add_seconds(struct buf *b, uint64_t us)
+{
+	char num[24], frac[7];
+	int i;
+
+	buf_adds(b, http_fmt_u64(num, us / 1000000));
+	for (i = 5; i >= 0; i--, us /= 10)
+		frac[i] = (char)('0' + us % 10);
+	frac[6] = '\0';
+	buf_addc(b, '.');
+	buf_add(b, frac, 6);
+}
+
+/*
+ * One line of the access log: the combined format (NCSA, as Apache and
+ * nginx write it) followed by the Host header and the duration in
+ * seconds, or with --log-format json an object with the same fields.
+ */
+static void log_request(struct http_request *r, int status, size_t bytes, uint64_t us)
 {
 	struct worker *w = r->w;
+	struct buf *b = &w->log;
 	struct evhttp_connection *con = evhttp_request_get_connection(r->ev);
-	char *host = NULL;
+	const char *host, *ref, *ua;
+	char *peer = NULL, num[24];
 	ev_uint16_t port = 0;
-	const unsigned char *u;
-	char num[24];
 
 	if (con)
-		evhttp_connection_get_peer(con, &host, &port);
-	buf_adds(&w->log, host ? host : "-");
-	buf_add(&w->log, " - - [", 6);
-	buf_adds(&w->log, w->clf_date);
-	buf_add(&w->log, "] \"", 3);
-	buf_adds(&w->log, r->method_name ? r->method_name : "-");
-	buf_addc(&w->log, ' ');
-	for (u = (const unsigned char *)(r->uri ? r->uri : "-"); *u; u++) {
-		if (*u < 0x20 || *u >= 0x7f || *u == '"' || *u == '\\')
-			buf_addf(&w->log, "\\x%02X", *u);
-		else
-			buf_addc(&w->log, *u);
+		evhttp_connection_get_peer(con, &peer, &port);
+	log_headers(r->ev, &host, &ref, &ua);
+	if (w->srv->log_json) {
+		buf_adds(b, "{\"time\":\"");
+		buf_adds(b, w->iso_date);
+		buf_addf(b, ".%03ldZ\",\"event\":\"access\",\"remote\":\"", w->date_usec / 1000);
+		log_add_json(b, peer ? peer : "", peer ? strlen(peer) : 0);
+		buf_addc(b, '"');
+		add_json_field(b, "host", host);
+		add_json_field(b, "method", r->method_name ? r->method_name : "-");
+		add_json_field(b, "target", r->uri ? r->uri : "-");
+		buf_adds(b, ",\"protocol\":\"");
+		add_proto_status(b, r->ev, status, 1);
+		buf_adds(b, ",\"bytes\":");
+		buf_adds(b, http_fmt_u64(num, bytes));
+		add_json_field(b, "referer", ref);
+		add_json_field(b, "user_agent", ua);
+		buf_addf(b, ",\"duration_ms\":%llu.%03llu,\"kind\":\"%s\"}\n",
+			 (unsigned long long)(us / 1000), (unsigned long long)(us % 1000),
+			 http_kind_name(r->kind));
+	} else {
+		buf_adds(b, peer ? peer : "-");
+		buf_add(b, " - - [", 6);
+		buf_adds(b, w->clf_date);
+		buf_add(b, "] \"", 3);
+		buf_adds(b, r->method_name ? r->method_name : "-");
+		buf_addc(b, ' ');
+		add_clf(b, r->uri);
+		buf_addc(b, ' ');
+		add_proto_status(b, r->ev, status, 0);
+		buf_addc(b, ' ');
+		buf_adds(b, http_fmt_u64(num, bytes));
+		buf_add(b, " \"", 2);
+		add_clf(b, ref);
+		buf_add(b, "\" \"", 3);
+		add_clf(b, ua);
+		buf_add(b, "\" \"", 3);
+		add_clf(b, host);
+		buf_add(b, "\" ", 2);
+		add_seconds(b, us);
+		buf_addc(b, '\n');
 	}
-	buf_addf(&w->log, " HTTP/%d.%d\" %d ", r->ev->major, r->ev->minor, status);
-	buf_adds(&w->log, http_fmt_u64(num, bytes));
-	buf_addc(&w->log, '\n');
-	if (w->log.len >= LOG_FLUSH_SIZE)
+	if (b->len >= LOG_FLUSH_SIZE)
 		http_flush_log(w);
 }
 
@@ -335,8 +459,36 @@ static void build_head(struct http_request *r, int status, size_t blen)
 	bump(&w->c.bytes, blen);
 	if (status == 304)
 		bump(&w->c.not_modified, 1);
-	if (w->srv->log_fd >= 0)
-		log_request(r, status, blen);
+	{
+		double ms = clock_ms() - r->start_ms;
+		uint64_t us = ms > 0 ? (uint64_t)(ms * 1000) : 0;
+		metrics_observe_owned(&w->c.duration[r->kind], us);
+		if (r->kind == K_API || r->kind == K_DAV)
+			bump(&w->c.calls[r->kind == K_DAV][r->method][http_status_slot(status)], 1);
+		if (w->srv->log_fd >= 0)
+			log_request(r, status, blen, us);
+	}
+}
+
+/* The statuses the sync API and WebDAV answer, each counted on its own. */
+static const int counted_statuses[HTTP_STATUSES - 1] = {
+	200, 201, 204, 206, 207, 301, 302, 304, 400, 401, 403, 404, 405, 409,
+	412, 413, 414, 415, 416, 423, 424, 429, 500, 501, 502, 503, 507,
+};
+
+int http_status_slot(int status)
+{
+	int i;
+
+	for (i = 0; i < HTTP_STATUSES - 1; i++)
+		if (counted_statuses[i] == status)
+			return i;
+	return HTTP_STATUSES - 1;
+}
+
+int http_status_of_slot(int slot)
+{
+	return slot >= 0 && slot < HTTP_STATUSES - 1 ? counted_statuses[slot] : 0;
 }
 
 /* Writes what out holds now to the socket, and has the bufferevent write the rest. */

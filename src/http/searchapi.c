@@ -18,11 +18,13 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/ratelimit.h"
 #include "util/xalloc.h"
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,8 @@
 struct searchapi {
 	char *db;
 	struct rate_limiter *limiter;
+	struct metrics_histogram took; /* each query's time in the index, any thread */
+	_Atomic uint64_t limited;      /* answered 429 */
 	pthread_key_t reader_key;
 	struct layout_site layout;
 	char *strings[10];    /* owned copies behind layout */
@@ -187,6 +191,7 @@ static struct search_reader *admit(struct searchapi *api, struct http_request *r
 		char secs[32];
 		snprintf(secs, sizeof(secs), "%d", (int)ceil(retry > 1 ? retry : 1));
 		http_reply_header(req, "Retry-After", secs);
+		atomic_fetch_add_explicit(&api->limited, 1, memory_order_relaxed);
 		reply_error(req, 429, "too many searches from this address; try again shortly");
 		return NULL;
 	}
@@ -217,6 +222,14 @@ static void reply_for_host(struct http_request *req, int status, const char *typ
 	buf_release(&b);
 }
 
+/* A query that began at start (clock_ms()) is done: into the histogram. */
+static void timed(struct searchapi *api, double start)
+{
+	double ms = clock_ms() - start;
+
+	metrics_observe(&api->took, ms > 0 ? (uint64_t)(ms * 1000) : 0);
+}
+
 static void api_handler(struct http_request *req, void *ctx)
 {
 	struct searchapi *api = ctx;
@@ -224,6 +237,7 @@ static void api_handler(struct http_request *req, void *ctx)
 	struct search_reader *r = admit(api, req);
 	struct buf q = BUF_INIT, out = BUF_INIT;
 	int limit, offset, rc;
+	double start;
 
 	if (!r)
 		return;
@@ -232,7 +246,9 @@ static void api_handler(struct http_request *req, void *ctx)
 		reply_error(req, 400, "bad query string: q, limit and offset must be percent-encoded text and numbers");
 		goto out;
 	}
+	start = clock_ms();
 	rc = search_query(r, q.ptr, limit, offset, &out);
+	timed(api, start);
 	reply_for_host(req, rc == 0 ? 200 : rc == -1 ? 400 : 500, "application/json", &out);
 out:
 	buf_release(&q);
@@ -275,6 +291,7 @@ static void page_handler(struct http_request *req, void *ctx)
 		   title = BUF_INIT;
 	long long total = 0;
 	int rc = 0, status = 200, page = 1, offset = 0;
+	double start;
 
 	if (!r)
 		return;
@@ -292,7 +309,9 @@ static void page_handler(struct http_request *req, void *ctx)
 	if (!q.len)
 		goto reply;
 	offset = (page - 1) * SEARCH_PAGE_SIZE;
+	start = clock_ms();
 	rc = search_query_html(r, q.ptr, SEARCH_PAGE_SIZE, offset, &results, &total);
+	timed(api, start);
 	if (rc != 0) {
 		status = rc == -1 ? 400 : 500;
 		buf_adds(&intro, rc == -1 ? "<p>That query cannot be searched: try other words.</p>\n"
@@ -357,7 +376,25 @@ reply:
 int searchapi_register(struct searchapi *api, struct http_server *srv)
 {
 	if (http_server_add_handler(srv, "/api/search", api_handler, api) < 0 ||
-	    http_server_add_handler(srv, "/search", page_handler, api) < 0)
+	    http_server_add_handler(srv, "/search", page_handler, api) < 0 ||
+	    http_server_set_handler_kind(srv, "/api/search", HTTP_HANDLER_SEARCH) < 0 ||
+	    http_server_set_handler_kind(srv, "/search", HTTP_HANDLER_SEARCH) < 0)
 		return -1;
 	return 0;
+}
+
+void searchapi_metrics(void *ctx, struct buf *b)
+{
+	struct searchapi *api = ctx;
+	struct metrics_totals t;
+
+	memset(&t, 0, sizeof(t));
+	metrics_read(&api->took, &t);
+	metrics_family(b, "quire_search_query_duration_seconds", "histogram",
+		       "Time a search query (/api/search, /search) took in the index.");
+	metrics_write_histogram(b, "quire_search_query_duration_seconds", "", &t);
+	metrics_family(b, "quire_search_limited_total", "counter",
+		       "Searches answered 429: their address asked faster than --search-rate.");
+	buf_addf(b, "quire_search_limited_total %llu\n",
+		 (unsigned long long)atomic_load_explicit(&api->limited, memory_order_relaxed));
 }

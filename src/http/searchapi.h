@@ -7,7 +7,8 @@
  *
  * Each serving thread queries through its own read-only connection, opened
  * the first time the thread needs it. A token bucket per client address
- * answers 429 with Retry-After when one client asks too fast.
+ * answers 429 with Retry-After when one client asks too fast. Each
+ * query's time goes into a histogram (searchapi_metrics()).
  */
 #ifndef QUIRE_SEARCHAPI_H
 #define QUIRE_SEARCHAPI_H
@@ -28,5 +29,13 @@ void searchapi_free(struct searchapi *api);
 
 /* Registers /api/search and /search on srv. 0 or -1. */
 int searchapi_register(struct searchapi *api, struct http_server *srv);
+
+/*
+ * Appends the histogram of query times and the count of rate-limited
+ * searches to a /metrics answer (http_server_add_metrics()'s hook; ctx is
+ * the searchapi). Thread-safe.
+ */
+struct buf;
+void searchapi_metrics(void *ctx, struct buf *out);
 
 #endif

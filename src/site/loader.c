@@ -4,12 +4,21 @@
  * The queue is a set of flags and paths under one mutex with a condition
  * variable; the thread sleeps on it, takes the whole queue when woken,
  * and builds one snapshot for everything it took.
+ *
+ * Each notify queues its origin beside its paths (where the change came
+ * from, the client, when): once the snapshot that holds it is live, the
+ * loader writes one "change.live" line for it (its paths, the version,
+ * the time from its request or the watcher's event to the publish) and
+ * adds that time to the histogram of its source. A reload writes one
+ * "config.reload" line, ok or invalid (the last valid settings kept).
+ * The loader thread alone writes the histograms; /metrics reads them.
  */
 #define _GNU_SOURCE /* SCHED_IDLE */
 #include "site/loader.h"
 #include "search/search.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/metrics.h"
 #include "util/xalloc.h"
 
 #include <errno.h>
@@ -17,6 +26,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -60,6 +70,14 @@ struct loader {
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
 	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
 	atomic_size_t max_note_size; /* the site's quire.yml's, for the sync API */
+	struct queued_origin {      /* where queue[first, first + n) came from, under lock */
+		struct change_origin o;
+		size_t first, n;
+	} *origins;
+	size_t norigins, aorigins;
+	struct metrics_histogram live[CHANGE_SOURCES]; /* change to live, by source (loader thread) */
+	_Atomic uint64_t npublished, loads_ok, loads_failed, config_errors, search_rebuilds;
+	atomic_int config_invalid;  /* the last valid settings stand in for quire.yml */
 };
 
 /*
@@ -82,6 +100,7 @@ static void publish(struct loader *l, struct snapshot *snap)
 
 	l->last = snapshot_ref(snap);
 	snapshot_publish(l->slot, snap);
+	atomic_fetch_add_explicit(&l->npublished, 1, memory_order_relaxed);
 	/* after the swap: a cache that refetches at once gets the new bytes */
 	if (l->on_publish)
 		l->on_publish(l->on_publish_ctx, was, l->last);
@@ -100,16 +119,28 @@ static void log_diags(const struct site *s)
 {
 	size_t i;
 
+	struct log_event e;
+
 	for (i = 0; i < s->diags.n; i++) {
 		const struct diag *d = &s->diags.items[i];
-		if (d->level == DIAG_ERROR)
-			log_warn("%s:%d: %s", d->path, d->line, d->msg);
+		if (d->level != DIAG_ERROR)
+			continue;
+		log_event_init(&e, LOG_WARN, "vault.error");
+		log_event_str(&e, "path", d->path);
+		log_event_int(&e, "line", d->line);
+		log_event_emit(&e, "%s:%d: %s", d->path, d->line, d->msg);
 	}
-	if (s->diags.n)
-		log_info("%zu errors, %zu warnings in the vault (quire check lists them)",
-			 s->diags.nerrors, s->diags.nwarnings);
-	if (site_base_url_note(s))
-		log_info("quire.yml: %s", site_base_url_note(s));
+	if (site_base_url_note(s)) {
+		log_event_init(&e, LOG_INFO, "config.note");
+		log_event_emit(&e, "quire.yml: %s", site_base_url_note(s));
+	}
+	if (!s->diags.n)
+		return;
+	log_event_init(&e, LOG_INFO, "vault.diagnostics");
+	log_event_uint(&e, "errors", s->diags.nerrors);
+	log_event_uint(&e, "warnings", s->diags.nwarnings);
+	log_event_emit(&e, "%zu errors, %zu warnings in the vault (quire check lists them)",
+		       s->diags.nerrors, s->diags.nwarnings);
 }
 
 /*
@@ -169,7 +200,7 @@ static int search_intact(struct loader *l)
 	return ok;
 }
 
-static void full_reload(struct loader *l);
+static uint64_t full_reload(struct loader *l, const char *trigger);
 
 /*
  * Replaces a lost or damaged index with a new one, filled by a full
@@ -181,8 +212,12 @@ static void rebuild_search(struct loader *l)
 	static const char *const ext[] = { "", "-wal", "-shm", "-journal" };
 	struct buf p = BUF_INIT;
 	size_t i;
+	struct log_event e;
 
-	log_warn("search: %s was removed or damaged; building a new index", l->search_path);
+	atomic_fetch_add_explicit(&l->search_rebuilds, 1, memory_order_relaxed);
+	log_event_init(&e, LOG_WARN, "search.rebuild");
+	log_event_str(&e, "path", l->search_path);
+	log_event_emit(&e, "%s was removed or damaged; building a new index", l->search_path);
 	l->site->search = NULL;
 	l->site->search_tx = 0;
 	search_free(l->search);
@@ -199,7 +234,7 @@ static void rebuild_search(struct loader *l)
 		return;
 	}
 	note_search_file(l);
-	full_reload(l);
+	full_reload(l, "search");
 }
 
 struct loader *loader_create(const char *path, const struct site_options *opt,
@@ -246,8 +281,11 @@ int loader_load(struct loader *l)
 
 	l->site = site_load(l->path, &l->opt);
 	l->opt.progress = NULL; /* a reload is not the first load */
-	if (!l->site)
+	if (!l->site) {
+		atomic_fetch_add_explicit(&l->loads_failed, 1, memory_order_relaxed);
 		return -1;
+	}
+	atomic_fetch_add_explicit(&l->loads_ok, 1, memory_order_relaxed);
 	atomic_store(&l->max_note_size, l->site->cfg.max_note_size);
 	if (l->opt.search) {
 		/* opened here, before any reader: a rebuild replaces the file */
@@ -297,24 +335,30 @@ const char *loader_search_path(const struct loader *l)
  * The vault and quire.yml again. An invalid quire.yml is not applied: the
  * settings of the last valid one load the vault (and the snapshot says
  * why, for /healthz), so a reload never publishes more than they allow.
+ * One "config.reload" line says which. Returns the version published, 0
+ * when the vault could not be read.
  */
-static void full_reload(struct loader *l)
+static uint64_t full_reload(struct loader *l, const char *trigger)
 {
 	struct site *s;
 	struct snapshot *snap;
+	struct log_event e;
+	int was_invalid = l->site->config_error != NULL;
 
 	l->opt.config_fallback = l->site->config_text;
 	l->opt.config_fallback_len = l->site->config_len;
 	s = site_load(l->path, &l->opt);
 	l->opt.config_fallback = NULL;
 	if (!s) {
-		log_error("reload of %s failed; the last good snapshot keeps serving", l->path);
-		return;
+		atomic_fetch_add_explicit(&l->loads_failed, 1, memory_order_relaxed);
+		log_event_init(&e, LOG_ERROR, "reload.failed");
+		log_event_str(&e, "trigger", trigger);
+		log_event_emit(&e, "reload of %s failed; the last good snapshot keeps serving",
+			       l->path);
+		return 0;
 	}
-	if (s->config_error)
-		log_error("%s/%s; the last valid settings are kept", l->path, s->config_error);
-	else if (l->site->config_error)
-		log_info("%s/quire.yml is valid again; its settings apply", l->path);
+	atomic_fetch_add_explicit(&l->loads_ok, 1, memory_order_relaxed);
+	atomic_store(&l->config_invalid, s->config_error != NULL);
 	log_diags(s);
 	snap = site_snapshot(s, NULL);
 	snap->version = l->version + 1;
@@ -327,23 +371,42 @@ static void full_reload(struct loader *l)
 		site_attach_search(s, l->search, 0);
 		l->filling = 0;
 	}
-	log_info("reloaded %zu notes in %.0f ms, snapshot %llu", s->nnotes, s->load_ms,
-		 (unsigned long long)snap->version);
+	log_event_init(&e, s->config_error ? LOG_ERROR : LOG_INFO, "config.reload");
+	log_event_str(&e, "result", s->config_error ? "invalid" : "ok");
+	log_event_str(&e, "error", s->config_error);
+	log_event_str(&e, "trigger", trigger);
+	log_event_uint(&e, "notes", s->nnotes);
+	log_event_uint(&e, "version", snap->version);
+	log_event_ms(&e, "duration_ms", s->load_ms);
+	if (s->config_error) {
+		atomic_fetch_add_explicit(&l->config_errors, 1, memory_order_relaxed);
+		log_event_emit(&e, "%s/%s; the last valid settings are kept", l->path,
+			       s->config_error);
+	} else {
+		log_event_emit(&e, "%sreloaded %zu notes in %.0f ms, snapshot %llu",
+			       was_invalid ? "quire.yml is valid again; its settings apply: " : "",
+			       s->nnotes, s->load_ms, (unsigned long long)snap->version);
+	}
 	publish(l, snap);
+	return snap->version;
 }
 
-/* One snapshot for every path taken from the queue at once. */
-static void apply(struct loader *l, char **paths, size_t n)
+/*
+ * One snapshot for every path taken from the queue at once; returns its
+ * version, and in *same whether it holds the same pages as the last one
+ * (a change that made nothing new live: the watcher seeing a write the
+ * sync API made live already, an unpublished note edited).
+ */
+static uint64_t apply(struct loader *l, char **paths, size_t n, int *same)
 {
 	struct snapshot *snap;
-	size_t i;
-
 	double t0 = clock_ms(), t1, t2, t3;
 
 	site_apply(l->site, (const char *const *)paths, n);
 	t1 = clock_ms();
 	snap = site_snapshot(l->site, l->last);
 	snap->version = l->version + 1;
+	*same = l->last && snapshot_changed_pages(l->last, snap) == 0;
 	t2 = clock_ms();
 	publish(l, snap);
 	t3 = clock_ms();
@@ -358,9 +421,53 @@ static void apply(struct loader *l, char **paths, size_t n)
 		  l->site->phase_ms[1], l->site->phase_ms[2], l->site->derived_ms,
 		  l->site->hosts_ms, t2 - t1, t3 - t2, clock_ms() - t3,
 		  (unsigned long long)snap->version);
-	for (i = 0; i < n; i++)
-		free(paths[i]);
-	free(paths);
+	return snap->version;
+}
+
+/*
+ * The line and the histogram of each change that version (0: none, the
+ * build failed) made live, or did not. A change of the whole vault (the
+ * watcher lost events) has the path "".
+ */
+static void report(struct loader *l, const struct queued_origin *o, size_t no, char **paths,
+		   uint64_t version, int reload, int same)
+{
+	double now = clock_ms();
+	size_t i;
+
+	for (i = 0; i < no; i++) {
+		const char *const *p = (const char *const *)paths + o[i].first;
+		enum change_source src = o[i].o.source;
+		double ms = now - o[i].o.since_ms;
+		const char *first = o[i].n && p[0][0] ? p[0] : "the vault";
+		struct log_event e;
+
+		if (ms < 0)
+			ms = 0;
+		/* the watcher's echo of a write already live, and tests' own changes: debug */
+		log_event_init(&e, !version			      ? LOG_ERROR
+				   : src == CHANGE_OTHER || (same && src == CHANGE_WATCHER) ? LOG_DEBUG
+										     : LOG_INFO,
+			       version ? "change.live" : "change.failed");
+		log_event_str(&e, "source", loader_source_name(src));
+		log_event_str(&e, "client", o[i].o.client[0] ? o[i].o.client : NULL);
+		log_event_list(&e, "paths", p, o[i].n, "npaths");
+		if (reload)
+			log_event_str(&e, "build", "reload");
+		if (!version) {
+			log_event_emit(&e, "%s%s not live: the reload failed", first,
+				       o[i].n > 1 ? " and more" : "");
+			continue;
+		}
+		metrics_observe_owned(&l->live[src], (uint64_t)(ms * 1000));
+		log_event_uint(&e, "version", version);
+		log_event_ms(&e, "duration_ms", ms);
+		log_event_str(&e, "pages", same ? "unchanged" : "changed");
+		if (o[i].n > 1)
+			log_event_emit(&e, "%s and %zu more live in %.1f ms", first, o[i].n - 1, ms);
+		else
+			log_event_emit(&e, "%s live in %.1f ms", first, ms);
+	}
 }
 
 static double cpu_ms(void)
@@ -424,11 +531,20 @@ static void fill_step(struct loader *l)
 		return;
 	l->filling = 0;
 	if (rc > 0) {
+		struct log_event e;
+		double ms = clock_ms() - l->fill_start, cpu = cpu_ms() - l->fill_cpu_start;
+
 		search_settle(l->search);
 		atomic_store(&l->search_ready, 1);
-		log_info("search index ready in %.0f ms (%.0f ms of CPU): %lld rows written, "
-			 "%lld unchanged, %lld removed", clock_ms() - l->fill_start,
-			 cpu_ms() - l->fill_cpu_start, c.written, c.unchanged, c.removed);
+		log_event_init(&e, LOG_INFO, "search.ready");
+		log_event_ms(&e, "duration_ms", ms);
+		log_event_ms(&e, "cpu_ms", cpu);
+		log_event_int(&e, "written", c.written);
+		log_event_int(&e, "unchanged", c.unchanged);
+		log_event_int(&e, "removed", c.removed);
+		log_event_emit(&e, "search index ready in %.0f ms (%.0f ms of CPU): %lld rows written, "
+			       "%lld unchanged, %lld removed", ms, cpu, c.written, c.unchanged,
+			       c.removed);
 	}
 }
 
@@ -455,6 +571,44 @@ static void background(void)
 		log_debug("loader: cannot lower its priority: %s", strerror(errno));
 }
 
+/*
+ * One snapshot for everything queued, called and returning with the lock
+ * held: the paths applied, or the vault loaded again whole when a reload
+ * is queued (SIGHUP, a lost search index) or quire.yml is among them
+ * (settings changed: everything may look different). Then each change's
+ * line.
+ */
+static void build_queued(struct loader *l)
+{
+	char **paths = l->queue;
+	struct queued_origin *origins = l->origins;
+	size_t n = l->nqueue, no = l->norigins, i;
+	const char *trigger = l->reload ? "reload" : NULL;
+	uint64_t v;
+	int same = 0;
+
+	for (i = 0; i < n; i++)
+		if (strcmp(paths[i], "quire.yml") == 0)
+			trigger = "quire.yml";
+	l->reload = 0;
+	l->queue = NULL;
+	l->nqueue = l->aqueue = 0;
+	l->origins = NULL;
+	l->norigins = l->aorigins = 0;
+	l->building = 1;
+	pthread_mutex_unlock(&l->lock);
+	/* a full reload reads every path anyway */
+	v = trigger ? full_reload(l, trigger) : apply(l, paths, n, &same);
+	report(l, origins, no, paths, v, trigger != NULL, same);
+	for (i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	free(origins);
+	pthread_mutex_lock(&l->lock);
+	l->building = 0;
+	pthread_cond_broadcast(&l->published); /* loader_wait_settled(), after a failed reload */
+}
+
 static void *run(void *arg)
 {
 	struct loader *l = arg;
@@ -469,10 +623,6 @@ static void *run(void *arg)
 	}
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
-		int reload;
-		char **paths;
-		size_t n;
-
 		int gz = l->site->ngz_pending > 0;
 
 		while (!l->stop && !l->reload && !l->nqueue && !l->filling && !gz) {
@@ -517,40 +667,33 @@ static void *run(void *arg)
 			pthread_mutex_lock(&l->lock);
 			continue;
 		}
-		reload = l->reload;
-		l->reload = 0;
-		paths = l->queue;
-		n = l->nqueue;
-		/* settings changed: everything may look different, so load it all again */
-		for (size_t i = 0; i < n && !reload; i++)
-			reload = strcmp(paths[i], "quire.yml") == 0;
-		l->queue = NULL;
-		l->nqueue = l->aqueue = 0;
-		l->building = 1;
-		pthread_mutex_unlock(&l->lock);
-		if (reload) {
-			/* a full reload reads every path anyway */
-			while (n > 0)
-				free(paths[--n]);
-			free(paths);
-			full_reload(l);
-		} else {
-			apply(l, paths, n);
-		}
-		pthread_mutex_lock(&l->lock);
-		l->building = 0;
-		pthread_cond_broadcast(&l->published); /* loader_wait_settled(), after a failed reload */
+		build_queued(l);
 	}
 	pthread_mutex_unlock(&l->lock);
 	return NULL;
 }
 
-uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n)
+const char *loader_source_name(enum change_source source)
 {
+	static const char *const names[CHANGE_SOURCES] = { "watcher", "sync", "webdav", "other" };
+
+	return source < CHANGE_SOURCES ? names[source] : "other";
+}
+
+uint64_t loader_notify_from(struct loader *l, const char *const *paths, size_t n,
+			    const struct change_origin *origin)
+{
+	struct queued_origin *q;
 	uint64_t v;
 	size_t i;
 
 	pthread_mutex_lock(&l->lock);
+	ALLOC_GROW(l->origins, l->norigins + 1, l->aorigins);
+	q = &l->origins[l->norigins++];
+	q->o = *origin;
+	q->o.client[sizeof(q->o.client) - 1] = '\0';
+	q->first = l->nqueue;
+	q->n = n;
 	ALLOC_GROW(l->queue, l->nqueue + n, l->aqueue);
 	for (i = 0; i < n; i++)
 		l->queue[l->nqueue++] = xstrdup(paths[i]);
@@ -559,6 +702,13 @@ uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n)
 	pthread_cond_signal(&l->wake);
 	pthread_mutex_unlock(&l->lock);
 	return v;
+}
+
+uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n)
+{
+	struct change_origin o = { CHANGE_OTHER, "", clock_ms() };
+
+	return loader_notify_from(l, paths, n, &o);
 }
 
 int loader_start(struct loader *l)
@@ -619,6 +769,56 @@ int loader_wait_settled(struct loader *l, uint64_t version, int timeout_ms)
 	return ret;
 }
 
+void loader_metrics(void *ctx, struct buf *b)
+{
+	struct loader *l = ctx;
+	char labels[32];
+	size_t i;
+
+	metrics_family(b, "quire_change_to_live_seconds", "histogram",
+		       "Time from a change's request (or the watcher's event) to the publish of the "
+		       "snapshot that holds it, by source.");
+	for (i = 0; i < CHANGE_SOURCES; i++) {
+		struct metrics_totals t;
+		memset(&t, 0, sizeof(t));
+		metrics_read(&l->live[i], &t);
+		snprintf(labels, sizeof(labels), "source=\"%s\"", loader_source_name(i));
+		metrics_write_histogram(b, "quire_change_to_live_seconds", labels, &t);
+	}
+	buf_addf(b, "# HELP quire_snapshots_published_total Snapshots published (changes, reloads, "
+		    "and their gzip bytes).\n"
+		    "# TYPE quire_snapshots_published_total counter\n"
+		    "quire_snapshots_published_total %llu\n"
+		    "# HELP quire_loads_total Loads of the whole vault (the first and each reload), by "
+		    "result.\n"
+		    "# TYPE quire_loads_total counter\n"
+		    "quire_loads_total{result=\"ok\"} %llu\n"
+		    "quire_loads_total{result=\"failed\"} %llu\n"
+		    "# HELP quire_config_errors_total Reloads that found quire.yml invalid (the last "
+		    "valid settings kept).\n"
+		    "# TYPE quire_config_errors_total counter\n"
+		    "quire_config_errors_total %llu\n"
+		    "# HELP quire_config_invalid Whether quire.yml is invalid now and the last valid "
+		    "settings serve (1).\n"
+		    "# TYPE quire_config_invalid gauge\n"
+		    "quire_config_invalid %d\n",
+		 (unsigned long long)atomic_load(&l->npublished),
+		 (unsigned long long)atomic_load(&l->loads_ok),
+		 (unsigned long long)atomic_load(&l->loads_failed),
+		 (unsigned long long)atomic_load(&l->config_errors), atomic_load(&l->config_invalid));
+	if (l->search_path)
+		buf_addf(b, "# HELP quire_search_ready Whether the search index holds every note "
+			    "(words and substrings).\n"
+			    "# TYPE quire_search_ready gauge\n"
+			    "quire_search_ready %d\n"
+			    "# HELP quire_search_rebuilds_total Search indexes found removed or damaged "
+			    "and built again.\n"
+			    "# TYPE quire_search_rebuilds_total counter\n"
+			    "quire_search_rebuilds_total %llu\n",
+			 atomic_load(&l->search_ready),
+			 (unsigned long long)atomic_load(&l->search_rebuilds));
+}
+
 void loader_free(struct loader *l)
 {
 	if (!l)
@@ -636,6 +836,7 @@ void loader_free(struct loader *l)
 	while (l->nqueue > 0)
 		free(l->queue[--l->nqueue]);
 	free(l->queue);
+	free(l->origins);
 	snapshot_unref(l->last);
 	pthread_mutex_destroy(&l->lock);
 	pthread_cond_destroy(&l->wake);

@@ -17,8 +17,26 @@
 
 #include "site/site.h"
 #include "site/snapshot.h"
+#include "util/buf.h"
 
 struct loader;
+
+/*
+ * Where a change came from, for the line the log writes when it goes live
+ * ("change.live": source, client, paths, version, the time from the
+ * request or the watcher's event to the publish) and the change-to-live
+ * histogram of /metrics.
+ */
+enum change_source { CHANGE_WATCHER, CHANGE_SYNC, CHANGE_WEBDAV, CHANGE_OTHER, CHANGE_SOURCES };
+
+struct change_origin {
+	enum change_source source;
+	char client[48];          /* the client's address, or "" */
+	double since_ms;          /* clock_ms() of the request's arrival or the watcher's event */
+};
+
+/* "watcher", "sync", "webdav", "other". */
+const char *loader_source_name(enum change_source source);
 
 /*
  * Loads the vault at path now, on the calling thread, and publishes the
@@ -89,6 +107,21 @@ void loader_reload(struct loader *l);
  * Thread-safe; paths are copied.
  */
 uint64_t loader_notify(struct loader *l, const char *const *paths, size_t n);
+
+/*
+ * loader_notify() with where the change came from (loader_notify() is
+ * CHANGE_OTHER from now). The origin is copied.
+ */
+uint64_t loader_notify_from(struct loader *l, const char *const *paths, size_t n,
+			    const struct change_origin *origin);
+
+/*
+ * Appends the loader's families to a /metrics answer (http_server_add_metrics's
+ * hook; ctx is the loader): the change-to-live histogram by source,
+ * snapshots published, loads, quire.yml's errors and state, and the search
+ * index's. Thread-safe.
+ */
+void loader_metrics(void *ctx, struct buf *out);
 
 /* The version of the live snapshot. Thread-safe. */
 uint64_t loader_version(struct loader *l);

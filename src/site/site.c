@@ -310,14 +310,22 @@ static int load_settings(struct site *s, const char *path, const struct site_opt
 	diag_sort(&bad);
 	for (i = 0; i < bad.n; i++) {
 		const struct diag *d = &bad.items[i];
-		if (!opt || !opt->config_fallback)
-			log_error("%s/%s:%d: %s", path, d->path, d->line, d->msg);
-		else if (!why.len)
+		if (!opt || !opt->config_fallback) {
+			struct log_event e;
+			log_event_init(&e, LOG_ERROR, "config.error");
+			log_event_str(&e, "file", d->path);
+			log_event_int(&e, "line", d->line);
+			log_event_emit(&e, "%s/%s:%d: %s", path, d->path, d->line, d->msg);
+		} else if (!why.len) {
 			buf_addf(&why, "%s:%d: %s", d->path, d->line, d->msg);
+		}
 	}
 	if (!opt || !opt->config_fallback) {
-		log_error("%s/quire.yml is invalid (%zu error%s): nothing is loaded", path, bad.n,
-			  bad.n == 1 ? "" : "s");
+		struct log_event e;
+		log_event_init(&e, LOG_ERROR, "config.invalid");
+		log_event_uint(&e, "errors", bad.n);
+		log_event_emit(&e, "%s/quire.yml is invalid (%zu error%s): nothing is loaded", path,
+			       bad.n, bad.n == 1 ? "" : "s");
 		diag_list_release(&bad);
 		return -1;
 	}

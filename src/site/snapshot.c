@@ -281,6 +281,7 @@ static void ptable_share(struct ptable *dst, const struct ptable *src)
 			atomic_fetch_add_explicit(&dst->nodes[k]->refs, 1, memory_order_relaxed);
 	}
 	dst->len = src->len;
+	dst->bytes = src->bytes;
 }
 
 static void ptable_release(struct ptable *t)
@@ -371,6 +372,12 @@ struct snapshot *snapshot_clone(const struct snapshot *prev)
 	return s;
 }
 
+/* The bytes a page holds in memory (a page is immutable once in a snapshot). */
+static size_t held_bytes(const struct page *p)
+{
+	return p ? (p->body ? p->body_len : 0) + (p->gz ? p->gz_len : 0) : 0;
+}
+
 void snapshot_put(struct snapshot *s, struct page *p)
 {
 	size_t k, j;
@@ -383,6 +390,7 @@ void snapshot_put(struct snapshot *s, struct page *p)
 
 	if (!old)
 		s->pages.len++;
+	s->pages.bytes += held_bytes(p) - held_bytes(old);
 	page_unref(old);
 }
 
@@ -397,7 +405,29 @@ void snapshot_remove(struct snapshot *s, const char *path, size_t len)
 	old = map_remove(&own_leaf(own_node(&s->pages, k), j)->map, path, len);
 	if (old)
 		s->pages.len--;
+	s->pages.bytes -= held_bytes(old);
 	page_unref(old);
+}
+
+int page_same(const struct page *a, const struct page *b)
+{
+	return a && b && a->kind == b->kind && strcmp(a->etag, b->etag) == 0 &&
+	       !a->location == !b->location && (!a->location || strcmp(a->location, b->location) == 0);
+}
+
+static void count_changed(void *ctx, const char *path, size_t len, const struct page *was,
+			  const struct page *now)
+{
+	if (!page_same(was, now))
+		(*(size_t *)ctx)++;
+}
+
+size_t snapshot_changed_pages(const struct snapshot *a, const struct snapshot *b)
+{
+	size_t n = 0;
+
+	snapshot_diff(a, b, count_changed, &n);
+	return n + !page_same(a ? a->not_found : NULL, b->not_found);
 }
 
 struct page *snapshot_get(const struct snapshot *s, const char *path, size_t len)

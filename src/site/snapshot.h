@@ -191,6 +191,7 @@ struct ptable_node;
 struct ptable {
 	struct ptable_node *nodes[PTABLE_NODES]; /* NULL: empty */
 	size_t len;               /* pages in all leaves */
+	size_t bytes;             /* their bytes held in memory (identity and gzip), for /metrics */
 };
 
 /* Iteration: struct ptable_iter it = PTABLE_ITER_INIT; while ((p = ptable_next(t, &it))) ... */
@@ -261,6 +262,20 @@ void snapshot_diff(const struct snapshot *a, const struct snapshot *b,
 		   void (*fn)(void *ctx, const char *path, size_t len, const struct page *was,
 			      const struct page *now),
 		   void *ctx);
+
+/*
+ * Whether two pages are the same bytes at the same place (kind, ETag,
+ * redirect target): not a change a reader or a cache can see. Both may be
+ * NULL (then false).
+ */
+int page_same(const struct page *a, const struct page *b);
+
+/*
+ * How many main-site paths a page of a and b differs at (page_same()),
+ * and the 404 page: 0 when a change made nothing new live. Costs what
+ * snapshot_diff() costs: the leaves that changed.
+ */
+size_t snapshot_changed_pages(const struct snapshot *a, const struct snapshot *b);
 
 /* Replaces the 404 page, taking over the caller's reference. */
 void snapshot_set_not_found(struct snapshot *s, struct page *p);

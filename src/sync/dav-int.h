@@ -15,6 +15,7 @@
 #error "include sync/dav.h before sync/dav-int.h"
 #endif
 
+#include "site/loader.h"
 #include "util/buf.h"
 #include "util/hash.h"
 
@@ -293,7 +294,12 @@ struct dav_req {
 	int overwrite;
 	char *if_hdr, *if_match, *if_none_match, *lock_token, *timeout; /* or NULL */
 	struct buf body;
+	const char *method_name;     /* static, for the log */
+	struct change_origin origin; /* the client and when its request came */
 };
+
+/* Whether a WebDAV method changes the vault or its state (a refusal is logged). */
+int dav_method_writes(int method);
 
 /* ---- dav-methods.c ---- */
 

@@ -39,6 +39,10 @@ static void reply(struct dav_req *r, int status, const char *msg)
 {
 	struct buf b = BUF_INIT;
 
+	if (status >= 400 && dav_method_writes(r->method))
+		syncapi_log_refusal(1, r->method_name, status, msg ? msg : "refused", r->path,
+				    r->dest, r->origin.client);
+
 	if (msg) {
 		buf_adds(&b, msg);
 		buf_addc(&b, '\n');
@@ -50,6 +54,9 @@ static void reply(struct dav_req *r, int status, const char *msg)
 static void reply_locked(struct dav_req *r, const char *path)
 {
 	struct buf b = BUF_INIT;
+
+	if (dav_method_writes(r->method))
+		syncapi_log_refusal(1, r->method_name, 423, "locked", path, NULL, r->origin.client);
 
 	buf_adds(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
 		     "<D:error xmlns:D=\"DAV:\"><D:lock-token-submitted>");
@@ -245,13 +252,18 @@ out:
 
 /* ---- PUT, DELETE, MKCOL ---- */
 
-/* Writes body to path durably through the sync API; the outcome's status (>= 300 on failure). */
-static int write_file(struct syncapi *api, const char *path, struct buf *body, struct outcome *out)
+/*
+ * Writes body to path durably through the sync API, for r's request; the
+ * outcome's status (>= 300 on failure).
+ */
+static int put_file(struct dav_req *r, const char *path, struct buf *body, struct outcome *out)
 {
+	struct syncapi *api = r->dav->api;
 	struct job w;
 
 	memset(&w, 0, sizeof(w));
 	memset(out, 0, sizeof(*out));
+	w.origin = r->origin;
 	w.kind = J_PUT;
 	w.path = (char *)path;
 	w.body = *body;
@@ -284,7 +296,7 @@ static void do_put(struct dav_req *r, const struct if_header *ifh)
 	}
 	if (write_refused(r, ifh, 0, k == DAV_NONE))
 		return;
-	if (write_file(api, r->path, &r->body, &out) >= 300) {
+	if (put_file(r, r->path, &r->body, &out) >= 300) {
 		reply(r, out.status, out.error);
 		return;
 	}
@@ -314,7 +326,7 @@ static void do_delete(struct dav_req *r, const struct if_header *ifh)
 	}
 	dav_props_drop(r->dav->props, r->path);
 	dav_locks_drop(r->dav->locks, r->path);
-	syncapi_notify(api, r->path, NULL);
+	syncapi_notify(api, &r->origin, r->path, NULL);
 	reply(r, 204, NULL);
 }
 
@@ -341,7 +353,7 @@ static void do_mkcol(struct dav_req *r, const struct if_header *ifh)
 		reply_errno(r, errno, "mkcol");
 		return;
 	}
-	syncapi_notify(api, r->path, NULL);
+	syncapi_notify(api, &r->origin, r->path, NULL);
 	reply(r, 201, NULL);
 }
 
@@ -410,11 +422,11 @@ static void do_copy_move(struct syncapi *api, struct dav_req *r, const struct if
 	if (move) {
 		dav_props_move(r->dav->props, r->path, r->dest);
 		dav_locks_drop(r->dav->locks, r->path);
-		syncapi_notify(api, r->path, r->dest);
+		syncapi_notify(api, &r->origin, r->path, r->dest);
 		count(&api->moves);
 	} else {
 		dav_props_copy(r->dav->props, r->path, r->dest);
-		syncapi_notify(api, r->dest, NULL);
+		syncapi_notify(api, &r->origin, r->dest, NULL);
 	}
 	reply(r, dk != DAV_NONE ? 204 : 201, NULL);
 out:
@@ -679,7 +691,7 @@ static void do_lock(struct dav_req *r, const struct if_header *ifh)
 	/* a lock on an unmapped URL makes an empty resource (RFC 4918 §7.3) */
 	if (kind == DAV_NONE) {
 		struct buf empty = BUF_INIT;
-		if (write_file(api, r->path, &empty, &out) >= 300) {
+		if (put_file(r, r->path, &empty, &out) >= 300) {
 			dav_locks_remove(r->dav->locks, r->path, k.token);
 			reply(r, out.status, out.error);
 			goto out;

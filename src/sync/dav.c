@@ -180,10 +180,26 @@ static int parse_depth(const char *v, int dflt)
 	return -2;
 }
 
-/* A short plain-text answer on the loop. */
+int dav_method_writes(int method)
+{
+	switch (method) {
+	case HTTP_PUT: case HTTP_DELETE: case HTTP_MKCOL: case HTTP_COPY: case HTTP_MOVE:
+	case HTTP_PROPPATCH: case HTTP_LOCK: case HTTP_UNLOCK:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A short plain-text answer on the loop; a write refused, or a 401, is logged. */
 static void reply_text(struct http_request *req, int status, const char *msg)
 {
 	struct buf b = BUF_INIT;
+
+	if (status == 401 || (status >= 400 && status != 429 &&
+			      dav_method_writes(http_request_method(req))))
+		syncapi_log_refusal(1, http_request_method_name(req), status, msg, NULL, NULL,
+				    http_request_peer(req));
 
 	buf_adds(&b, msg);
 	buf_addc(&b, '\n');
@@ -270,6 +286,8 @@ static struct dav_req *read_request(struct dav *dav, struct http_request *req)
 
 	r->dav = dav;
 	r->method = m;
+	r->method_name = http_request_method_name(req);
+	syncapi_origin(req, CHANGE_WEBDAV, &r->origin);
 	buf_init(&r->body, 0);
 	if (url_path(dav, "/dav", target, strcspn(target, "?#"), &path, &r->slash, &status) < 0) {
 		reply_text(req, status == 502 ? 404 : status,
@@ -392,9 +410,13 @@ struct dav *dav_new(struct syncapi *api, const char *url_prefix)
 int dav_register(struct dav *dav, struct http_server *srv)
 {
 	http_server_set_body_policy(srv, "/dav", body_policy, dav);
-	if (http_server_add_handler(srv, "/dav", handle, dav) < 0)
+	if (http_server_add_handler(srv, "/dav", handle, dav) < 0 ||
+	    http_server_add_handler(srv, DAV_PREFIX, handle, dav) < 0)
 		return -1;
-	return http_server_add_handler(srv, DAV_PREFIX, handle, dav);
+	/* counted apart from the sync API's in /metrics */
+	if (http_server_set_handler_kind(srv, "/dav", HTTP_HANDLER_DAV) < 0)
+		return -1;
+	return http_server_set_handler_kind(srv, DAV_PREFIX, HTTP_HANDLER_DAV);
 }
 
 /*

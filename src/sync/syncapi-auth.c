@@ -151,11 +151,17 @@ int syncapi_auth_check(struct syncapi *api, struct http_request *req, int basic,
 	now = clock_ms() / 1e3;
 	*retry = blocked_for(api, addr, now);
 	if (*retry <= 0) {
+		char why[96];
 		if (rate_limiter_take(api->failures, addr, now, retry))
 			return 0;
 		if (*retry < 1)
 			*retry = 1;
 		block(api, addr, now, *retry);
+		/* once as the block starts: its 429s are not logged one by one */
+		snprintf(why, sizeof(why), "too many failed authentications: blocked for %.0f s",
+			 *retry);
+		syncapi_log_refusal(basic, http_request_method_name(req), 429, why,
+				    NULL, NULL, addr);
 	}
 	count(&api->limited);
 	return -1;

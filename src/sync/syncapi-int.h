@@ -17,6 +17,7 @@
 #error "include sync/syncapi.h before sync/syncapi-int.h: a module's private header does not include its public one (no include circle)"
 #endif
 
+#include "site/loader.h"
 #include "util/buf.h"
 #include "util/hash.h"
 #include "util/ratelimit.h"
@@ -29,7 +30,6 @@
 struct hash_cache;
 struct http_deferred;
 struct http_request;
-struct loader;
 
 #define BLOCK_SLOTS 256
 #define JSON_TYPE "application/json"
@@ -51,6 +51,7 @@ struct job {
 	void (*run)(struct syncapi *api, struct job *j); /* J_CALL: claims, works and answers */
 	void *ctx;                /* J_CALL: the front's, freed with ctx_free (may be NULL) */
 	void (*ctx_free)(void *ctx);
+	struct change_origin origin; /* the client and when its request came, for the log */
 	struct job *next;
 };
 
@@ -137,8 +138,23 @@ struct outcome {
 
 /* ---- syncapi.c: answers ---- */
 
-/* Answers req with status and {"error":msg,"path":path} (path may be NULL). */
+/*
+ * Answers req with status and {"error":msg,"path":path} (path may be NULL);
+ * a write refused, or a request without the token, gets its log line.
+ */
 void syncapi_reply_error(struct http_request *req, int status, const char *msg, const char *path);
+
+/* The origin of req's change (its client, its arrival) for the loader's log line. */
+void syncapi_origin(struct http_request *req, enum change_source source, struct change_origin *out);
+
+/*
+ * One "sync.refused" (dav: "dav.refused") line: a write refused, or a
+ * request without the right token; why says why, path and to (a move's or
+ * a copy's target) may be NULL. Refusals a client causes are warnings,
+ * failures of the server (5xx) errors.
+ */
+void syncapi_log_refusal(int dav, const char *method, int status, const char *why,
+			 const char *path, const char *to, const char *client);
 
 /* The same for a deferred request. */
 void syncapi_dreply_error(struct http_deferred *d, int status, const char *msg, const char *path);
@@ -211,11 +227,13 @@ void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out);
 int syncapi_open_parent(struct syncapi *api, const char *path, int create, const char **leaf);
 
 /*
- * Tells the loader that a (and b, may be NULL) changed; paths with a
- * dot segment are never read into the site and are not told. Returns the
- * version that will include the change (the live one when nothing was told).
+ * Tells the loader that a (and b, may be NULL) changed, from origin (for
+ * its log line; NULL: none known); paths with a dot segment are never read
+ * into the site and are not told. Returns the version that will include
+ * the change (the live one when nothing was told).
  */
-uint64_t syncapi_notify(struct syncapi *api, const char *a, const char *b);
+uint64_t syncapi_notify(struct syncapi *api, const struct change_origin *origin, const char *a,
+			const char *b);
 
 /*
  * Whether a PUT of len bytes to path is a note (*.md) over the vault's

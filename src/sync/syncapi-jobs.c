@@ -241,8 +241,12 @@ static void do_get(struct syncapi *api, struct job *j)
 
 static void answer(struct syncapi *api, struct job *j, struct outcome *out)
 {
+	static const char *const methods[] = { "PUT", "DELETE", "POST" };
 	struct buf b = BUF_INIT;
 
+	if (out->status >= 400 && j->kind <= J_MOVE)
+		syncapi_log_refusal(0, methods[j->kind], out->status, out->error ? out->error : "failed",
+				    j->path, j->to, j->origin.client);
 	if (out->status >= 300) {
 		buf_adds(&b, "{\"error\":\"");
 		buf_adds_json(&b, out->error ? out->error : "failed");

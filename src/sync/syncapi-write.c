@@ -39,6 +39,7 @@
 #include "site/loader.h"
 #include "sync/hashcache.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/files.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -211,8 +212,10 @@ static int dotted(const char *path)
 	return 0;
 }
 
-uint64_t syncapi_notify(struct syncapi *api, const char *a, const char *b)
+uint64_t syncapi_notify(struct syncapi *api, const struct change_origin *origin, const char *a,
+			const char *b)
 {
+	struct change_origin none = { CHANGE_OTHER, "", clock_ms() };
 	const char *paths[2] = { a, b };
 	size_t n = 0;
 
@@ -235,7 +238,7 @@ uint64_t syncapi_notify(struct syncapi *api, const char *a, const char *b)
 	 */
 	if ((a && strcmp(a, "quire.yml") == 0) || (b && strcmp(b, "quire.yml") == 0))
 		loader_reload(api->loader);
-	return loader_notify(api->loader, paths, n);
+	return loader_notify_from(api->loader, paths, n, origin ? origin : &none);
 }
 
 int syncapi_errno_status(int err)
@@ -438,7 +441,7 @@ void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out)
 	}
 	fd = -1;
 	hash_cache_put(api->cache, j->path, &st, out->sha, hash_cache_now_ns());
-	out->version = syncapi_notify(api, j->path, NULL);
+	out->version = syncapi_notify(api, &j->origin, j->path, NULL);
 	out->status = exists ? 200 : 201;
 	count(&api->puts);
 	if (linked && keep_spare(api, &kept) == 0)
@@ -453,7 +456,7 @@ out:
 	if (renamed && out->status >= 300) {
 		/* the new bytes are in place but not known durable: say so to the loader */
 		hash_cache_remove(api->cache, j->path);
-		syncapi_notify(api, j->path, NULL);
+		syncapi_notify(api, &j->origin, j->path, NULL);
 	}
 	if (dirfd >= 0 && close(dirfd) < 0)
 		log_warn("sync: %s: close: %s", j->path, strerror(errno));
@@ -506,7 +509,7 @@ void syncapi_delete(struct syncapi *api, struct job *j, struct outcome *out)
 		goto out;
 	}
 	hash_cache_remove(api->cache, j->path);
-	out->version = syncapi_notify(api, j->path, NULL);
+	out->version = syncapi_notify(api, &j->origin, j->path, NULL);
 	out->status = 200;
 	count(&api->deletes);
 out:
@@ -578,7 +581,7 @@ void syncapi_move(struct syncapi *api, struct job *j, struct outcome *out)
 		hash_cache_remove(api->cache, j->path);
 		hash_cache_remove(api->cache, j->to);
 	} /* else the files' entries under the old paths go at the next sweep */
-	out->version = syncapi_notify(api, j->path, j->to);
+	out->version = syncapi_notify(api, &j->origin, j->path, j->to);
 	out->status = 200;
 	count(&api->moves);
 out:

@@ -125,9 +125,43 @@ static void json_error(struct buf *b, const char *msg, const char *path)
 	buf_adds(b, "}\n");
 }
 
+void syncapi_origin(struct http_request *req, enum change_source source, struct change_origin *out)
+{
+	out->source = source;
+	snprintf(out->client, sizeof(out->client), "%s", http_request_peer(req));
+	out->since_ms = http_request_start_ms(req);
+}
+
+void syncapi_log_refusal(int dav, const char *method, int status, const char *why,
+			 const char *path, const char *to, const char *client)
+{
+	struct log_event e;
+
+	log_event_init(&e, status >= 500 ? LOG_ERROR : LOG_WARN, dav ? "dav.refused" : "sync.refused");
+	log_event_str(&e, "method", method ? method : "-");
+	log_event_str(&e, "path", path);
+	log_event_str(&e, "to", to);
+	log_event_int(&e, "status", status);
+	log_event_str(&e, "why", why);
+	log_event_str(&e, "client", client);
+	log_event_emit(&e, "%s %s%s%s from %s refused %d: %s", method ? method : "-",
+		       path ? path : "-", to ? " to " : "", to ? to : "", client, status, why);
+}
+
+/* Whether the sync API's method m writes (PUT, DELETE, a move's POST). */
+static int writes(enum http_method m)
+{
+	return m == HTTP_PUT || m == HTTP_DELETE || m == HTTP_POST;
+}
+
 void syncapi_reply_error(struct http_request *req, int status, const char *msg, const char *path)
 {
 	struct buf b = BUF_INIT;
+
+	/* 429s are logged once, as the address is blocked (syncapi-auth.c) */
+	if (status == 401 || (status >= 400 && status != 429 && writes(http_request_method(req))))
+		syncapi_log_refusal(0, http_request_method_name(req), status, msg, path, NULL,
+				    http_request_peer(req));
 
 	json_error(&b, msg, path);
 	http_reply_header(req, "Cache-Control", "no-store");
@@ -215,6 +249,7 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 		j->if_none_match = 1;
 	}
 	buf_init(&j->body, 0);
+	syncapi_origin(req, CHANGE_SYNC, &j->origin);
 	if (j->kind == J_PUT && http_request_take_body(req, &j->body) > api->max_upload) {
 		syncapi_reply_error(req, 413, "the file is larger than the server accepts",
 				    j->path);
@@ -310,6 +345,7 @@ static void handle_move(struct syncapi *api, struct http_request *req)
 		j->path = buf_detach(&from, NULL);
 		j->to = buf_detach(&to, NULL);
 		buf_init(&j->body, 0);
+		syncapi_origin(req, CHANGE_SYNC, &j->origin);
 		j->d = http_request_defer(req);
 		syncapi_enqueue(api, j);
 	}

@@ -508,6 +508,14 @@ broken:
 	report_all(w);
 }
 
+/* The batch fn is called with, on the watcher's thread (watch_batch_start_ms()). */
+static _Thread_local double batch_start;
+
+double watch_batch_start_ms(void)
+{
+	return batch_start;
+}
+
 static void flush(struct watch *w)
 {
 	static const char *const whole[] = { "" };
@@ -527,7 +535,9 @@ static void flush(struct watch *w)
 			log_info("watch: watching %s again", w->root);
 		clear_pending(w);
 		w->all = 0;
+		batch_start = w->first ? (double)w->first : clock_ms();
 		w->fn(w->ctx, whole, 1);
+		batch_start = 0;
 		return;
 	}
 	prune_stale(w);
@@ -536,7 +546,9 @@ static void flush(struct watch *w)
 	for (i = 0; i < w->npend; i++)
 		if (!covered(w, w->pend[i]->path))
 			out[n++] = w->pend[i]->path;
+	batch_start = w->first ? (double)w->first : clock_ms();
 	w->fn(w->ctx, out, n);
+	batch_start = 0;
 	free(out);
 	clear_pending(w);
 }

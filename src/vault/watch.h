@@ -49,6 +49,13 @@ struct watch *watch_new(const char *root,
 			void (*fn)(void *ctx, const char *const *paths, size_t n), void *ctx);
 
 /*
+ * Called from fn: when the batch began, on clock_ms()'s clock (its first
+ * event; for "", when the loss was found), so that the caller can time
+ * the change from the moment it was seen. 0 outside fn.
+ */
+double watch_batch_start_ms(void);
+
+/*
  * Stops the thread and frees everything. A batch not yet reported is
  * dropped; fn is not called after this returns. Accepts NULL.
  */

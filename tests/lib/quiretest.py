@@ -3,12 +3,14 @@
 check() counts like the C tests' CHECK and summary() prints their last
 line ("N passed, N failed"); serve() starts the real `$QUIRE_BIN serve`
 on a vault, on a port of its own, and returns once it listens (and, with
-search_ready, once a search for that word finds a note).
+search_ready, once a search for that word finds a note); sample_vault()
+copies vault-sample for a test that writes into it.
 """
 import gzip
 import http.client
 import os
 import re
+import shutil
 import subprocess
 import sys
 import socket
@@ -82,10 +84,10 @@ def listening_port(proc):
     raise SystemExit("quire serve did not say where it listens")
 
 
-def serve(vault, extra=(), search_ready=None):
+def serve(vault, extra=(), search_ready=None, stderr=subprocess.DEVNULL, env=None):
     proc = subprocess.Popen(
         [QUIRE, "serve", "--vault", vault, "--listen", "127.0.0.1:0", "--threads", "1",
-         *extra], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+         *extra], stdout=subprocess.PIPE, stderr=stderr, text=True, env=env)
     port = listening_port(proc)
     # the search index fills after the first snapshot
     for _ in range(100 if search_ready else 0):
@@ -98,6 +100,17 @@ def serve(vault, extra=(), search_ready=None):
             pass
         time.sleep(0.1)
     return proc, port
+
+
+def sample_vault(tmp, token):
+    """A copy of vault-sample in tmp/vault (without its .quire) and token in
+    tmp/token; returns the vault's path."""
+    vault = os.path.join(tmp, "vault")
+    shutil.copytree(os.path.join(ROOT, "vault-sample"), vault,
+                    ignore=shutil.ignore_patterns(".quire"))
+    with open(os.path.join(tmp, "token"), "w") as f:
+        f.write(token + "\n")
+    return vault
 
 
 # Where a crawl starts besides the links: what no page links to.
