@@ -49,7 +49,7 @@
 
 const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
-	"                   [--access-log FILE] [--log-format text|json] [--log-file FILE]\n"
+	"                   [--access-log FILE] [--log-format FORMAT] [--log-file FILE]\n"
 	"                   [--metrics-public] [--max-connections N]\n"
 	"                   [--max-per-address N]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
