@@ -138,6 +138,12 @@ def work(port):
     while fetch(port, "127.0.0.1", "/obs/two")[0] != 200 and time.monotonic() < deadline:
         time.sleep(0.05)
     check(fetch(port, "127.0.0.1", "/obs/two")[0] == 200, "the WebDAV write live")
+    # the loader counts a change once it has made it live, just after the
+    # page can be read: wait for the count, as for the page
+    for source in ["sync", "webdav"]:
+        key = 'quire_change_to_live_seconds_count{source="%s"}' % source
+        while not value(metrics(port), key) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
 
 def served(port):
