@@ -196,12 +196,12 @@ staticSearcher(base, (u) => fetch(u))(query, 8).then((r) => console.log(JSON.str
 
 
 def static_search(nport, out):
-    """The theme's static search (its block of quire.js, under node) against nginx."""
+    """The theme's static search (its block of theme/js/search.js, under node) against nginx."""
     node = shutil.which("node")
     if not node:
         print("node not installed: the static search box is not tested")
         return
-    js = os.path.join(ROOT, "theme", "quire.js")
+    js = os.path.join(ROOT, "theme", "js", "search.js")
     for q, want in (("wikilink", "/writing/links"), ("Wikil", "/writing/links"),
                     ("embed wikilink", "/writing/embeds"), ("callout", "/writing/callouts")):
         r = subprocess.run([node, "-e", NODE_SEARCH, js, "http://127.0.0.1:%d" % nport, q],

@@ -1,7 +1,7 @@
 /*
  * export-search.c: the static search index of an export.
  *
- * Without a server, the theme's search box (theme/quire.js) answers from
+ * Without a server, the theme's search box (theme/js/search.js) answers from
  * files under _quire/search/, fetched on demand so that a large site
  * does not download one big index:
  *
