@@ -106,3 +106,32 @@ if (themeButton) {
     themeChanged();
   });
 }
+
+/*
+ * replacePage(next): this page becomes the document `next` (a page of
+ * the same site, parsed) without a reload: its title, the body's data,
+ * the main column and the side table of contents are taken from `next`,
+ * and the onPage() hooks run on the new content. What lives beside the
+ * page (the header, the search box, the explorer) stays as it is.
+ * Returns false when `next` is not a page of this theme, and the caller
+ * loads it instead.
+ */
+function replacePage(next) {
+  const main = doc.getElementById('quire-main');
+  const nextMain = next.getElementById('quire-main');
+  if (!main || !nextMain) return false;
+  doc.title = next.title;
+  for (const k of ['folder', 'graph', 'tree', 'prefix']) {
+    if (next.body.dataset[k] === undefined) delete body.dataset[k];
+    else body.dataset[k] = next.body.dataset[k];
+  }
+  main.replaceWith(doc.adoptNode(nextMain));
+  const side = doc.querySelector('.page > .toc-side');
+  const nextSide = next.querySelector('.page > .toc-side');
+  if (side) side.remove();
+  if (nextSide) doc.getElementById('quire-main').after(doc.adoptNode(nextSide));
+  const page = doc.querySelector('.page'), nextPage = next.querySelector('.page');
+  if (page && nextPage) page.className = nextPage.className;
+  pageHooks.forEach((fn) => fn());
+  return true;
+}
