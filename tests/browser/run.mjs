@@ -25,88 +25,12 @@
  *
  * Prints "N passed, N failed" like the C tests; exits 1 on a failure.
  */
-import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import puppeteer from 'puppeteer-core';
+import { join } from 'node:path';
 import { check, summary } from '../lib/check.mjs';
 import { stop } from '../lib/proc.mjs';
-
-const here = dirname(fileURLToPath(import.meta.url));
-const root = process.env.QUIRE_SOURCE_ROOT || join(here, '..', '..');
-const quire = process.env.QUIRE_BIN || join(root, 'build', 'quire');
-const chromium = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
-const shots = process.env.QUIRE_ARTIFACTS || join(process.cwd(), 'browser-shots');
-const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
-
-
-/* quire serve on vault, on a free port; resolves when the search index answers. */
-async function serve(vault) {
-  const proc = spawn(quire, ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'],
-    { stdio: ['ignore', 'pipe', 'ignore'] });
-  const port = await new Promise((resolve, reject) => {
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /http:\/\/127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    proc.on('exit', () => reject(new Error('quire serve exited: ' + out)));
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    try {
-      const r = await fetch(base + '/api/search?q=quire');
-      if ((await r.text()).includes('"url"')) break;
-    } catch (e) { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { proc, base };
-}
-
-/*
- * A page that records what the reader would not see: console errors,
- * uncaught exceptions, failed requests, requests to another origin.
- */
-async function watchedPage(browser, base, width, height) {
-  const page = await browser.newPage();
-  await page.setViewport({ width, height });
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
-  page.on('pageerror', (e) => problems.push('exception: ' + e.message));
-  page.on('requestfailed', (r) => problems.push('failed: ' + r.url()));
-  await page.setRequestInterception(true);
-  page.on('request', (r) => {
-    const u = r.url();
-    if (u.startsWith(base) || u.startsWith('data:') || u.startsWith('about:')) {
-      r.continue();
-    } else {
-      problems.push('left the server: ' + u);
-      r.abort();
-    }
-  });
-  page.problems = problems;
-  return page;
-}
-
-async function visit(page, url) {
-  const res = await page.goto(url, { waitUntil: 'networkidle0' });
-  return res ? res.status() : 0;
-}
-
-async function axe(page, what) {
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(async () =>
-    /* global axe */
-    axe.run(document, { resultTypes: ['violations'] }));
-  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  for (const v of bad)
-    console.error(`  axe ${what}: ${v.impact} ${v.id}: ${v.help} (${v.nodes.length}: ` +
-      v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ') + ')');
-  check(bad.length === 0, `axe-core finds no serious or critical violation on ${what}`);
-}
+import { axe, chromium, launch, root, serve, shots, visit, watchedPage } from './lib.mjs';
 
 async function main() {
   if (!chromium) {
@@ -127,12 +51,7 @@ async function main() {
       `# Big note ${i}\n\nA note of a big folder, number ${i}.\n`);
   mkdirSync(shots, { recursive: true });
   const { proc, base } = await serve(vault);
-  const browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launch();
   try {
     await run(browser, base);
   } finally {
