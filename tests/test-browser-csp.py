@@ -54,9 +54,10 @@ def main():
     shutil.copytree(os.path.join(ROOT, "vault-sample"), vault)
     # a folder big enough that its explorer document comes in pages ("more")
     os.makedirs(os.path.join(vault, "big"))
-    for i in range(250):
-        with open(os.path.join(vault, "big", "n%03d.md" % i), "w") as f:
-            f.write("# Big note %03d\n\nA note of a big folder.\n" % i)
+    # (pages of about a thousand notes: src/site/listing.h LISTING_TREE_PAGE)
+    for i in range(2500):
+        with open(os.path.join(vault, "big", "n%04d.md" % i), "w") as f:
+            f.write("# Big note %04d\n\nA note of a big folder.\n" % i)
     proc, port = serve(vault, search_ready="quire")
     try:
         base = f"http://127.0.0.1:{port}"
@@ -77,14 +78,14 @@ def main():
               is not None, "the explorer opened the page's folder and marked the page")
         # a big folder's explorer document is fetched with all its pages, joined in order
         with urllib.request.urlopen(base + "/_quire/tree/big.json") as r:
-            check(b'"more":[' in r.read(), "a folder of 250 notes names more pages")
-        dom, reports = open_page(base + "/big/n249")
+            check(b'"more":[' in r.read(), "a folder of 2,500 notes names more pages")
+        dom, reports = open_page(base + "/big/n2499")
         check(not reports, "big folder page: no CSP violation")
-        check(re.search(r'<a href="/big/n249" aria-current="page"', dom) is not None,
+        check(re.search(r'<a href="/big/n2499" aria-current="page"', dom) is not None,
               "the explorer marked a page that is on the big folder's last page")
-        rows = re.findall(r'<a href="/big/n(\d{3})"', dom)
-        check(len(set(rows)) == 250 and rows == sorted(rows),
-              "the explorer lists the big folder's 250 notes once each, in order (%d)" % len(rows))
+        rows = re.findall(r'<a href="/big/n(\d{4})"', dom)
+        check(len(set(rows)) == 2500 and rows == sorted(rows),
+              "the explorer lists the big folder's 2,500 notes once each, in order (%d)" % len(rows))
         for path, built in pages.items():
             dom, reports = open_page(base + path)
             check(not reports, f"{path}: no CSP violation ({'; '.join(reports)[:300]})")

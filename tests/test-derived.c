@@ -355,10 +355,14 @@ static void test_tag_pages(void)
 			const char *q = memchr(more + 1, '"', (size_t)(end - more - 1));
 			const struct page *d;
 			snprintf(key, sizeof(key), "%.*s", (int)(q - more - 1), more + 1);
+			size_t in_doc = 0;
 			d = page(s, key);
 			CHECK(d != NULL);
 			for (const char *x = d ? d->body : NULL; x && (x = memmem(x, (size_t)(d->body + d->body_len - x), "{\"title\":", 9)); x++)
-				titles++;
+				in_doc++;
+			/* each named with how many notes it holds: the theme's list has its height at once */
+			CHECK(strncmp(q, "\",\"n\":", 6) == 0 && strtoul(q + 6, NULL, 10) == in_doc);
+			titles += in_doc;
 			docs++;
 			more = q;
 		}

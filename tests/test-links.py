@@ -192,8 +192,8 @@ def crawl(name, vault):
             if status != 200:
                 continue
             d = json.loads(body)
-            for u in d.get("more") or []:
-                todo.append((folder, u))
+            for m in d.get("more") or []:
+                todo.append((folder, m["url"]))
             for child in d.get("children") or []:
                 if child.get("url"):
                     links.append(("explorer " + doc, child["url"], child["url"], "", True))

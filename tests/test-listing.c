@@ -42,6 +42,18 @@ static void key_of(void *ctx, const char *first_path, struct buf *out)
 		buf_addf(out, "/~%s", first_path);
 }
 
+/* How the listings under test are cut: a listing's, or as set by a test. */
+static struct {
+	unsigned every;
+	size_t max_run;
+	int counted;
+} cut = { LISTING_PAGE, LISTING_MAX_RUN, 0 };
+
+static void init_cut(struct listing *l)
+{
+	listing_init_sized(l, cut.every, cut.max_run, cut.counted);
+}
+
 static const char *text_of(const char *entry)
 {
 	return entry + strlen(entry) + 1;
@@ -73,7 +85,10 @@ static void write_page(void *ctx, const struct listing *l, const struct listing_
 		const struct listing_page *q;
 		buf_adds(&b, "pages:");
 		while ((q = oset_next(&l->pages, &it)))
-			buf_addf(&b, " %s(%s)", q->key, q->title);
+			if (cut.counted)
+				buf_addf(&b, " %s(%s)x%zu", q->key, q->title, q->n);
+			else
+				buf_addf(&b, " %s(%s)", q->key, q->title);
 		buf_addc(&b, '\n');
 	}
 	for (i = 0; i < n; i++)
@@ -140,7 +155,7 @@ static int check_fresh(struct site_note *notes, const int *in, size_t count, str
 	size_t k;
 	int ok;
 
-	listing_init(&fresh);
+	init_cut(&fresh);
 	for (k = 0; k < count; k++)
 		if (in[k])
 			listing_add(&fresh, &notes[k]);
@@ -166,7 +181,7 @@ static void test_random_changes(void)
 		notes[k].listed = xcalloc(1, sizeof(*notes[k].listed));
 		title_of(&notes[k], (unsigned)(rnd() % TITLES));
 	}
-	listing_init(&l);
+	init_cut(&l);
 	for (step = 0; step < 4000; step++) {
 		size_t batch = 1 + (rnd() % 8 == 0 ? rnd() % 40 : 0), b, before;
 		for (b = 0; b < batch; b++) {
@@ -296,9 +311,27 @@ static void test_new_first(void)
 	free(in);
 }
 
+/*
+ * The explorer's way: pages cut three times coarser here (LISTING_TREE_PAGE
+ * is ten, too coarse for 1,500 notes to make several pages), and a first
+ * page that shows each page's count, so it is written again when one
+ * changes: the same pages as a fresh listing after every flush.
+ */
+static void test_random_counted(void)
+{
+	cut.every = 3 * LISTING_PAGE;
+	cut.max_run = 700;
+	cut.counted = 1;
+	test_random_changes();
+	cut.every = LISTING_PAGE;
+	cut.max_run = LISTING_MAX_RUN;
+	cut.counted = 0;
+}
+
 int main(void)
 {
 	RUN(test_random_changes);
+	RUN(test_random_counted);
 	RUN(test_new_first);
 	return test_done();
 }

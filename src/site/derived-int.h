@@ -28,8 +28,9 @@ struct derived_folder {
 	char *path;            /* vault path, "" for the root */
 	char *name;
 	struct derived_folder *parent;
-	struct listing list;   /* listed notes directly inside, by title: its listing's
-				  pages and its explorer documents, cut alike */
+	struct listing list;   /* listed notes directly inside, by title: its listing's pages */
+	struct listing tree;   /* the same notes: its explorer documents, cut in bigger
+				  pages (LISTING_TREE_PAGE) */
 	size_t subtree;        /* listed notes inside, at any depth */
 	struct oset by_date;   /* those, newest first: its feed */
 	struct site_note *index; /* its listed index.md, whose URL the explorer links */

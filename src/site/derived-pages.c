@@ -358,13 +358,16 @@ static int cmp_folder_name(const void *a, const void *b)
 }
 
 /*
- * The explorer: one JSON document per folder, cut into the same pages as
- * its listing. /_quire/tree.json is the root's first page,
+ * The explorer: one JSON document per folder, cut into pages of about
+ * LISTING_TREE_PAGE notes (f->tree: ten times a listing's, an entry being
+ * a title and a URL). /_quire/tree.json is the root's first page,
  * /_quire/tree/<folder path>.json a folder's; it names the folder's
  * subfolders (those with listed notes somewhere below), each with its
- * index note's URL or null, then its first page of notes, and "more": the
- * URLs of its other pages (/_quire/tree-more/[<folder path>/]<hash>.json),
- * each {"children": [its notes]}. The theme loads a folder's documents
+ * index note's URL or null, then its first page of notes, and "more": its
+ * other pages in order, each {"url": /_quire/tree-more/[<folder
+ * path>/]<hash>.json, "n": how many notes it holds}, each page
+ * {"children": [its notes]}. With the counts the theme lays out the whole
+ * folder at once and fetches a page only when it is scrolled near. The theme loads a folder's documents
  * when the folder is opened (and those on the way to the page shown, from
  * <body data-folder>), so a change rewrites the page of the folder it
  * touched, not the folder, let alone the whole tree.
@@ -449,9 +452,9 @@ static void tree_doc(struct site *s, const struct derived_folder *f, const struc
 			buf_reset(&url);
 			buf_adds(&url, s->cfg.url_prefix);
 			buf_add_urlpath(&url, more.ptr, more.len);
-			buf_adds(&b, k++ ? ",\"" : "\"");
+			buf_adds(&b, k++ ? ",{\"url\":\"" : "{\"url\":\"");
 			buf_adds_json(&b, url.ptr);
-			buf_addc(&b, '"');
+			buf_addf(&b, "\",\"n\":%zu}", q->n);
 		}
 		buf_addc(&b, ']');
 		buf_release(&more);
@@ -474,67 +477,112 @@ static void folder_page_key(void *arg, const char *first_path, struct buf *out)
 	listing_key(c->f->url, first_path, out);
 }
 
+/* The subfolders a folder's first page shows, with the URL each links. */
+struct kids {
+	struct derived_folder **v;
+	char **urls;
+	size_t n;
+};
+
+static void kids_of(struct site *s, const struct derived_folder *f, struct kids *k)
+{
+	size_t i;
+
+	k->v = shown_kids(f, &k->n);
+	k->urls = xcalloc(k->n + 1, sizeof(*k->urls));
+	for (i = 0; i < k->n; i++) {
+		char *ku = derived_folder_url(k->v[i]);
+		struct buf b = BUF_INIT;
+		buf_adds(&b, s->cfg.url_prefix);
+		buf_add_urlpath(&b, ku, strlen(ku));
+		free(ku);
+		k->urls[i] = buf_detach(&b, NULL);
+	}
+}
+
+static void kids_release(struct kids *k)
+{
+	size_t i;
+
+	for (i = 0; i < k->n; i++)
+		free(k->urls[i]);
+	free(k->urls);
+	free(k->v);
+}
+
 static void folder_page_write(void *arg, const struct listing *l, const struct listing_page *p,
 			      struct site_note *const *v, size_t n)
 {
 	struct folder_ctx *c = arg;
 	struct site *s = c->s;
-	struct derived_folder *f = c->f, **kids = NULL;
+	struct derived_folder *f = c->f;
 	struct layout_item *lead = NULL;
-	char **kid_urls = NULL;
-	size_t nk = 0, i;
-	struct buf key = BUF_INIT;
+	struct kids k = { NULL, NULL, 0 };
+	size_t i;
 
 	if (!p || p->head) {
 		if (!f->subtree) {
-			/* nothing listed below: no listing; the root keeps an empty explorer */
-			derived_del_generated(s, f->url);
-			tree_key(f, NULL, &key);
-			if (f->path[0])
-				derived_del_generated(s, key.ptr);
-			else
-				tree_doc(s, f, l, NULL, NULL, 0, NULL, NULL, 0);
-			buf_release(&key);
+			derived_del_generated(s, f->url); /* nothing listed below: no listing */
 			return;
 		}
-		kids = shown_kids(f, &nk);
-		lead = xcalloc(nk + 1, sizeof(*lead));
-		kid_urls = xcalloc(nk + 1, sizeof(*kid_urls));
-		for (i = 0; i < nk; i++) {
-			char *ku = derived_folder_url(kids[i]);
-			struct buf b = BUF_INIT;
-			buf_adds(&b, s->cfg.url_prefix);
-			buf_add_urlpath(&b, ku, strlen(ku));
-			free(ku);
-			kid_urls[i] = buf_detach(&b, NULL);
-			lead[i].title = kids[i]->name;
-			lead[i].url = kid_urls[i];
+		kids_of(s, f, &k);
+		lead = xcalloc(k.n + 1, sizeof(*lead));
+		for (i = 0; i < k.n; i++) {
+			lead[i].title = k.v[i]->name;
+			lead[i].url = k.urls[i];
 		}
 	}
-	listing_html(s, l, p, f->url, f->path, f->path[0] ? f->name : s->cfg.title, lead, nk, v,
+	listing_html(s, l, p, f->url, f->path, f->path[0] ? f->name : s->cfg.title, lead, k.n, v,
 		     n);
-	tree_doc(s, f, l, p, v, n, kids, kid_urls, nk);
-	for (i = 0; i < nk; i++)
-		free(kid_urls[i]);
-	free(kid_urls);
 	free(lead);
-	free(kids);
-	buf_release(&key);
+	kids_release(&k);
 }
 
 static void folder_page_drop(void *arg, const struct listing_page *p)
 {
 	struct folder_ctx *c = arg;
+	derived_del_generated(c->s, p->key);
+}
+
+static void tree_page_key(void *arg, const char *first_path, struct buf *out)
+{
+	struct folder_ctx *c = arg;
+	tree_key(c->f, first_path, out);
+}
+
+static void tree_page_write(void *arg, const struct listing *l, const struct listing_page *p,
+			    struct site_note *const *v, size_t n)
+{
+	struct folder_ctx *c = arg;
+	struct derived_folder *f = c->f;
+	struct kids k = { NULL, NULL, 0 };
 	struct buf key = BUF_INIT;
 
+	if ((!p || p->head) && !f->subtree) {
+		/* nothing listed below: no document; the root keeps an empty explorer */
+		tree_key(f, NULL, &key);
+		if (f->path[0])
+			derived_del_generated(c->s, key.ptr);
+		else
+			tree_doc(c->s, f, l, NULL, NULL, 0, NULL, NULL, 0);
+		buf_release(&key);
+		return;
+	}
+	if (!p || p->head)
+		kids_of(c->s, f, &k);
+	tree_doc(c->s, f, l, p, v, n, k.v, k.urls, k.n);
+	kids_release(&k);
+}
+
+static void tree_page_drop(void *arg, const struct listing_page *p)
+{
+	struct folder_ctx *c = arg;
 	derived_del_generated(c->s, p->key);
-	tree_key(c->f, p->head ? NULL : p->path, &key);
-	derived_del_generated(c->s, key.ptr);
-	buf_release(&key);
 }
 
 static const struct listing_ops folder_ops = { folder_page_key, folder_page_write,
 					       folder_page_drop };
+static const struct listing_ops tree_ops = { tree_page_key, tree_page_write, tree_page_drop };
 
 /*
  * A folder's listing and explorer document (what changed of them), and its
@@ -545,8 +593,10 @@ void derived_render_folder(struct site *s, struct derived_folder *f, int listing
 	struct folder_ctx c = { s, f };
 	struct buf feed = BUF_INIT, href = BUF_INIT;
 
-	if (listing)
+	if (listing) {
 		listing_flush(&f->list, &folder_ops, &c);
+		listing_flush(&f->tree, &tree_ops, &c);
+	}
 	buf_adds(&feed, f->url);
 	buf_adds(&feed, "rss.xml");
 	/* the root folder's feed is the site's: /rss.xml */

@@ -82,6 +82,7 @@ void derived_free(struct derived *d)
 	while (map_next(&d->folders, &i, NULL, NULL, &v)) {
 		struct derived_folder *f = v;
 		listing_release(&f->list, NULL, NULL);
+		listing_release(&f->tree, NULL, NULL);
 		oset_release(&f->by_date);
 		free(f->url);
 		free(f->kids);
@@ -151,6 +152,7 @@ static void folder_head(struct derived *d, struct derived_folder *f)
 {
 	if (f) {
 		listing_head(&f->list);
+		listing_head(&f->tree);
 		folder_dirty(d, f);
 	}
 }
@@ -206,6 +208,7 @@ static struct derived_folder *get_folder(struct derived *d, const char *path, si
 	f = xcalloc(1, sizeof(*f));
 	f->path = xstrndup(path, len);
 	listing_init(&f->list);
+	listing_init_sized(&f->tree, LISTING_TREE_PAGE, LISTING_TREE_MAX_RUN, 1);
 	f->by_date.cmp = cmp_listed_date;
 	f->url = derived_folder_url(f);
 	map_put(&d->folder_by_url, f->url, strlen(f->url), f);
@@ -551,9 +554,13 @@ static void update_note(struct site *s, struct site_note *n)
 	}
 	if (n->listed->folder && (n->listed->folder != folder || retitle)) {
 		listing_del(&n->listed->folder->list, n);
+		listing_del(&n->listed->folder->tree, n);
 		folder_dirty(d, n->listed->folder);
 	} else if (n->listed->folder && changed) {
 		listing_touch(&n->listed->folder->list, n);
+		/* the explorer shows its title (a retitle moves it: above) and URL */
+		if (!n->listed->url || strcmp(n->listed->url, n->url) != 0)
+			listing_touch(&n->listed->folder->tree, n);
 		folder_dirty(d, n->listed->folder);
 	}
 	listed_place(n->listed, listed ? n->note.title : NULL, listed ? n->note.path : NULL);
@@ -574,6 +581,7 @@ static void update_note(struct site *s, struct site_note *n)
 	n->listed->ntags = nkeys;
 	if (folder && (n->listed->folder != folder || retitle)) {
 		listing_add(&folder->list, n);
+		listing_add(&folder->tree, n);
 		folder_dirty(d, folder);
 	}
 	/* folders; a folder's index note is its link in the explorer's document above it */

@@ -54,17 +54,25 @@ static int note_vs_note(const void *key, const void *item)
 	return listing_cmp(key, item);
 }
 
-static int starts_chunk(const struct site_note *n)
+static int starts_chunk(const struct listing *l, const struct site_note *n)
 {
-	return n->listed->chunk;
+	return n->listed->cut % l->every == 0;
 }
 
-void listing_init(struct listing *l)
+void listing_init_sized(struct listing *l, unsigned every, size_t max_run, int counted)
 {
 	memset(l, 0, sizeof(*l));
 	l->notes.cmp = cmp_notes;
 	l->pages.cmp = cmp_pages;
 	l->all = 1;
+	l->every = every ? every : 1;
+	l->max_run = max_run ? max_run : 1;
+	l->counted = counted;
+}
+
+void listing_init(struct listing *l)
+{
+	listing_init_sized(l, LISTING_PAGE, LISTING_MAX_RUN, 0);
 }
 
 static void page_free(struct listing_page *p)
@@ -162,7 +170,7 @@ static struct region region_of(const struct listing *l, const struct listing_tou
 	struct region r = { NULL, NULL, 0 };
 
 	from = oset_prev(&l->notes, &it);
-	while (from && !starts_chunk(from) && (x = oset_prev(&l->notes, &it)))
+	while (from && !starts_chunk(l, from) && (x = oset_prev(&l->notes, &it)))
 		from = x;
 	if (!from) {
 		r.at_start = 1;
@@ -174,7 +182,7 @@ static struct region region_of(const struct listing *l, const struct listing_tou
 	r.from = from;
 	if (at) {
 		oset_seek(&l->notes, at, note_vs_note, &it);
-		while ((x = oset_next(&l->notes, &it)) && !starts_chunk(x))
+		while ((x = oset_next(&l->notes, &it)) && !starts_chunk(l, x))
 			;
 		r.to = x;
 	}
@@ -246,7 +254,7 @@ static void cut_pages(struct listing *l, const struct region *r, const struct li
 		return;
 	oset_seek(&l->notes, r->from, note_vs_note, &it);
 	for (x = r->from; x && x != r->to; x = oset_next(&l->notes, &it)) {
-		if (!p || run == LISTING_MAX_RUN || starts_chunk(x)) {
+		if (!p || run == l->max_run || starts_chunk(l, x)) {
 			p = xcalloc(1, sizeof(*p));
 			p->title = xstrdup(x->listed->title);
 			p->path = xstrdup(x->listed->path);
@@ -360,7 +368,8 @@ void listing_flush(struct listing *l, const struct listing_ops *ops, void *ctx)
 		if (!now) {
 			ops->drop(ctx, stale[i]);
 			pages_changed = 1;
-		} else if (strcmp(now->title, stale[i]->title) != 0) {
+		} else if (strcmp(now->title, stale[i]->title) != 0 ||
+			   (l->counted && now->n != stale[i]->n)) {
 			pages_changed = 1;
 		}
 	}
@@ -393,7 +402,8 @@ void listed_place(struct listed *l, const char *title, const char *path)
 	free(l->path);
 	l->title = title ? xstrdup(title) : NULL;
 	l->path = path ? xstrdup(path) : NULL;
-	l->chunk = path && hash64(path, strlen(path)) % LISTING_PAGE == 0;
+	/* not listed: 1 starts no chunk of a listing cut every 2 or more */
+	l->cut = path ? hash64(path, strlen(path)) : 1;
 }
 
 void listed_free(struct listed *l)

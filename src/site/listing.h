@@ -43,6 +43,15 @@
 
 #define LISTING_PAGE 100
 #define LISTING_MAX_RUN (4 * LISTING_PAGE)
+/*
+ * The explorer's pages: a compact entry (a title and a URL, about 60
+ * bytes), so a page of about a thousand is still a small document (60 KB,
+ * 240 KB at most before gzip) and a folder of a few thousand notes opens
+ * with one request. A note starting one of these chunks starts a listing
+ * chunk too (the modulus is a multiple), though nothing relies on it.
+ */
+#define LISTING_TREE_PAGE (10 * LISTING_PAGE)
+#define LISTING_TREE_MAX_RUN (4 * LISTING_TREE_PAGE)
 
 struct site_note;
 struct derived_folder;
@@ -64,7 +73,8 @@ struct listed {
 	char date[11];        /* the date its feeds order it by, while listed */
 	char *title;          /* the title its listings order it by, while listed */
 	char *path;           /* and the path (a note that moved leaves its old place) */
-	int chunk;            /* its path starts a chunk (see above) */
+	uint64_t cut;         /* hash of its path: it starts a chunk of a listing whose
+				 pages are `every` notes when cut % every == 0 (see above) */
 };
 
 void listed_free(struct listed *l);
@@ -95,6 +105,10 @@ struct listing {
 	size_t ntouched, atouched;
 	int all;                   /* every page is to be written again */
 	int head;                  /* the first page is to be written again */
+	uint64_t every;            /* a note whose cut % every == 0 starts a chunk */
+	size_t max_run;            /* a chunk is cut every max_run notes */
+	int counted;               /* the first page shows each page's count: it is
+				      written again when a count changes */
 };
 
 struct listing_ops {
@@ -113,7 +127,15 @@ struct listing_ops {
 	void (*drop)(void *ctx, const struct listing_page *p);
 };
 
+/* A listing of pages of about LISTING_PAGE notes, at most LISTING_MAX_RUN. */
 void listing_init(struct listing *l);
+
+/*
+ * A listing cut every `every` notes on average, max_run at most; counted:
+ * its first page shows how many notes each page holds (the explorer's,
+ * so that a reader's list has its full height before the pages come).
+ */
+void listing_init_sized(struct listing *l, unsigned every, size_t max_run, int counted);
 
 /* Frees what it holds, calling drop (when not NULL) for every page it wrote. */
 void listing_release(struct listing *l, const struct listing_ops *ops, void *ctx);

@@ -19,10 +19,15 @@ export const shots = process.env.QUIRE_ARTIFACTS || join(process.cwd(), 'browser
 const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 
-/* quire serve on vault, on a free port; resolves when the search index answers. */
-export async function serve(vault) {
-  const proc = spawn(quire, ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'],
-    { stdio: ['ignore', 'pipe', 'ignore'] });
+/*
+ * quire serve on vault, on a free port; resolves when the search index
+ * answers. core: pinned to that CPU (taskset), as benchmarks run it.
+ */
+export async function serve(vault, core) {
+  const args = ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'];
+  const proc = core === undefined
+    ? spawn(quire, args, { stdio: ['ignore', 'pipe', 'ignore'] })
+    : spawn('taskset', ['-c', String(core), quire, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {

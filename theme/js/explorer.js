@@ -21,36 +21,69 @@ if (navButton) {
 
 /*
  * The explorer: one JSON document per folder (/_quire/tree.json for the
- * root, /_quire/tree/<folder path>.json below it, with pages of about 100
- * notes in a big folder), so that an edit rewrites the pages of the
- * folders it touched, never the whole tree. A folder's document is fetched when the folder is first opened;
- * the folders on the way to this page (<body data-folder>) and those the
- * reader left open are fetched at once, in parallel, before the tree is
- * drawn, so the page opens with its folder expanded.
+ * root, /_quire/tree/<folder path>.json below it), so that an edit
+ * rewrites the pages of the folders it touched, never the whole tree. A
+ * big folder's document is cut in pages of about a thousand notes: the
+ * first names the others in "more", each with its URL and how many notes
+ * it holds. A folder's first page is fetched when the folder is first
+ * opened (one request, however big the folder), its other pages only when
+ * they are scrolled near, in parallel; the folders on the way to this page
+ * (<body data-folder>) and those the reader left open are fetched at once,
+ * before the tree is drawn, so the page opens with its folder expanded
+ * (the page's own folder with all its pages, to mark the page).
  */
 const treeRoot = body.dataset.tree || '';
 const treeBase = treeRoot.replace(/\.json$/, '');
 const docs = new Map();
 const docUrl = (path) => (path ? treeBase + '/' + path.split('/').map(encodeURIComponent).join('/') + '.json' : treeRoot);
-/*
- * A big folder's document is cut into pages like its listing: the first
- * names the others in "more", fetched at once and joined in order.
- */
 const getJson = (url) => fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(r.status)));
-function wholeDoc(url) {
+const pageList = (d) => (Array.isArray(d.more) ? d.more.filter((m) => m && typeof m.url === 'string') : []);
+/* A page of a folder's document: its notes, [] when it cannot be had. */
+const treePage = (url) => getJson(url).then((p) => (p && Array.isArray(p.children) ? p.children : []), () => []);
+/* A folder's first document; whole: with its other pages fetched and joined (d.more emptied). */
+function folderDoc(url, whole) {
   return getJson(url).then((d) => {
     if (!d || !Array.isArray(d.children)) return { children: [] };
-    if (!Array.isArray(d.more) || !d.more.length) return d;
-    return Promise.all(d.more.map((u) => getJson(u).catch(() => ({ children: [] }))))
-      .then((parts) => {
-        for (const p of parts) if (p && Array.isArray(p.children)) d.children.push(...p.children);
-        return d;
-      });
+    const more = pageList(d);
+    if (!whole || !more.length) return d;
+    return Promise.all(more.map((m) => treePage(m.url))).then((parts) => {
+      for (const p of parts) d.children.push(...p);
+      d.more = [];
+      return d;
+    });
   });
 }
-function treeDoc(path) {
-  if (!docs.has(path)) docs.set(path, wholeDoc(docUrl(path)).catch(() => ({ children: [] })));
-  return docs.get(path);
+function treeDoc(path, whole) {
+  const key = (whole ? '+' : '-') + path;
+  if (!docs.has(key)) docs.set(key, folderDoc(docUrl(path), whole).catch(() => ({ children: [] })));
+  return docs.get(key);
+}
+
+/*
+ * A page of notes not fetched yet stands as one empty row as tall as its
+ * notes will be, so the list has its full height at once; it is fetched
+ * when it comes within a screen of the explorer's view, and its rows take
+ * its place. Rows are cheap for the browser off screen too: quire.css
+ * gives them content-visibility: auto.
+ */
+const pending = new Map();
+const lazyPages = 'IntersectionObserver' in window && nav
+  ? new IntersectionObserver((seen) => {
+    for (const e of seen) if (e.isIntersecting && pending.has(e.target)) pending.get(e.target)();
+  }, { root: nav, rootMargin: '100% 0px' })
+  : null;
+function placeholder(page, fill) {
+  const li = h('li', { class: 'tree-pending', 'aria-hidden': 'true', 'data-notes': String(page.n | 0) });
+  li.style.setProperty('--notes', String(Math.max(1, page.n | 0)));
+  const load = () => {
+    pending.delete(li);
+    if (lazyPages) lazyPages.unobserve(li);
+    treePage(page.url).then((kids) => li.replaceWith(...fill(kids)));
+  };
+  pending.set(li, load);
+  if (lazyPages) lazyPages.observe(li);
+  else load();
+  return li;
 }
 
 function renderTree(data, ready, open) {
@@ -73,20 +106,20 @@ function renderTree(data, ready, open) {
     return a;
   }
 
+  function noteRow(c) {
+    return h('li', { class: 'tree-note' }, [link(c.url, c.title)]);
+  }
+
   /* Folders build their children when first opened: a big vault stays cheap. */
   function build(node, path) {
     const ul = h('ul', { class: 'tree' });
     for (const c of node.children || []) {
-      const li = h('li');
       if (!isFolder(c)) {
-        if (typeof c.url !== 'string') continue;
-        li.className = 'tree-note';
-        li.append(link(c.url, c.title));
-        ul.append(li);
+        if (typeof c.url === 'string') ul.append(noteRow(c));
         continue;
       }
       const cp = path ? path + '/' + c.name : c.name;
-      li.className = 'tree-folder';
+      const li = h('li', { class: 'tree-folder' });
       const toggle = h('button', { class: 'tree-toggle', type: 'button', 'aria-expanded': 'false' });
       const row = h('div', { class: 'tree-row' }, [toggle]);
       if (typeof c.url === 'string') {
@@ -103,7 +136,7 @@ function renderTree(data, ready, open) {
           sub = h('ul', { class: 'tree' });
           li.append(sub);
           if (ready.has(cp)) sub.replaceWith(sub = build(ready.get(cp), cp));
-          else treeDoc(cp).then((d) => { const b = build(d, cp); b.hidden = sub.hidden; sub.replaceWith(b); sub = b; });
+          else treeDoc(cp, false).then((d) => { const b = build(d, cp); b.hidden = sub.hidden; sub.replaceWith(b); sub = b; });
         }
         if (sub) sub.hidden = !on;
         toggle.setAttribute('aria-expanded', String(on));
@@ -117,6 +150,8 @@ function renderTree(data, ready, open) {
       if (open.has('/' + cp) || trail.has(cp)) set(true, false);
       ul.append(li);
     }
+    const rows = (kids) => kids.filter((c) => !isFolder(c) && typeof c.url === 'string').map(noteRow);
+    for (const m of pageList(node)) ul.append(placeholder(m, rows));
     return ul;
   }
 
@@ -142,11 +177,11 @@ if (nav && treeRoot) {
     for (let i = 1; i <= parts.length; i++) want.add(parts.slice(0, i).join('/'));
   }
   for (const k of open) if (typeof k === 'string' && k.startsWith('/')) want.add(k.slice(1));
-  wholeDoc(treeRoot)
+  treeDoc('', !folder)
     .then((data) => {
       if (!data || !Array.isArray(data.children) || !data.children.length) throw 0;
       const paths = [...want];
-      return Promise.all(paths.map(treeDoc)).then((list) => {
+      return Promise.all(paths.map((p) => treeDoc(p, p === folder))).then((list) => {
         const ready = new Map();
         paths.forEach((p, i) => ready.set(p, list[i]));
         renderTree(data, ready, open);
