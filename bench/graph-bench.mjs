@@ -43,7 +43,7 @@ async function main() {
     for (const n of sizes) {
       const vault = join(work, 'v' + n);
       linkedVault(vault, n);
-      const { proc, base } = await serve(vault, 0);
+      const { proc, base } = await serve(vault, { pin: 0 });
       const firsts = [], longest = [];
       let stats = {};
       try {

@@ -5,11 +5,13 @@
  * failed requests, requests leaving the server), and axe-core.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { check } from '../lib/check.mjs';
+import { stop } from '../lib/proc.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const root = process.env.QUIRE_SOURCE_ROOT || join(here, '..', '..');
@@ -20,14 +22,15 @@ const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.j
 
 
 /*
- * quire serve on vault, on a free port; resolves when the search index
- * answers. core: pinned to that CPU (taskset), as benchmarks run it.
+ * quire serve on vault, on a free port. Resolves when the search index
+ * answers, or with opts.loaded when the home page answers 200 (503 until
+ * the vault is loaded) within opts.wait ms; opts.pin runs it under
+ * taskset on that core.
  */
-export async function serve(vault, core) {
-  const args = ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'];
-  const proc = core === undefined
-    ? spawn(quire, args, { stdio: ['ignore', 'pipe', 'ignore'] })
-    : spawn('taskset', ['-c', String(core), quire, ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+export async function serve(vault, opts = {}) {
+  const cmd = [quire, 'serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'];
+  if (opts.pin !== undefined) cmd.unshift('taskset', '-c', String(opts.pin));
+  const proc = spawn(cmd[0], cmd.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
@@ -38,14 +41,44 @@ export async function serve(vault, core) {
     proc.on('exit', () => reject(new Error('quire serve exited: ' + out)));
   });
   const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
+  const until = Date.now() + (opts.wait || 20000);
+  while (Date.now() < until) {
     try {
-      const r = await fetch(base + '/api/search?q=quire');
-      if ((await r.text()).includes('"url"')) break;
+      if (opts.loaded) {
+        if ((await fetch(base + '/')).status === 200) break;
+      } else {
+        const r = await fetch(base + '/api/search?q=quire');
+        if ((await r.text()).includes('"url"')) break;
+      }
     } catch (e) { /* not yet */ }
     await new Promise((r) => setTimeout(r, 100));
   }
   return { proc, base };
+}
+
+/*
+ * A browser test on a copy of vault-sample: prepare(vault) adds its own
+ * notes, then run(browser, base) drives Chromium against `quire serve` on
+ * it; the server, the browser and the copy are gone afterwards.
+ */
+export async function onSample(prepare, run) {
+  if (!chromium) {
+    check(false, 'chromium is installed (scripts/setup installs it)');
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'quire-browser-'));
+  const vault = join(work, 'vault');
+  cpSync(join(root, 'vault-sample'), vault, { recursive: true });
+  prepare(vault);
+  const { proc, base } = await serve(vault);
+  const browser = await launch();
+  try {
+    await run(browser, base);
+  } finally {
+    await browser.close();
+    await stop(proc);
+    rmSync(work, { recursive: true, force: true });
+  }
 }
 
 /*
@@ -58,7 +91,11 @@ export async function watchedPage(browser, base, width, height) {
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
   page.on('pageerror', (e) => problems.push('exception: ' + e.message));
-  page.on('requestfailed', (r) => problems.push('failed: ' + r.url()));
+  page.on('requestfailed', (r) => {
+    /* a page fetched ahead (theme/js/navigation.js) cut short as the reader leaves is no failure */
+    if (r.headers().purpose === 'prefetch' && r.failure() && r.failure().errorText === 'net::ERR_ABORTED') return;
+    problems.push('failed: ' + r.url());
+  });
   await page.setRequestInterception(true);
   page.on('request', (r) => {
     const u = r.url();

@@ -73,7 +73,8 @@ function norm(path) {
   path = path.replace(/(\/index)?\.html$/, '').replace(/\/+$/, '');
   return path || '/';
 }
-const here = norm(location.pathname);
+/* the page shown: replacePage() moves it along with the address */
+let here = norm(location.pathname);
 
 /* Colour scheme */
 
@@ -108,18 +109,80 @@ if (themeButton) {
 }
 
 /*
+ * A page of this theme: it has the main column and loads the very script
+ * that runs here. A page of another version of the theme (the site was
+ * upgraded since this one loaded) or of no theme at all is loaded instead.
+ */
+const ownScript = doc.currentScript ? doc.currentScript.src : '';
+function pageOfTheme(next) {
+  if (!next || !next.getElementById('quire-main')) return false;
+  if (!ownScript) return true;
+  for (const s of next.querySelectorAll('script[src]')) {
+    if (new URL(s.getAttribute('src'), location.href).href === ownScript) return true;
+  }
+  return false;
+}
+
+/*
+ * The stylesheets and scripts `next` names in its head that this page
+ * lacks (KaTeX's, Mermaid's: src/site/layout.c gives them to the pages
+ * that need them), compared by URL, added to this page's head in their
+ * order; the promise resolves when every one has loaded or failed. What
+ * this page has already, or is loading, is not added twice.
+ */
+const headLoads = new Map(); /* absolute URL -> promise of its load, null once loaded */
+function mergeHead(next) {
+  const have = new Set();
+  doc.querySelectorAll('link[rel~="stylesheet"][href], script[src]').forEach((e) => have.add(e.href || e.src));
+  const waits = [];
+  next.head.querySelectorAll('link[rel~="stylesheet"][href], script[src]').forEach((e) => {
+    const isScript = e.tagName === 'SCRIPT';
+    let url;
+    try {
+      url = new URL(e.getAttribute(isScript ? 'src' : 'href'), location.href).href;
+    } catch (err) {
+      return;
+    }
+    if (!headLoads.has(url) && !have.has(url)) {
+      let add;
+      if (isScript) {
+        add = h('script', { src: url });
+        add.async = false; /* in the order the page names them */
+      } else {
+        add = h('link', { rel: 'stylesheet', href: url });
+      }
+      headLoads.set(url, new Promise((done) => {
+        const end = () => {
+          headLoads.set(url, null);
+          done();
+        };
+        add.addEventListener('load', end);
+        add.addEventListener('error', end);
+      }));
+      doc.head.append(add);
+    }
+    if (headLoads.get(url)) waits.push(headLoads.get(url));
+  });
+  return waits.length ? Promise.all(waits) : null;
+}
+
+/*
  * replacePage(next): this page becomes the document `next` (a page of
  * the same site, parsed) without a reload: its title, the body's data,
  * the main column and the side table of contents are taken from `next`,
- * and the onPage() hooks run on the new content. What lives beside the
- * page (the header, the search box, the explorer) stays as it is.
- * Returns false when `next` is not a page of this theme, and the caller
- * loads it instead.
+ * and the onPage() hooks run on the new content, once the stylesheets
+ * and scripts its head adds have loaded (at once when it adds none).
+ * What lives beside the page (the header, the search box, the explorer)
+ * stays as it is. The address must already be the new page's (history
+ * .pushState before, for a navigation). Returns false when `next` is
+ * not a page of this theme, and the caller loads it instead.
  */
+let pageCount = 0;
 function replacePage(next) {
   const main = doc.getElementById('quire-main');
+  if (!main || !pageOfTheme(next)) return false;
   const nextMain = next.getElementById('quire-main');
-  if (!main || !nextMain) return false;
+  here = norm(location.pathname);
   doc.title = next.title;
   for (const k of ['folder', 'graph', 'tree', 'prefix']) {
     if (next.body.dataset[k] === undefined) delete body.dataset[k];
@@ -132,6 +195,12 @@ function replacePage(next) {
   if (nextSide) doc.getElementById('quire-main').after(doc.adoptNode(nextSide));
   const page = doc.querySelector('.page'), nextPage = next.querySelector('.page');
   if (page && nextPage) page.className = nextPage.className;
-  pageHooks.forEach((fn) => fn());
+  const mine = ++pageCount;
+  const runHooks = () => {
+    if (mine === pageCount) pageHooks.forEach((fn) => fn()); /* not if another page came since */
+  };
+  const loading = mergeHead(next);
+  if (loading) loading.then(runHooks);
+  else runHooks();
   return true;
 }

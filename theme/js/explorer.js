@@ -86,8 +86,10 @@ function placeholder(page, fill) {
   return li;
 }
 
+let treeReveal = null; /* renderTree() sets it: the new page's place in the tree */
 function renderTree(data, ready, open) {
   const trail = new Set(); /* folders on the way to the current page */
+  const setters = new Map(); /* folder path -> its set(on), once drawn */
   let current = null;
   const isFolder = (node) => typeof node.name === 'string';
   const same = (url) => typeof url === 'string' && norm(url) === here;
@@ -146,6 +148,7 @@ function renderTree(data, ready, open) {
           save(OPEN_KEY, JSON.stringify([...open]), true);
         }
       };
+      setters.set(cp, set);
       toggle.addEventListener('click', () => set(toggle.getAttribute('aria-expanded') !== 'true', true));
       if (open.has('/' + cp) || trail.has(cp)) set(true, false);
       ul.append(li);
@@ -160,7 +163,32 @@ function renderTree(data, ready, open) {
     const top = current.getBoundingClientRect().top - nav.getBoundingClientRect().top;
     if (top > nav.clientHeight * 0.6) nav.scrollTop = top - nav.clientHeight / 3;
   }
+
+  /*
+   * After the page was replaced in place: its folders opened (each drawn
+   * once its document is read), the mark moved to its link, and the
+   * tree scrolled only when that link is out of sight.
+   */
+  treeReveal = async () => {
+    const parts = (body.dataset.folder || '').split('/').filter(Boolean);
+    for (let i = 1; i <= parts.length; i++) {
+      const path = parts.slice(0, i).join('/');
+      if (!setters.has(path)) break;
+      setters.get(path)(true, false);
+      await treeDoc(path); /* after set()'s own wait: its folders are drawn */
+    }
+    nav.querySelectorAll('a[aria-current="page"]').forEach((a) => a.removeAttribute('aria-current'));
+    current = [...nav.querySelectorAll('.tree a[href]')].find((a) => same(a.getAttribute('href')));
+    if (!current) return;
+    current.setAttribute('aria-current', 'page');
+    const r = current.getBoundingClientRect(), box = nav.getBoundingClientRect();
+    if (nav.clientHeight && (r.top < box.top || r.bottom > box.top + nav.clientHeight))
+      nav.scrollTop += r.top - box.top - nav.clientHeight / 3;
+  };
 }
+onPage(() => {
+  if (treeReveal) treeReveal();
+});
 
 if (nav && treeRoot) {
   let open;

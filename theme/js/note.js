@@ -169,4 +169,5 @@ if (matchMedia('(hover: hover) and (pointer: fine)').matches && window.DOMParser
   });
   addEventListener('keydown', (e) => { if (e.key === 'Escape') hide(); });
   doc.addEventListener('click', hide);
+  onPage(hide); /* a page put in place: its links' previews go with it */
 }

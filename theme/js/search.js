@@ -183,8 +183,10 @@ function staticSearcher(base, get) {
 const staticSearch = staticSearcher(prefix, (u) => fetch(u));
 let noApi = false;
 
-const forms = doc.querySelectorAll('form.search');
+/* the header's box lives as long as the tab; the /search page's own box comes with its page */
+const forms = [...doc.querySelectorAll('form.search')].filter((f) => !f.closest('#quire-main'));
 forms.forEach(liveSearch);
+onPage(() => doc.querySelectorAll('#quire-main form.search').forEach(liveSearch));
 
 /* "/" or Ctrl-K / Cmd-K jumps to the search box. */
 doc.addEventListener('keydown', (e) => {
