@@ -50,7 +50,7 @@ const path = (page) => new URL(page.url()).pathname;
 /* the address became p, and the page shown is the one it names */
 const reached = (page, p, h1) => page.waitForFunction((p, h1) => location.pathname === p &&
   document.querySelector('#quire-main h1') && document.querySelector('#quire-main h1').firstChild.textContent === h1,
-{ timeout: 10000 }, p, h1).then(() => true, () => page.evaluate(() => [location.href,
+{ timeout: 30000 }, p, h1).then(() => true, () => page.evaluate(() => [location.href,
   document.querySelector('#quire-main h1') && document.querySelector('#quire-main h1').textContent])
   .then((at) => console.error('  at ' + JSON.stringify(at)), () => {}).then(() => false));
 /* at the top, the mouse away from links (a link's preview would cover others) */
