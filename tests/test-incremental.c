@@ -310,6 +310,72 @@ static void test_diagram_links(void)
 	tv_remove(root);
 }
 
+/* Whether inc has a diagnostic about path whose message holds text. */
+static int has_diag(const struct site *inc, const char *path, const char *text)
+{
+	size_t i;
+
+	for (i = 0; i < inc->diags.n; i++)
+		if (!strcmp(inc->diags.items[i].path, path) && strstr(inc->diags.items[i].msg, text))
+			return 1;
+	return 0;
+}
+
+/*
+ * [[/Delta]] is the root's Delta from any folder, or broken: never the
+ * Delta beside the linking note. The mention index finds the link by its
+ * name when the root's Delta appears, goes, moves away and comes back.
+ */
+static void test_root_links(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+	const char *away[] = { "Delta.md", "other/Delta.md" };
+	const char *back[] = { "other/Delta.md", "Delta.md" };
+
+	tv_write(root, "sub/Delta.md", "# Near delta\n");
+	tv_write(root, "folder/Note.md", "## Heading\n");
+	tv_write(root, "image.png", "\x89PNG\r\n");
+	tv_write(root, "sub/L.md", "[[/Delta]] [[/folder/Note#Heading|label]] ![[/image.png]] "
+				   "[[Delta|near]]\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK(page_has(snap, "/sub/l", "title=\"not found: /Delta\"") &&
+	      page_has(snap, "/sub/l", "href=\"/folder/note#heading\">label<") &&
+	      page_has(snap, "/sub/l", "src=\"/image.png\"") &&
+	      page_has(snap, "/sub/l", "href=\"/sub/delta\">near<"));
+	CHECK(has_diag(inc, "sub/L.md", "[[/Delta]] matches no note"));
+
+	tv_write(root, "Delta.md", "# Root delta\n");
+	step(inc, &snap, root, "Delta.md", "the root's Delta appears");
+	CHECK(page_has(snap, "/sub/l", "href=\"/delta\">/Delta<") &&
+	      page_has(snap, "/sub/l", "href=\"/sub/delta\">near<"));
+	CHECK(!has_diag(inc, "sub/L.md", "[[/Delta]]"));
+
+	tv_unlink(root, "Delta.md");
+	step(inc, &snap, root, "Delta.md", "the root's Delta deleted");
+	CHECK(page_has(snap, "/sub/l", "title=\"not found: /Delta\""));
+	CHECK(has_diag(inc, "sub/L.md", "[[/Delta]] matches no note"));
+
+	tv_write(root, "Delta.md", "# Root delta\n");
+	step(inc, &snap, root, "Delta.md", "the root's Delta back");
+	tv_unlink(root, "Delta.md");
+	tv_write(root, "other/Delta.md", "# Root delta\n");
+	step_paths(inc, &snap, root, away, 2, "the root's Delta moved into a folder");
+	CHECK(page_has(snap, "/sub/l", "title=\"not found: /Delta\""));
+	CHECK(!page_has(snap, "/sub/l", "href=\"/other/delta\""));
+
+	tv_unlink(root, "other/Delta.md");
+	tv_write(root, "Delta.md", "# Root delta\n");
+	step_paths(inc, &snap, root, back, 2, "the root's Delta moved back");
+	CHECK(page_has(snap, "/sub/l", "href=\"/delta\">/Delta<"));
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
 /*
  * A link to a heading chain ([[T#Other#Sub]]) goes to that very heading's
  * id, which only T's headings say ("sub-1" when an earlier "Sub" took
@@ -478,6 +544,7 @@ int main(void)
 	RUN(test_fragments_from_pages);
 	RUN(test_links_follow_moves);
 	RUN(test_diagram_links);
+	RUN(test_root_links);
 	RUN(test_alias_under_tag_page);
 	RUN(test_heading_chain_ids);
 	RUN(test_url_groups);
