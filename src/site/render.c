@@ -21,6 +21,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "site/render.h"
 #include "util/gzip.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
@@ -151,8 +152,31 @@ static void frag_add(struct buf *out, const struct site_note *n, size_t from, si
 	}
 }
 
+/*
+ * A hash of what links into n can name: its headings (level, id, text,
+ * in order: a chain's "#id" depends on all three) and block ids. When it
+ * is unchanged, the notes linking to a heading or block here need not be
+ * composed again.
+ */
+static uint64_t anchors_hash(const struct md_result *md)
+{
+	uint64_t h = hash64_seeded(&md->nheadings, sizeof(md->nheadings), md->nblocks);
+	size_t k;
+
+	for (k = 0; k < md->nheadings; k++) {
+		const struct md_heading *x = &md->headings[k];
+		h = hash64_seeded(&x->level, sizeof(x->level), h);
+		h = hash64_seeded(x->id, strlen(x->id) + 1, h);
+		h = hash64_seeded(x->text, strlen(x->text) + 1, h);
+	}
+	for (k = 0; k < md->nblocks; k++)
+		h = hash64_seeded(md->blocks[k].id, strlen(md->blocks[k].id) + 1, h);
+	return h;
+}
+
 void render_note_body(struct site *s, struct site_note *n)
 {
+	uint64_t anchors;
 	struct body_ctx ctx = { s, n, 0 };
 	struct md_options opt;
 	size_t k;
@@ -171,6 +195,9 @@ void render_note_body(struct site *s, struct site_note *n)
 		md_result_release(&n->md);
 	}
 	n->frag.len = n->md.html.len;
+	anchors = anchors_hash(&n->md);
+	n->anchors_changed = anchors != n->anchors;
+	n->anchors = anchors;
 	for (k = 0; k < n->md.nwarnings; k++)
 		diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, n->md.warnings[k].line,
 			  "%s", n->md.warnings[k].msg);
@@ -573,6 +600,32 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 	add_run(out, n, pos, end, pieces);
 }
 
+/*
+ * Reports n's links to a heading or block that their note does not have
+ * ([[T#Nope]], [t](T.md#nope), [[T#^gone]], [[#Nope]]): each still goes
+ * to the note. Made when n is composed, since it reads the targets'
+ * headings; a target whose anchors change has its linkers composed again
+ * (nanchored), so the report follows.
+ */
+static void check_anchors(struct site *s, const struct site_note *n)
+{
+	size_t k, ts, te;
+	char list;
+
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct md_ref *ref = &n->md.refs[k];
+		const struct site_note *t = n->refs[k].target;
+
+		if (ref->kind != MD_REF_LINK || !ref->fragment || !ref->fragment[0] ||
+		    n->refs[k].kind != MD_TARGET_NOTE || embed_range(t, ref->fragment, &ts, &te,
+								     &list) == 0)
+			continue;
+		diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
+			  "link to missing %s '%s' in %s: it goes to the note",
+			  ref->fragment[0] == '^' ? "block" : "heading", ref->fragment, t->note.path);
+	}
+}
+
 void render_note_page(struct site *s, struct site_note *n)
 {
 	struct buf body = BUF_INIT, html = BUF_INIT;
@@ -596,6 +649,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	buf_grow(&body, n->frag.len + 1024);
 	buf_grow(&html, (n->page ? n->page->body_len : n->frag.len + 8192) + 1024);
 	compose(s, n, 0, n->frag.len, &body, &path, 0, 0, &pieces, &budget);
+	check_anchors(s, n);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
 	for (k = 0; k < n->md.nheadings; k++) {
