@@ -5,11 +5,13 @@
  * failed requests, requests leaving the server), and axe-core.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer from 'puppeteer-core';
 import { check } from '../lib/check.mjs';
+import { stop } from '../lib/proc.mjs';
 
 export const here = dirname(fileURLToPath(import.meta.url));
 export const root = process.env.QUIRE_SOURCE_ROOT || join(here, '..', '..');
@@ -93,4 +95,32 @@ export function launch() {
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
+}
+
+/*
+ * A copy of vault-sample, changed by prepare(vaultPath), served, and
+ * Chromium: runs fn(browser, base), then closes the browser, stops the
+ * server and removes the copy, whatever fn did. Without Chromium, a
+ * failed check says what is missing.
+ */
+export async function withSample(prepare, fn) {
+  if (!chromium) {
+    check(false, 'chromium is installed (scripts/setup installs it)');
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'quire-browser-'));
+  const vault = join(work, 'vault');
+  cpSync(join(root, 'vault-sample'), vault, { recursive: true });
+  let proc = null, browser = null;
+  try {
+    prepare(vault);
+    let base;
+    ({ proc, base } = await serve(vault));
+    browser = await launch();
+    await fn(browser, base);
+  } finally {
+    if (browser) await browser.close();
+    if (proc) await stop(proc);
+    rmSync(work, { recursive: true, force: true });
+  }
 }

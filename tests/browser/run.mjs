@@ -25,21 +25,12 @@
  *
  * Prints "N passed, N failed" like the C tests; exits 1 on a failure.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { check, summary } from '../lib/check.mjs';
-import { stop } from '../lib/proc.mjs';
-import { axe, chromium, launch, root, serve, shots, visit, watchedPage } from './lib.mjs';
+import { axe, shots, visit, watchedPage, withSample } from './lib.mjs';
 
-async function main() {
-  if (!chromium) {
-    check(false, 'chromium is installed (scripts/setup installs it)');
-    return;
-  }
-  const work = mkdtempSync(join(tmpdir(), 'quire-browser-'));
-  const vault = join(work, 'vault');
-  cpSync(join(root, 'vault-sample'), vault, { recursive: true });
+function prepare(vault) {
   writeFileSync(join(vault, 'writing', 'Repeated.md'),
     '# Repeated\n\nA note that opens with its own title.\n\n## First part\n\nText.\n\n' +
     '## Second part\n\nMore text.\n');
@@ -50,15 +41,6 @@ async function main() {
     writeFileSync(join(vault, 'big', `n${String(i).padStart(3, '0')}.md`),
       `# Big note ${i}\n\nA note of a big folder, number ${i}.\n`);
   mkdirSync(shots, { recursive: true });
-  const { proc, base } = await serve(vault);
-  const browser = await launch();
-  try {
-    await run(browser, base);
-  } finally {
-    await browser.close();
-    await stop(proc);
-    rmSync(work, { recursive: true, force: true });
-  }
 }
 
 async function run(browser, base) {
@@ -360,7 +342,7 @@ async function run(browser, base) {
     JSON.stringify(phone.problems.slice(0, 5)));
 }
 
-main()
+withSample(prepare, run)
   .catch((e) => check(false, 'the run finished: ' + (e && e.stack || e)))
   .finally(() => {
     process.exit(summary());
