@@ -601,6 +601,81 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 }
 
 /*
+ * What links can call a note's anchors, so that asking whether it has one
+ * is a lookup, not a pass over its headings per link (a note of n
+ * headings and n links into itself would cost n squared): "i" and each
+ * heading's id, "t" and its text in ASCII lower case (heading_in()'s
+ * rule), "^" and each block id. Built once per target a page links into.
+ */
+struct anchors {
+	const struct site_note *t;
+	struct map names;
+	char **keys;           /* owned, the map's keys */
+	size_t nkeys, akeys;
+};
+
+/* Sets b to prefix and s, ASCII lower case when fold. */
+static void anchor_key(struct buf *b, char prefix, const char *s, int fold)
+{
+	size_t i;
+
+	buf_reset(b);
+	buf_addc(b, prefix);
+	for (i = 0; s[i]; i++)
+		buf_addc(b, fold && s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+}
+
+static int has_key(const struct anchors *a, struct buf *b, char prefix, const char *s, int fold)
+{
+	anchor_key(b, prefix, s, fold);
+	return map_get(&a->names, b->ptr, b->len) != NULL;
+}
+
+static void anchor_add(struct anchors *a, struct buf *b, char prefix, const char *s, int fold)
+{
+	if (has_key(a, b, prefix, s, fold))
+		return;
+	ALLOC_GROW(a->keys, a->nkeys + 1, a->akeys);
+	a->keys[a->nkeys] = xstrndup(b->ptr, b->len);
+	map_put(&a->names, a->keys[a->nkeys++], b->len, a);
+}
+
+static struct anchors *anchors_of(struct map *cache, const struct site_note *t, struct buf *b)
+{
+	struct anchors *a = map_get(cache, (const char *)&t, sizeof(t));
+	size_t k;
+
+	if (a)
+		return a;
+	a = xcalloc(1, sizeof(*a));
+	a->t = t;
+	for (k = 0; k < t->md.nheadings; k++) {
+		anchor_add(a, b, 'i', t->md.headings[k].id, 0);
+		anchor_add(a, b, 't', t->md.headings[k].text, 1);
+	}
+	for (k = 0; k < t->md.nblocks; k++)
+		anchor_add(a, b, '^', t->md.blocks[k].id, 0);
+	map_put(cache, (const char *)&a->t, sizeof(a->t), a);
+	return a;
+}
+
+/* Does the note a indexes have the heading, heading chain or block frag names? */
+static int has_anchor(const struct anchors *a, const char *frag, struct buf *b)
+{
+	size_t end;
+	char *id;
+	int found;
+
+	if (frag[0] == '^')
+		return has_key(a, b, '^', frag + 1, 0);
+	id = md_heading_id(frag);
+	found = has_key(a, b, 'i', id, 0) || has_key(a, b, 't', frag, 1);
+	free(id);
+	/* "Part#Sub": the chain is walked; as costly as composing its link (add_chain_id()) */
+	return found || (strchr(frag, '#') && chain_heading(&a->t->md, frag, a->t->frag.len, &end) >= 0);
+}
+
+/*
  * Reports n's links to a heading or block that their note does not have
  * ([[T#Nope]], [t](T.md#nope), [[T#^gone]], [[#Nope]]): each still goes
  * to the note. Made when n is composed, since it reads the targets'
@@ -609,21 +684,33 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
  */
 static void check_anchors(struct site *s, const struct site_note *n)
 {
-	size_t k, ts, te;
-	char list;
+	struct map cache = MAP_INIT; /* target -> struct anchors */
+	struct buf b = BUF_INIT;
+	size_t k, i = 0;
+	void *v;
 
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct md_ref *ref = &n->md.refs[k];
 		const struct site_note *t = n->refs[k].target;
 
 		if (ref->kind != MD_REF_LINK || !ref->fragment || !ref->fragment[0] ||
-		    n->refs[k].kind != MD_TARGET_NOTE || embed_range(t, ref->fragment, &ts, &te,
-								     &list) == 0)
+		    n->refs[k].kind != MD_TARGET_NOTE ||
+		    has_anchor(anchors_of(&cache, t, &b), ref->fragment, &b))
 			continue;
 		diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
 			  "link to missing %s '%s' in %s: it goes to the note",
 			  ref->fragment[0] == '^' ? "block" : "heading", ref->fragment, t->note.path);
 	}
+	while (map_next(&cache, &i, NULL, NULL, &v)) {
+		struct anchors *a = v;
+		for (k = 0; k < a->nkeys; k++)
+			free(a->keys[k]);
+		free(a->keys);
+		map_release(&a->names);
+		free(a);
+	}
+	map_release(&cache);
+	buf_release(&b);
 }
 
 void render_note_page(struct site *s, struct site_note *n)
