@@ -938,6 +938,7 @@ static void *b_heading_links(size_t n)
 			buf_adds(&text, "\n");
 	}
 	tv_write_len(dir, "case.md", text.ptr, text.len);
+	tv_write(dir, "quire.yml", "max_note_size: 64M\n"); /* 10 MB at the bench's 10 n */
 	buf_release(&text);
 	return dir;
 }
