@@ -7,7 +7,7 @@
  * renamed, attachments added and removed, folders deleted. After each
  * step the site that followed the edits through site_apply() must hold a
  * snapshot byte-identical, page by page, to a site loaded from scratch on
- * the same files.
+ * the same files, and the same diagnostics (what `quire check` says).
  *
  * test_fragments_from_pages() takes fixed steps that compose pages again
  * without rendering their notes, so that fragments are read back from
@@ -62,6 +62,40 @@ static size_t stale_note_pages(const struct site *s)
 	return bad;
 }
 
+/*
+ * Diagnostics in inc that a fresh load does not have, or the other way
+ * round (both sorted first), printing the first few: `quire check` on a
+ * running server must say what it says after a restart.
+ */
+static size_t compare_diags(struct site *inc, struct site *full)
+{
+	size_t i = 0, j = 0, bad = 0;
+
+	diag_sort(&inc->diags);
+	diag_sort(&full->diags);
+	while (i < inc->diags.n || j < full->diags.n) {
+		const struct diag *a = i < inc->diags.n ? &inc->diags.items[i] : NULL;
+		const struct diag *b = j < full->diags.n ? &full->diags.items[j] : NULL;
+		int c = !a ? 1 : !b ? -1 : strcmp(a->path, b->path);
+
+		if (!c)
+			c = a->line != b->line ? (a->line < b->line ? -1 : 1) : strcmp(a->msg, b->msg);
+		if (!c && a->level == b->level) {
+			i++, j++;
+			continue;
+		}
+		if (bad++ < 3)
+			fprintf(stderr, "  diagnostic only in the %s site: %s:%d: %s\n",
+				c <= 0 ? "incremental" : "fresh", c <= 0 ? a->path : b->path,
+				c <= 0 ? a->line : b->line, c <= 0 ? a->msg : b->msg);
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+	}
+	return bad;
+}
+
 static void run(const char *corpus_name, const char *src, unsigned steps, uint64_t seed,
 		int gzip_later)
 {
@@ -100,7 +134,7 @@ static void run(const char *corpus_name, const char *src, unsigned steps, uint64
 		snap = next;
 		full = site_load(root, &so);
 		full_snap = site_snapshot(full, NULL);
-		diffs = compare(snap, full_snap);
+		diffs = compare(snap, full_snap) + compare_diags(inc, full);
 		if (!diffs && gzip_later && (i % 3 != 1 || i + 1 == steps)) {
 			site_gzip_pending(inc);
 			next = site_snapshot(inc, snap);
@@ -156,9 +190,10 @@ static void step_paths(struct site *inc, struct snapshot **snap, const char *roo
 	*snap = next;
 	full = site_load(root, &so);
 	full_snap = site_snapshot(full, NULL);
-	diffs = compare(*snap, full_snap);
+	diffs = compare(*snap, full_snap) + compare_diags(inc, full);
 	if (diffs) {
-		fprintf(stderr, "fragments: %s (%s): %zu pages differ\n", what, path, diffs);
+		fprintf(stderr, "fragments: %s (%s): %zu pages or diagnostics differ\n", what, path,
+			diffs);
 		test_current_failed = 1;
 	}
 	snapshot_unref(full_snap);
@@ -310,6 +345,72 @@ static void test_diagram_links(void)
 	tv_remove(root);
 }
 
+/* Whether inc has a diagnostic about path whose message holds text. */
+static int has_diag(const struct site *inc, const char *path, const char *text)
+{
+	size_t i;
+
+	for (i = 0; i < inc->diags.n; i++)
+		if (!strcmp(inc->diags.items[i].path, path) && strstr(inc->diags.items[i].msg, text))
+			return 1;
+	return 0;
+}
+
+/*
+ * [[/Delta]] is the root's Delta from any folder, or broken: never the
+ * Delta beside the linking note. The mention index finds the link by its
+ * name when the root's Delta appears, goes, moves away and comes back.
+ */
+static void test_root_links(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+	const char *away[] = { "Delta.md", "other/Delta.md" };
+	const char *back[] = { "other/Delta.md", "Delta.md" };
+
+	tv_write(root, "sub/Delta.md", "# Near delta\n");
+	tv_write(root, "folder/Note.md", "## Heading\n");
+	tv_write(root, "image.png", "\x89PNG\r\n");
+	tv_write(root, "sub/L.md", "[[/Delta]] [[/folder/Note#Heading|label]] ![[/image.png]] "
+				   "[[Delta|near]]\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK(page_has(snap, "/sub/l", "title=\"not found: /Delta\"") &&
+	      page_has(snap, "/sub/l", "href=\"/folder/note#heading\">label<") &&
+	      page_has(snap, "/sub/l", "src=\"/image.png\"") &&
+	      page_has(snap, "/sub/l", "href=\"/sub/delta\">near<"));
+	CHECK(has_diag(inc, "sub/L.md", "[[/Delta]] matches no note"));
+
+	tv_write(root, "Delta.md", "# Root delta\n");
+	step(inc, &snap, root, "Delta.md", "the root's Delta appears");
+	CHECK(page_has(snap, "/sub/l", "href=\"/delta\">/Delta<") &&
+	      page_has(snap, "/sub/l", "href=\"/sub/delta\">near<"));
+	CHECK(!has_diag(inc, "sub/L.md", "[[/Delta]]"));
+
+	tv_unlink(root, "Delta.md");
+	step(inc, &snap, root, "Delta.md", "the root's Delta deleted");
+	CHECK(page_has(snap, "/sub/l", "title=\"not found: /Delta\""));
+	CHECK(has_diag(inc, "sub/L.md", "[[/Delta]] matches no note"));
+
+	tv_write(root, "Delta.md", "# Root delta\n");
+	step(inc, &snap, root, "Delta.md", "the root's Delta back");
+	tv_unlink(root, "Delta.md");
+	tv_write(root, "other/Delta.md", "# Root delta\n");
+	step_paths(inc, &snap, root, away, 2, "the root's Delta moved into a folder");
+	CHECK(page_has(snap, "/sub/l", "title=\"not found: /Delta\""));
+	CHECK(!page_has(snap, "/sub/l", "href=\"/other/delta\""));
+
+	tv_unlink(root, "other/Delta.md");
+	tv_write(root, "Delta.md", "# Root delta\n");
+	step_paths(inc, &snap, root, back, 2, "the root's Delta moved back");
+	CHECK(page_has(snap, "/sub/l", "href=\"/delta\">/Delta<"));
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
 /*
  * A link to a heading chain ([[T#Other#Sub]]) goes to that very heading's
  * id, which only T's headings say ("sub-1" when an earlier "Sub" took
@@ -336,6 +437,54 @@ static void test_heading_chain_ids(void)
 	CHECK(page_has(snap, "/l", "href=\"/t#sub\">to other") && !page_has(snap, "/l", "sub-1"));
 	CHECK(page_has(snap, "/e", "href=\"/t#sub\">to other"));
 	CHECK_INT(inc->nrendered, 1); /* T; L and E only composed */
+	snapshot_unref(snap);
+	site_free(inc);
+	tv_remove(root);
+}
+
+/*
+ * A link to a heading or block the target does not have ([[T#Nope]],
+ * [t](T.md#missing), [[T#^gone]], [[#Here]]) still goes to the note and
+ * is reported; the report follows the target's headings as they come and
+ * go, and an edit that leaves them alone composes no linking page.
+ */
+static void test_missing_headings(void)
+{
+	char *root = tv_new();
+	struct site_options so = { .threads = 2 };
+	struct snapshot *snap;
+	struct site *inc;
+
+	tv_write(root, "T.md", "# T\n\n## Part\n\nText ^blk\n");
+	tv_write(root, "L.md", "[[T#Part]] [[T#Nope|nope]] [t](T.md#missing) [[T#^blk]] "
+			       "[[T#^gone]] [[#Here]] [[T#Part#Nope]]\n");
+	inc = site_load(root, &so);
+	snap = site_snapshot(inc, NULL);
+	CHECK(page_has(snap, "/l", "href=\"/t#nope\">nope<") &&
+	      page_has(snap, "/l", "href=\"/t#missing\">t<"));
+	CHECK(has_diag(inc, "L.md", "missing heading 'Nope' in T.md"));
+	CHECK(has_diag(inc, "L.md", "missing heading 'missing' in T.md"));
+	CHECK(has_diag(inc, "L.md", "missing block '^gone' in T.md"));
+	CHECK(has_diag(inc, "L.md", "missing heading 'Here' in L.md"));
+	CHECK(has_diag(inc, "L.md", "missing heading 'Part#Nope' in T.md"));
+	CHECK(!has_diag(inc, "L.md", "'Part'") && !has_diag(inc, "L.md", "'^blk'"));
+	CHECK_INT(inc->diags.nwarnings, 5);
+
+	tv_write(root, "T.md", "# T\n\n## Part\n\nText ^blk\n\n### Nope\n\n## Missing\n");
+	step(inc, &snap, root, "T.md", "the target gains the headings");
+	CHECK(!has_diag(inc, "L.md", "'Nope'") && !has_diag(inc, "L.md", "'missing'") &&
+	      !has_diag(inc, "L.md", "'Part#Nope'"));
+	CHECK_INT(inc->nrendered, 1); /* T; L only composed */
+
+	tv_write(root, "T.md", "# T\n\n## Part\n\nOther text ^blk\n\n### Nope\n\n## Missing\n");
+	step(inc, &snap, root, "T.md", "the target's text changes, not its headings");
+	CHECK_INT(inc->ncomposed, 1); /* T alone: L's links say the same */
+
+	tv_write(root, "T.md", "# T\n\nText ^gone\n\n### Nope\n");
+	step(inc, &snap, root, "T.md", "the target loses a heading and a block, gains a block");
+	CHECK(has_diag(inc, "L.md", "missing heading 'Part' in T.md") &&
+	      has_diag(inc, "L.md", "missing block '^blk' in T.md") &&
+	      !has_diag(inc, "L.md", "'^gone'"));
 	snapshot_unref(snap);
 	site_free(inc);
 	tv_remove(root);
@@ -478,8 +627,10 @@ int main(void)
 	RUN(test_fragments_from_pages);
 	RUN(test_links_follow_moves);
 	RUN(test_diagram_links);
+	RUN(test_root_links);
 	RUN(test_alias_under_tag_page);
 	RUN(test_heading_chain_ids);
+	RUN(test_missing_headings);
 	RUN(test_url_groups);
 	RUN(test_vault_sample);
 	RUN(test_tasks_docs);

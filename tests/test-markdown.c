@@ -63,6 +63,7 @@ static void resolve_fake(void *ctx, size_t index, const struct md_ref *ref, stru
 	/* paths as Markdown links write them: "./Note.md" and "/Note" are "Note" */
 	const char *t = ref->target;
 	size_t tl;
+	int rooted = t[0] == '/';
 
 	while (!strncmp(t, "./", 2) || t[0] == '/')
 		t += t[0] == '/' ? 1 : 2;
@@ -70,6 +71,10 @@ static void resolve_fake(void *ctx, size_t index, const struct md_ref *ref, stru
 	if (tl > 3 && !strcasecmp(t + tl - 3, ".md"))
 		tl -= 3;
 	for (i = 0; i < sizeof(vault) / sizeof(vault[0]); i++) {
+		/* from the root ("/Other"), a note found by name alone elsewhere is not there */
+		if (rooted && !strchr(vault[i].name, '/') && vault[i].url &&
+		    strchr(vault[i].url + 1, '/'))
+			continue;
 		if (strlen(vault[i].name) == tl && !strncasecmp(vault[i].name, t, tl)) {
 			out->kind = vault[i].kind;
 			out->url = vault[i].url;

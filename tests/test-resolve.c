@@ -24,6 +24,7 @@ static const char *const notes[] = {
 	"v1.2.md",                        /* 11 */
 	"Archive/2019/Delta.md",          /* 12 */
 	"Archive/2020/Delta.md",          /* 13 */
+	"Delta.md",                       /* 14 */
 };
 static const char *const files[] = {
 	"photo.png",                      /* 0 */
@@ -65,7 +66,8 @@ static void test_shortest_and_same_folder(void)
 	expect("Archive/2019/Delta.md", "alpha", RESOLVE_NOTE, 2);
 	/* equal depth: byte order decides, deterministically */
 	expect("index.md", "Gamma", RESOLVE_NOTE, 9);
-	expect("index.md", "Delta", RESOLVE_NOTE, 12);
+	expect("index.md", "Delta", RESOLVE_NOTE, 14);          /* the root's: shortest */
+	expect("Archive/Note.md", "Delta", RESOLVE_NOTE, 14);
 	expect("Archive/2020/Delta.md", "Delta", RESOLVE_NOTE, 13);
 	/* Beta: root beats Projects/Sub */
 	expect("Projects/Alpha.md", "Beta", RESOLVE_NOTE, 4);
@@ -93,6 +95,28 @@ static void test_relative(void)
 	expect("Projects/Alpha.md", "./Alpha", RESOLVE_NOTE, 1);
 	expect("Projects/Alpha.md", "./Beta", RESOLVE_NONE, 0);      /* relative means exact */
 	expect("Projects/Alpha.md", "./report.pdf", RESOLVE_FILE, 2);
+}
+
+/*
+ * A target starting with '/' is a path from the vault's root, from any
+ * folder: [[/Delta]] in Archive/2019 is the root's Delta, not the one
+ * beside it, and a root path that names nothing is broken, never looked
+ * up by name or as a tail elsewhere.
+ */
+static void test_root_absolute(void)
+{
+	expect("Archive/2019/Alpha.md", "Delta", RESOLVE_NOTE, 12);   /* by name: its own folder */
+	expect("Archive/2019/Alpha.md", "/Delta", RESOLVE_NOTE, 14);
+	expect("Archive/2019/Alpha.md", "/delta.md", RESOLVE_NOTE, 14);
+	expect("Archive/2020/Delta.md", "/Archive/2019/Delta", RESOLVE_NOTE, 12);
+	expect("Projects/Sub/Beta.md", "/Beta", RESOLVE_NOTE, 4);
+	expect("index.md", "/photo.png", RESOLVE_FILE, 0);
+	expect("index.md", "/attachments/diagram.svg", RESOLVE_FILE, 1);
+	expect("index.md", "/Alpha", RESOLVE_NONE, 0);          /* only Projects/ has one */
+	expect("index.md", "/2019/Alpha", RESOLVE_NONE, 0);     /* no tail from the root */
+	expect("Projects/Alpha.md", "/Sub/Beta", RESOLVE_NONE, 0); /* nor the note's folder */
+	expect("index.md", "/diagram.svg", RESOLVE_NONE, 0);
+	expect("index.md", "//Beta", RESOLVE_NOTE, 4);
 }
 
 static void test_unicode(void)
@@ -172,6 +196,7 @@ int main(void)
 	RUN(test_shortest_and_same_folder);
 	RUN(test_paths);
 	RUN(test_relative);
+	RUN(test_root_absolute);
 	RUN(test_unicode);
 	RUN(test_notes_and_files);
 	RUN(test_special_characters);

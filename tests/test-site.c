@@ -762,8 +762,9 @@ static void test_embedded_blocks(void)
 
 	tv_write(v, "pic.png", "\x89PNG\r\n");
 	tv_write(v, "Src.md", "- one\n- two ^bullet\n\n1. first\n2. second ^numbered\n\n"
-			      "![[pic.png]]\n\n^picture\n");
-	tv_write(v, "Show.md", "![[Src#^bullet]]\n\n![[Src#^numbered]]\n\n![[Src#^picture]]\n");
+			      "![[pic.png]]\n\n^picture\n\n![[pic.png|40]]^glued\n");
+	tv_write(v, "Show.md", "![[Src#^bullet]]\n\n![[Src#^numbered]]\n\n![[Src#^picture]]\n\n"
+			       "![[Src#^glued]] [[Src#^glued|to it]]\n");
 	tv_write(v, "Self.md", "## Part\n\nSome text ^b\n\n## Again\n\n![[#Part]]\n\n![[#Part]]\n");
 	s = load(v, 1);
 	CHECK(s != NULL);
@@ -775,8 +776,15 @@ static void test_embedded_blocks(void)
 	CHECK(strstr(body, "<ul>\n<li>two</li>\n</ul>") != NULL);
 	CHECK(strstr(body, "<ol>\n<li>second</li>\n</ol>") != NULL);
 	CHECK(strstr(body, "<div class=\"embeds\">\n<img src=\"/pic.png\"") != NULL);
+	/* "![[pic.png]]^glued": the id of the embed's paragraph, as with a blank before it */
+	CHECK(strstr(body, "<img src=\"/pic.png\" alt=\"pic.png\" width=\"40\"") != NULL);
+	CHECK(strstr(body, "href=\"/src#^glued\">to it<") != NULL);
+	CHECK(!strstr(body, "No section"));
 	CHECK(!strstr(body, " id=\""));
 	CHECK_INT(s->diags.nwarnings, 0);
+	free(body);
+	body = page_body(snap, "/src");
+	CHECK(strstr(body, "<div class=\"embeds\" id=\"^glued\">\n<img src=\"/pic.png\"") != NULL);
 	free(body);
 	body = page_body(snap, "/self");
 	CHECK(test_count(body, " id=\"part\"") == 1 && test_count(body, " id=\"^b\"") == 1);

@@ -746,6 +746,26 @@ static cmark_node *last_paragraph(struct ctx *c, cmark_node *item)
 }
 
 /*
+ * Does s (len bytes) end with an embed, "![[...]]"? Obsidian takes
+ * "![[image.png]]^id" (no blank before the caret: its own help vault
+ * writes it) as the paragraph's id, as after a blank.
+ */
+static int ends_with_embed(const char *s, size_t len)
+{
+	size_t k;
+
+	if (len < 6 || s[len - 1] != ']' || s[len - 2] != ']')
+		return 0;
+	for (k = len - 2; k >= 3; k--) {
+		if (s[k - 1] == ']' && s[k - 2] == ']')
+			return 0;
+		if (s[k - 1] == '[' && s[k - 2] == '[')
+			return s[k - 3] == '!' && k < len - 2;
+	}
+	return 0;
+}
+
+/*
  * "text ^id" gives the paragraph (or its list item) an id; a paragraph of
  * just "^id" right after a table, quote, list or code block gives it to
  * that block, and is itself dropped.
@@ -796,6 +816,8 @@ static void find_block_id(struct ctx *c, cmark_node *para)
 		e = b - 1;
 		while (e > st && is_space(s[e - 1]))
 			e--;
+	} else if (ends_with_embed(s + st, b - 1 - st)) {
+		e = b - 1;
 	} else {
 		return;
 	}

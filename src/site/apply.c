@@ -199,17 +199,16 @@ void apply_mark_recompose(struct work *w, struct site_note *n)
 	}
 }
 
-/* Adds delta to the count of heading-chain links of n into each note they point to. */
-static void count_chains(struct site_note *n, int delta)
+/* Adds delta to the count of n's links to a heading or block in each other note they point to. */
+static void count_anchored(struct site_note *n, int delta)
 {
 	size_t k;
 
-	for (k = 0; k < n->md.nslots; k++) {
-		size_t ref = n->md.slots[k].ref;
-		if ((ref & MD_SLOT_FRAGMENT) && n->refs[ref & ~MD_SLOT_FRAGMENT].kind == MD_TARGET_NOTE) {
-			struct site_note *t = n->refs[ref & ~MD_SLOT_FRAGMENT].target;
-			t->nchained += (size_t)delta;
-		}
+	for (k = 0; k < n->md.nrefs; k++) {
+		struct site_note *t = n->refs[k].target;
+		if (n->md.refs[k].kind == MD_REF_LINK && n->md.refs[k].fragment &&
+		    n->md.refs[k].fragment[0] && n->refs[k].kind == MD_TARGET_NOTE && t != n)
+			t->nanchored += (size_t)delta;
 	}
 }
 
@@ -218,7 +217,7 @@ static void withdraw_targets(struct site *s, struct work *w, struct site_note *n
 {
 	size_t k;
 
-	count_chains(n, -1);
+	count_anchored(n, -1);
 	for (k = 0; k < n->md.nrefs; k++) {
 		const struct site_ref *r = &n->refs[k];
 		if (r->kind == MD_TARGET_NOTE && n->md.refs[k].kind == MD_REF_LINK && r->target != n) {
@@ -301,7 +300,7 @@ static void contribute_targets(struct site *s, struct work *w, struct site_note 
 		}
 	}
 	map_release(&linked);
-	count_chains(n, 1);
+	count_anchored(n, 1);
 	/* what apply_referrers() asks of a note with many references, without a pass over them */
 	if (n->md.nrefs > REF_SCAN_MAX) {
 		for (k = 0; k < n->md.nrefs; k++) {
@@ -733,6 +732,9 @@ static void after_parse(struct site *s, struct work *w, struct site_note *n)
 		page_unref(n->page);
 		n->page = NULL;
 		render_note_release(n); /* its fragment's pieces hold that page too */
+		/* nor is it rendered or composed: what those said of it goes */
+		diag_forget(&s->diags, n->note.path, DIAG_LINK);
+		diag_forget(&s->diags, n->note.path, DIAG_EMBED);
 		free(n->backlinks);
 		n->backlinks = NULL;
 		n->nbacklinks = n->abacklinks = 0;
@@ -928,11 +930,11 @@ static void render_marked(struct site *s, struct work *w)
 		contribute(s, w, live.v[i]);
 		apply_mark_recompose(w, live.v[i]);
 	}
-	/* links to a heading chain in a note rendered again: its headings' ids may have moved */
+	/* links to a heading or block of a note whose anchors changed: found or not, ids moved */
 	for (i = 0; i < live.n; i++) {
 		struct notevec v = { 0 };
 		size_t k;
-		if (!live.v[i]->nchained)
+		if (!live.v[i]->nanchored || !live.v[i]->anchors_changed)
 			continue;
 		apply_referrers(s, live.v[i], MD_REF_LINK, &v);
 		for (k = 0; k < v.n; k++)

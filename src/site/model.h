@@ -83,8 +83,10 @@ struct site_note {
 	struct site_ref *refs;/* parallel to md.refs */
 	struct map ref_kinds; /* many refs: target -> (1 << MD_REF_LINK) | (1 << MD_REF_EMBED) */
 	struct site_fragment frag; /* where the fragment's bytes are */
-	size_t nchained;      /* links of other notes to a heading chain here ([[This#Part#Sub]]),
-				 whose "#id" depends on this note's headings (render.c) */
+	size_t nanchored;     /* links of other notes to a heading or block here ([[This#Part]],
+				 [[This#Part#Sub]], [t](This.md#^id)): whether each finds it,
+				 and a chain's "#id", depend on this note's anchors (render.c) */
+	uint64_t anchors;     /* hash of its headings and block ids as last rendered */
 	struct site_note **backlinks; /* published notes linking here, by title then path */
 	size_t nbacklinks, abacklinks;
 	char **mentions;      /* name keys under which this note is in site->mentions */
@@ -98,6 +100,7 @@ struct site_note {
 	unsigned reparse : 1, rerender : 1, recompose : 1, removed : 1, added : 1, seen : 1;
 	unsigned indexed : 1, parsed : 1;
 	unsigned embedded : 1;  /* a page being composed reads its fragment */
+	unsigned anchors_changed : 1; /* its last render changed anchors */
 	unsigned vanished : 1;  /* its file was gone when parsing read it */
 	unsigned too_big : 1;   /* over max_note_size: not read, not published (an error) */
 	char *surl;           /* the URL its search row is under (sitesearch.c), or NULL */

@@ -21,6 +21,7 @@
 #define _GNU_SOURCE /* memmem */
 #include "site/render.h"
 #include "util/gzip.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
@@ -151,8 +152,31 @@ static void frag_add(struct buf *out, const struct site_note *n, size_t from, si
 	}
 }
 
+/*
+ * A hash of what links into n can name: its headings (level, id, text,
+ * in order: a chain's "#id" depends on all three) and block ids. When it
+ * is unchanged, the notes linking to a heading or block here need not be
+ * composed again.
+ */
+static uint64_t anchors_hash(const struct md_result *md)
+{
+	uint64_t h = hash64_seeded(&md->nheadings, sizeof(md->nheadings), md->nblocks);
+	size_t k;
+
+	for (k = 0; k < md->nheadings; k++) {
+		const struct md_heading *x = &md->headings[k];
+		h = hash64_seeded(&x->level, sizeof(x->level), h);
+		h = hash64_seeded(x->id, strlen(x->id) + 1, h);
+		h = hash64_seeded(x->text, strlen(x->text) + 1, h);
+	}
+	for (k = 0; k < md->nblocks; k++)
+		h = hash64_seeded(md->blocks[k].id, strlen(md->blocks[k].id) + 1, h);
+	return h;
+}
+
 void render_note_body(struct site *s, struct site_note *n)
 {
+	uint64_t anchors;
 	struct body_ctx ctx = { s, n, 0 };
 	struct md_options opt;
 	size_t k;
@@ -171,6 +195,9 @@ void render_note_body(struct site *s, struct site_note *n)
 		md_result_release(&n->md);
 	}
 	n->frag.len = n->md.html.len;
+	anchors = anchors_hash(&n->md);
+	n->anchors_changed = anchors != n->anchors;
+	n->anchors = anchors;
 	for (k = 0; k < n->md.nwarnings; k++)
 		diag_addk(&s->diags, DIAG_LINK, DIAG_WARNING, n->note.path, n->md.warnings[k].line,
 			  "%s", n->md.warnings[k].msg);
@@ -573,6 +600,119 @@ static void compose(struct site *s, const struct site_note *n, size_t start, siz
 	add_run(out, n, pos, end, pieces);
 }
 
+/*
+ * What links can call a note's anchors, so that asking whether it has one
+ * is a lookup, not a pass over its headings per link (a note of n
+ * headings and n links into itself would cost n squared): "i" and each
+ * heading's id, "t" and its text in ASCII lower case (heading_in()'s
+ * rule), "^" and each block id. Built once per target a page links into.
+ */
+struct anchors {
+	const struct site_note *t;
+	struct map names;
+	char **keys;           /* owned, the map's keys */
+	size_t nkeys, akeys;
+};
+
+/* Sets b to prefix and s, ASCII lower case when fold. */
+static void anchor_key(struct buf *b, char prefix, const char *s, int fold)
+{
+	size_t i;
+
+	buf_reset(b);
+	buf_addc(b, prefix);
+	for (i = 0; s[i]; i++)
+		buf_addc(b, fold && s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+}
+
+static int has_key(const struct anchors *a, struct buf *b, char prefix, const char *s, int fold)
+{
+	anchor_key(b, prefix, s, fold);
+	return map_get(&a->names, b->ptr, b->len) != NULL;
+}
+
+static void anchor_add(struct anchors *a, struct buf *b, char prefix, const char *s, int fold)
+{
+	if (has_key(a, b, prefix, s, fold))
+		return;
+	ALLOC_GROW(a->keys, a->nkeys + 1, a->akeys);
+	a->keys[a->nkeys] = xstrndup(b->ptr, b->len);
+	map_put(&a->names, a->keys[a->nkeys++], b->len, a);
+}
+
+static struct anchors *anchors_of(struct map *cache, const struct site_note *t, struct buf *b)
+{
+	struct anchors *a = map_get(cache, (const char *)&t, sizeof(t));
+	size_t k;
+
+	if (a)
+		return a;
+	a = xcalloc(1, sizeof(*a));
+	a->t = t;
+	for (k = 0; k < t->md.nheadings; k++) {
+		anchor_add(a, b, 'i', t->md.headings[k].id, 0);
+		anchor_add(a, b, 't', t->md.headings[k].text, 1);
+	}
+	for (k = 0; k < t->md.nblocks; k++)
+		anchor_add(a, b, '^', t->md.blocks[k].id, 0);
+	map_put(cache, (const char *)&a->t, sizeof(a->t), a);
+	return a;
+}
+
+/* Does the note a indexes have the heading, heading chain or block frag names? */
+static int has_anchor(const struct anchors *a, const char *frag, struct buf *b)
+{
+	size_t end;
+	char *id;
+	int found;
+
+	if (frag[0] == '^')
+		return has_key(a, b, '^', frag + 1, 0);
+	id = md_heading_id(frag);
+	found = has_key(a, b, 'i', id, 0) || has_key(a, b, 't', frag, 1);
+	free(id);
+	/* "Part#Sub": the chain is walked; as costly as composing its link (add_chain_id()) */
+	return found || (strchr(frag, '#') && chain_heading(&a->t->md, frag, a->t->frag.len, &end) >= 0);
+}
+
+/*
+ * Reports n's links to a heading or block that their note does not have
+ * ([[T#Nope]], [t](T.md#nope), [[T#^gone]], [[#Nope]]): each still goes
+ * to the note. Made when n is composed, since it reads the targets'
+ * headings; a target whose anchors change has its linkers composed again
+ * (nanchored), so the report follows.
+ */
+static void check_anchors(struct site *s, const struct site_note *n)
+{
+	struct map cache = MAP_INIT; /* target -> struct anchors */
+	struct buf b = BUF_INIT;
+	size_t k, i = 0;
+	void *v;
+
+	for (k = 0; k < n->md.nrefs; k++) {
+		const struct md_ref *ref = &n->md.refs[k];
+		const struct site_note *t = n->refs[k].target;
+
+		if (ref->kind != MD_REF_LINK || !ref->fragment || !ref->fragment[0] ||
+		    n->refs[k].kind != MD_TARGET_NOTE ||
+		    has_anchor(anchors_of(&cache, t, &b), ref->fragment, &b))
+			continue;
+		diag_addk(&s->diags, DIAG_EMBED, DIAG_WARNING, n->note.path, ref->line,
+			  "link to missing %s '%s' in %s: it goes to the note",
+			  ref->fragment[0] == '^' ? "block" : "heading", ref->fragment, t->note.path);
+	}
+	while (map_next(&cache, &i, NULL, NULL, &v)) {
+		struct anchors *a = v;
+		for (k = 0; k < a->nkeys; k++)
+			free(a->keys[k]);
+		free(a->keys);
+		map_release(&a->names);
+		free(a);
+	}
+	map_release(&cache);
+	buf_release(&b);
+}
+
 void render_note_page(struct site *s, struct site_note *n)
 {
 	struct buf body = BUF_INIT, html = BUF_INIT;
@@ -596,6 +736,7 @@ void render_note_page(struct site *s, struct site_note *n)
 	buf_grow(&body, n->frag.len + 1024);
 	buf_grow(&html, (n->page ? n->page->body_len : n->frag.len + 8192) + 1024);
 	compose(s, n, 0, n->frag.len, &body, &path, 0, 0, &pieces, &budget);
+	check_anchors(s, n);
 
 	toc = xcalloc(n->md.nheadings + 1, sizeof(*toc));
 	for (k = 0; k < n->md.nheadings; k++) {

@@ -20,7 +20,7 @@ enum diag_level { DIAG_WARNING, DIAG_ERROR };
 enum diag_kind {
 	DIAG_PARSE,   /* reading the file and its frontmatter */
 	DIAG_LINK,    /* rendering: broken links and embeds */
-	DIAG_EMBED,   /* composing: embed cycles, missing sections */
+	DIAG_EMBED,   /* composing: embed cycles, missing sections, links to missing headings */
 	DIAG_URL,     /* URL and alias collisions */
 	DIAG_ROUTE,   /* routes on hosts: unreadable, or claimed by another note */
 	DIAG_OTHER,

@@ -320,8 +320,17 @@ enum resolve_kind resolver_find(const struct resolver *r, const char *from, cons
 			e = pick(map_get(&r->by_name, p, strlen(p)), RESOLVE_FILE, from);
 		goto out;
 	}
-	while (*p == '/')
-		p++;
+	if (*p == '/') {
+		/*
+		 * From the vault's root, whatever folder the link is in: exact,
+		 * or broken. Falling back to the name would link the note
+		 * beside it that the author wrote the '/' to avoid.
+		 */
+		while (*p == '/')
+			p++;
+		e = by_path(r, p, from);
+		goto out;
+	}
 	if (strchr(p, '/')) {
 		e = by_path(r, p, from);
 		if (!e && (key = join(ffrom, fromdir, p)))

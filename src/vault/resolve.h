@@ -7,7 +7,9 @@
  * linking note's own folder wins, then the shortest path (fewest folders,
  * then fewest bytes, then byte order). A target with '/' is a path: from
  * the vault root, from the linking note's folder, or else as the tail of a
- * longer path. "./" and "../" are relative to the linking note. A target
+ * longer path. One that starts with '/' is from the vault root only
+ * ([[/Delta]] is the root's Delta from any folder; if there is none, the
+ * link is broken). "./" and "../" are relative to the linking note. A target
  * with an extension that names an attachment (photo.png) finds the
  * attachment even beside a note called photo.md; "photo" finds the note.
  *

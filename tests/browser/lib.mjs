@@ -57,31 +57,6 @@ export async function serve(vault, opts = {}) {
 }
 
 /*
- * A browser test on a copy of vault-sample: prepare(vault) adds its own
- * notes, then run(browser, base) drives Chromium against `quire serve` on
- * it; the server, the browser and the copy are gone afterwards.
- */
-export async function onSample(prepare, run) {
-  if (!chromium) {
-    check(false, 'chromium is installed (scripts/setup installs it)');
-    return;
-  }
-  const work = mkdtempSync(join(tmpdir(), 'quire-browser-'));
-  const vault = join(work, 'vault');
-  cpSync(join(root, 'vault-sample'), vault, { recursive: true });
-  prepare(vault);
-  const { proc, base } = await serve(vault);
-  const browser = await launch();
-  try {
-    await run(browser, base);
-  } finally {
-    await browser.close();
-    await stop(proc);
-    rmSync(work, { recursive: true, force: true });
-  }
-}
-
-/*
  * A page that records what the reader would not see: console errors,
  * uncaught exceptions, failed requests, requests to another origin.
  */
@@ -135,4 +110,32 @@ export function launch() {
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
+}
+
+/*
+ * A copy of vault-sample, changed by prepare(vaultPath), served, and
+ * Chromium: runs fn(browser, base), then closes the browser, stops the
+ * server and removes the copy, whatever fn did. Without Chromium, a
+ * failed check says what is missing.
+ */
+export async function withSample(prepare, fn) {
+  if (!chromium) {
+    check(false, 'chromium is installed (scripts/setup installs it)');
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), 'quire-browser-'));
+  const vault = join(work, 'vault');
+  cpSync(join(root, 'vault-sample'), vault, { recursive: true });
+  let proc = null, browser = null;
+  try {
+    prepare(vault);
+    let base;
+    ({ proc, base } = await serve(vault));
+    browser = await launch();
+    await fn(browser, base);
+  } finally {
+    if (browser) await browser.close();
+    if (proc) await stop(proc);
+    rmSync(work, { recursive: true, force: true });
+  }
 }

@@ -21,14 +21,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { check, summary } from '../lib/check.mjs';
-import { axe, onSample, visit, watchedPage } from './lib.mjs';
+import { axe, visit, watchedPage, withSample } from './lib.mjs';
 
 const filler = (what, n) => Array.from({ length: n }, (_, i) =>
   `Paragraph ${i} of ${what}, long enough to take a line or two of the page, so that the note ` +
   'is taller than the window and its scroll position means something.').join('\n\n');
 
 function main() {
-  return onSample((vault) => {
+  return withSample((vault) => {
     mkdirSync(join(vault, 'nav'));
     writeFileSync(join(vault, 'nav', 'start.md'),
       '---\ntitle: Start\n---\n# Start\n\nTo [[target|the target]], to [[formatting|a page with math]], to ' +

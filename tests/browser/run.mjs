@@ -28,21 +28,19 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { check, summary } from '../lib/check.mjs';
-import { axe, onSample, shots, visit, watchedPage } from './lib.mjs';
+import { axe, shots, visit, watchedPage, withSample } from './lib.mjs';
 
-function main() {
-  return onSample((vault) => {
-    writeFileSync(join(vault, 'writing', 'Repeated.md'),
-      '# Repeated\n\nA note that opens with its own title.\n\n## First part\n\nText.\n\n' +
-      '## Second part\n\nMore text.\n');
-    writeFileSync(join(vault, 'writing', 'Microsoft.PowerShell.Archive.CompressArchiveWithAVeryLongName.md'),
-      'A note whose name, its title, has no space to break at.\n');
-    mkdirSync(join(vault, 'big'));
-    for (let i = 0; i < 250; i++)
-      writeFileSync(join(vault, 'big', `n${String(i).padStart(3, '0')}.md`),
-        `# Big note ${i}\n\nA note of a big folder, number ${i}.\n`);
-    mkdirSync(shots, { recursive: true });
-  }, run);
+function prepare(vault) {
+  writeFileSync(join(vault, 'writing', 'Repeated.md'),
+    '# Repeated\n\nA note that opens with its own title.\n\n## First part\n\nText.\n\n' +
+    '## Second part\n\nMore text.\n');
+  writeFileSync(join(vault, 'writing', 'Microsoft.PowerShell.Archive.CompressArchiveWithAVeryLongName.md'),
+    'A note whose name, its title, has no space to break at.\n');
+  mkdirSync(join(vault, 'big'));
+  for (let i = 0; i < 250; i++)
+    writeFileSync(join(vault, 'big', `n${String(i).padStart(3, '0')}.md`),
+      `# Big note ${i}\n\nA note of a big folder, number ${i}.\n`);
+  mkdirSync(shots, { recursive: true });
 }
 
 /* 200, or 304 for a page already fetched ahead into the HTTP cache (theme/js/navigation.js) */
@@ -347,7 +345,7 @@ async function run(browser, base) {
     JSON.stringify(phone.problems.slice(0, 5)));
 }
 
-main()
+withSample(prepare, run)
   .catch((e) => check(false, 'the run finished: ' + (e && e.stack || e)))
   .finally(() => {
     process.exit(summary());

@@ -917,6 +917,48 @@ static void r_many_links(void *input, size_t n, int check)
 }
 
 /*
+ * One note with n headings and n links into itself, half to headings it
+ * has, half to headings and blocks it lacks: each reported, and finding
+ * whether a note has a heading costs no pass over its headings per link.
+ */
+static void *b_heading_links(size_t n)
+{
+	char *dir = tv_new();
+	struct buf text = BUF_INIT;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		buf_addf(&text, "## Part %zu\n\n", i);
+	for (i = 0; i < n; i++) {
+		if (i % 4 == 0)
+			buf_addf(&text, "[[#Part %zu]] [x](case.md#part-%zu) ", n - 1 - i, i);
+		else
+			buf_addf(&text, "[[#Nope %zu]] [[case#^gone%zu]] ", i, i);
+		if (i % 64 == 63)
+			buf_adds(&text, "\n");
+	}
+	tv_write_len(dir, "case.md", text.ptr, text.len);
+	tv_write(dir, "quire.yml", "max_note_size: 64M\n"); /* 10 MB at the bench's 10 n */
+	buf_release(&text);
+	return dir;
+}
+
+static void r_heading_links(void *input, size_t n, int check)
+{
+	struct site *s = load(input);
+
+	CHECK(s != NULL);
+	if (s && check) {
+		CHECK_INT(s->diags.nwarnings, n / 4 * 3 * 2);
+		CHECK(has_diag(&s->diags, "case.md", "missing heading 'Nope 1' in case.md"));
+		CHECK(has_diag(&s->diags, "case.md", "missing block '^gone1' in case.md"));
+		CHECK(!has_diag(&s->diags, "case.md", "'Part "));
+		CHECK(!has_diag(&s->diags, "case.md", "'part-"));
+	}
+	site_free(s);
+}
+
+/*
  * Per-link work in a site: one note with n distinct broken links, and a
  * hub linked from n / 10 notes that it links back (was test_links_linear
  * in test-site.c).
@@ -1138,6 +1180,8 @@ const struct hostile_case hostile_cases[] = {
 	{ "big note (bytes)", BYTES, 512 * KB, 5 * MB, b_big_note, r_big_note, drop_buf },
 	{ "embed chain (notes)", VAULT, 200, 400, b_embed_chain, r_embed_chain, drop_vault },
 	{ "links to a hub (links)", VAULT, 4000, 4000, b_hub_links, r_hub_links, drop_vault },
+	{ "links to headings (links)", VAULT, 2000, 20000, b_heading_links, r_heading_links,
+	  drop_vault },
 	{ "a million links (links)", VAULT, 10000, 100000, b_many_links, r_many_links,
 	  drop_vault },
 };

@@ -87,6 +87,25 @@ function placeholder(page, fill) {
 }
 
 let treeReveal = null; /* renderTree() sets it: the new page's place in the tree */
+ * A name as text with places a line may break where a reader would: after
+ * '-', '.', '_' and '/', and between the words of CamelCase
+ * ("Property|Value", "HTTP|Server"), each a <wbr> element (the name is
+ * never parsed as markup). A deep name then wraps as
+ * "Get-ItemProperty|Value", not "Get-ItemPropertyV|alue"; a word longer
+ * than the line still breaks inside, the last resort (overflow-wrap).
+ */
+const NAME_BREAK = /[-._/](?=[^-._/\s])|[\p{Ll}\p{N}](?=\p{Lu})|\p{Lu}(?=\p{Lu}\p{Ll})/gu;
+function breakableName(name) {
+  const frag = doc.createDocumentFragment();
+  let from = 0;
+  for (const m of name.matchAll(NAME_BREAK)) {
+    frag.append(name.slice(from, m.index + 1), doc.createElement('wbr'));
+    from = m.index + 1;
+  }
+  frag.append(name.slice(from));
+  return frag;
+}
+
 function renderTree(data, ready, open) {
   const trail = new Set(); /* folders on the way to the current page */
   const setters = new Map(); /* folder path -> its set(on), once drawn */
@@ -100,7 +119,7 @@ function renderTree(data, ready, open) {
   }
 
   function link(url, text) {
-    const a = h('a', { href: url, text: text || '' });
+    const a = h('a', { href: url }, [breakableName(text || '')]);
     if (same(url)) {
       a.setAttribute('aria-current', 'page');
       current = a;
@@ -129,7 +148,7 @@ function renderTree(data, ready, open) {
         row.append(link(c.url, c.name));
       } else {
         toggle.classList.add('tree-label');
-        toggle.append(c.name);
+        toggle.append(breakableName(c.name));
       }
       li.append(row);
       let sub = null;
