@@ -87,6 +87,8 @@ function placeholder(page, fill) {
 }
 
 let treeReveal = null; /* renderTree() sets it: the new page's place in the tree */
+
+/*
  * A name as text with places a line may break where a reader would: after
  * '-', '.', '_' and '/', and between the words of CamelCase
  * ("Property|Value", "HTTP|Server"), each a <wbr> element (the name is
