@@ -32,6 +32,17 @@ import { check, summary } from '../lib/check.mjs';
 import { stop } from '../lib/proc.mjs';
 import { axe, chromium, launch, root, serve, shots, visit, watchedPage } from './lib.mjs';
 
+/* Diagrams are drawn as they come near the viewport (tests/browser/weight.mjs): brings each there. */
+async function drawAll(page) {
+  const n = await page.$$eval('pre.mermaid', (all) => all.length);
+  for (let i = 0; i < n; i++) {
+    await page.$$eval('pre.mermaid', (all, k) => all[k].scrollIntoView({ block: 'center' }), i);
+    await page.waitForFunction((k) => document.querySelectorAll('pre.mermaid')[k].querySelector('svg'),
+      { timeout: 20000 }, i).catch(() => {});
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+}
+
 async function main() {
   if (!chromium) {
     check(false, 'chromium is installed (scripts/setup installs it)');
@@ -164,8 +175,7 @@ async function run(browser, base) {
 
   /* math typeset by KaTeX and diagrams drawn by Mermaid, served by quire itself */
   check(await visit(desk, base + '/writing/formatting') === 200, 'the formatting note answers');
-  await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
-    .catch(() => {});
+  await drawAll(desk);
   const typeset = await desk.evaluate(() => {
     const maths = [...document.querySelectorAll('.note-body .math')];
     return {
@@ -197,8 +207,7 @@ async function run(browser, base) {
     desk.click('pre.mermaid a.diagram-link[href="/design/invariants"]')]);
   check(new URL(desk.url()).pathname === '/design/invariants', 'a click on a linked node opens its note');
   check([200, 304].includes(await visit(desk, base + '/writing/formatting')), 'the formatting note answers again');
-  await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
-    .catch(() => {});
+  await drawAll(desk);
   check(typeset.scripts.every((u) => u.startsWith(base + '/_quire/')),
     'KaTeX and Mermaid come from quire itself: ' + JSON.stringify(typeset.scripts));
   await desk.screenshot({ path: join(shots, 'math-diagram-desktop.png'), fullPage: true });
