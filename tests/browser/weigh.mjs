@@ -25,7 +25,9 @@ export async function weighedPage(browser, fresh) {
   const at = (id) => reqs.get(id) || {}; /* data: URLs are not recorded */
   cdp.on('Network.requestWillBeSent', (e) => {
     if (e.request.url.startsWith('data:')) return;
-    reqs.set(e.requestId, { url: e.request.url, status: 0, bytes: 0, body: 0, cached: false, failed: null });
+    reqs.set(e.requestId, {
+      url: e.request.url, status: 0, bytes: 0, body: 0, cached: false, finished: false, failed: null,
+    });
   });
   cdp.on('Network.requestServedFromCache', (e) => { at(e.requestId).cached = true; });
   cdp.on('Network.responseReceived', (e) => {
@@ -35,7 +37,11 @@ export async function weighedPage(browser, fresh) {
     r.range = e.response.headers['content-range'] || e.response.headers['Content-Range'] || null;
   });
   cdp.on('Network.dataReceived', (e) => { at(e.requestId).body += e.encodedDataLength; });
-  cdp.on('Network.loadingFinished', (e) => { at(e.requestId).bytes = e.encodedDataLength; });
+  cdp.on('Network.loadingFinished', (e) => {
+    const r = at(e.requestId);
+    r.bytes = e.encodedDataLength;
+    r.finished = true;
+  });
   cdp.on('Network.loadingFailed', (e) => {
     const r = at(e.requestId);
     r.failed = e.errorText;
