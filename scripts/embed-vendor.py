@@ -11,10 +11,17 @@ which as a C array would take the compiler longer than the rest of quire,
 and compressing it at every start would cost each server (and each test
 that starts one) a tenth of a second. Names carry the package's version
 (`katex-0.16.22/katex.min.js`): the URLs are immutable.
+
+KaTeX's stylesheet names each font three times (woff2, woff, ttf); only
+the woff2 files are embedded (every browser quire supports reads woff2),
+so the stylesheet is rewritten here to name only those: no url() in a
+stylesheet quire serves answers 404, even to a crawler that requests them
+all. A stylesheet that names a file not embedded stops the build.
 """
 import gzip
 import json
 import os
+import re
 import sys
 
 # (package, files under it; a folder ending in "/" takes its .woff2 files)
@@ -45,13 +52,44 @@ def files(modules):
                        os.path.join(root, part))
 
 
+# one source of a @font-face: url(...) format("...")
+FONT_SOURCE = re.compile(r'url\(([^)]*)\)\s*format\(\s*["\']?([\w-]+)["\']?\s*\)')
+
+
+def woff2_only(name, css):
+    """The stylesheet with every font-face src reduced to its woff2 source."""
+    def face(m):
+        srcs = [s for s in FONT_SOURCE.finditer(m.group(1)) if s.group(2) == "woff2"]
+        if not srcs:
+            sys.exit("embed-vendor.py: %s: a @font-face without a woff2 source: %s"
+                     % (name, m.group(0)[:120]))
+        return "src:" + ",".join(s.group(0) for s in srcs)
+    return re.sub(r'src:([^;}]*)', face, css)
+
+
+def check_urls(name, css, names):
+    """Every relative url() in the stylesheet names a file embedded beside it."""
+    base = os.path.dirname(name)
+    for u in re.findall(r'url\(\s*["\']?([^"\')]+)', css):
+        if u.startswith("data:"):
+            continue
+        if os.path.normpath(os.path.join(base, u)) not in names:
+            sys.exit("embed-vendor.py: %s names %s, which is not embedded" % (name, u))
+
+
 def main():
     out_path, scratch, modules = sys.argv[1:4]
     os.makedirs(scratch, exist_ok=True)
     asm, decl, entries = [], [], []
-    for i, (name, path) in enumerate(files(modules)):
+    wanted = list(files(modules))
+    names = {name for name, _ in wanted}
+    for i, (name, path) in enumerate(wanted):
         with open(path, "rb") as f:
             data = f.read()
+        if name.endswith(".css"):
+            css = woff2_only(name, data.decode("utf-8"))
+            check_urls(name, css, names)
+            data = css.encode("utf-8")
         gz = gzip.compress(data, compresslevel=9, mtime=0)
         gz_path = os.path.abspath(os.path.join(scratch, "%d.gz" % i))
         with open(gz_path, "wb") as f:

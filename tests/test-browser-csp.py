@@ -9,7 +9,9 @@ inline script ran (<html class="js">), and the theme's script ran and
 built what it builds from /_quire/tree.json (the explorer's rows) or
 /api/search (the results list); a page in a folder opens with its
 folder's explorer document loaded and the page marked, also in a folder
-of 250 notes whose document comes in pages. A policy that forbids the inline script
+of 250 notes whose document comes in pages; a diagram in the first
+screen is drawn by Mermaid's script, which the theme's script inserts
+(script-src 'self' allows it). A policy that forbids the inline script
 is also served once, to show that a violation is seen when there is one.
 
 Prints "N passed, N failed" like the C tests.
@@ -58,6 +60,9 @@ def main():
     for i in range(2500):
         with open(os.path.join(vault, "big", "n%04d.md" % i), "w") as f:
             f.write("# Big note %04d\n\nA note of a big folder.\n" % i)
+    # a diagram in the first screen: Mermaid's script, inserted by diagrams.js, runs under the policy
+    with open(os.path.join(vault, "diagram-first.md"), "w") as f:
+        f.write("# Diagram\n\n```mermaid\nflowchart LR\n  A --> B\n```\n")
     proc, port = serve(vault, search_ready="quire")
     try:
         base = f"http://127.0.0.1:{port}"
@@ -70,6 +75,7 @@ def main():
             "/tags/": "tree-row",
             "/search?q=wikilinks": "search-result",
             "/no-such-page": "tree-row",
+            "/diagram-first": 'aria-roledescription="flowchart',
         }
         # a page in a folder opens with its folder's document loaded and itself marked
         dom, reports = open_page(base + "/getting-started/your-own-vault")

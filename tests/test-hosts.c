@@ -16,6 +16,7 @@
 #include "markdown/markdown.h"
 #include "site/hosts.h"
 #include "site/loader.h"
+#include "site/rewrite.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -237,6 +238,27 @@ static void test_links_per_host(void)
 	CHECK(has(&r, "href=\"/\""));
 	CHECK(has(&r, "href=\"https://example.com/other#section\""));
 	resp_free(&r);
+}
+
+/*
+ * The URL of Mermaid's script that a page with a diagram names for the
+ * theme's script to load (layout.c) is rewritten like any URL: a host
+ * has no path prefix.
+ */
+static void test_rewrite_diagram_script(void)
+{
+	static const char page[] =
+		"<div class=\"note-body\" data-diagram-script=\"/docs/_quire/vendor/m-1/m.js\">";
+	struct map none = MAP_INIT;
+	struct rewrite_rules r = { .main_origin = "https://example.com", .prefix = "/docs",
+				   .main_title = "Main", .origin = "https://docs.example.org",
+				   .title = "Main", .open = 1, .own = &none, .routed = &none,
+				   .main = &none };
+	struct buf out = BUF_INIT;
+
+	rewrite_doc(&r, page, sizeof(page) - 1, &out);
+	CHECK_STR(out.ptr, "<div class=\"note-body\" data-diagram-script=\"/_quire/vendor/m-1/m.js\">");
+	buf_release(&out);
 }
 
 static void test_open_host(void)
@@ -537,6 +559,7 @@ int main(void)
 {
 	md_global_init();
 	RUN(test_route_parse);
+	RUN(test_rewrite_diagram_script);
 	setup();
 	RUN(test_routed_pages);
 	RUN(test_strict_host);

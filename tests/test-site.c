@@ -873,8 +873,12 @@ static void test_math_and_diagram_scripts(void)
 	CHECK(body && strstr(body, katex) && strstr(body, css) && !strstr(body, mermaid));
 	CHECK(body && strstr(body, "<span class=\"math math-inline\">\\(e^{i\\pi} + 1 = 0\\)"));
 	free(body);
+	/* Mermaid is named for diagrams.js to load when a diagram comes near, not loaded in the head */
 	body = whole_page(snap, "/diagram");
-	CHECK(body && strstr(body, mermaid) && !strstr(body, katex) && strstr(body, "<pre class=\"mermaid\""));
+	CHECK(body && !strstr(body, katex) && strstr(body, "<pre class=\"mermaid\""));
+	CHECK(body && strstr(body, "<div class=\"note-body\" data-diagram-script=\""
+				   "/_quire/vendor/mermaid-12.3.0/mermaid.min.js\">"));
+	CHECK(body && !strstr(body, "<script src=\"/_quire/vendor/mermaid"));
 	free(body);
 	body = whole_page(snap, "/plain");
 	CHECK(body && !strstr(body, "/_quire/vendor/"));
@@ -892,6 +896,11 @@ static void test_math_and_diagram_scripts(void)
 	      strcmp(p->content_type, "text/javascript; charset=utf-8") == 0);
 	body = whole_page(snap, mermaid);
 	CHECK(body && strstr(body, "globalThis[\"mermaid\"]"));
+	free(body);
+	/* KaTeX's stylesheet names only the woff2 fonts, which are served (test-stylesheets serves them) */
+	body = whole_page(snap, css);
+	CHECK(body && strstr(body, "url(fonts/KaTeX_Main-Regular.woff2)") && !strstr(body, ".woff)") &&
+	      !strstr(body, ".ttf)"));
 	free(body);
 	p = snapshot_get(snap, "/_quire/vendor/katex-0.16.22/fonts/KaTeX_Main-Regular.woff2",
 			 strlen("/_quire/vendor/katex-0.16.22/fonts/KaTeX_Main-Regular.woff2"));

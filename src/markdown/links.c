@@ -374,11 +374,11 @@ static void attachment_embed(struct ctx *c, const struct link *l)
 			buf_addf(o, " height=\"%lu\"", h);
 		buf_adds(o, " />");
 	} else if (ext_is(ext, "mp3 wav ogg oga m4a flac aac opus")) {
-		buf_adds(o, "<audio controls src=\"");
+		buf_adds(o, "<audio controls preload=\"metadata\" src=\"");
 		add_url(c, o, l);
 		buf_adds(o, "\"></audio>");
 	} else if (ext_is(ext, "mp4 webm mov ogv mkv m4v")) {
-		buf_adds(o, "<video controls src=\"");
+		buf_adds(o, "<video controls preload=\"metadata\" src=\"");
 		add_url(c, o, l);
 		buf_adds(o, "\"></video>");
 	} else if (!strcmp(ext, "pdf")) {

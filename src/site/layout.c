@@ -209,11 +209,13 @@ static void head(struct buf *out, const struct layout_site *site, enum page_kind
 	buf_adds(out, "<script>");
 	buf_adds(out, theme_script);
 	buf_adds(out, "</script>\n");
-	/* deferred scripts run in document order: quire.js finds them loaded */
+	/*
+	 * Deferred scripts run in document order: quire.js finds KaTeX loaded
+	 * and typesets before DOMContentLoaded, so math in the first screen
+	 * is painted once, typeset. Mermaid is not here (note_body_open()).
+	 */
 	if (features & MD_HAS_MATH)
 		deferred_script(out, site->katex_js_url);
-	if (features & MD_HAS_DIAGRAM)
-		deferred_script(out, site->mermaid_js_url);
 	deferred_script(out, site->js_url);
 	buf_adds(out, "</head>\n");
 }
@@ -477,6 +479,27 @@ static void toc_folded(struct buf *out, const struct layout_note *note, int top,
 	buf_adds(out, "</details>\n");
 }
 
+/*
+ * The note's body. A note with a diagram names Mermaid's script in
+ * data-diagram-script: diagrams.js loads it once a diagram comes near the
+ * viewport, after DOMContentLoaded. As a deferred script in the head, its
+ * 1.6 MB (gzipped) delayed DOMContentLoaded on every page with a diagram,
+ * even one that nobody scrolls to. The attribute is in the main column,
+ * so a page replaced in place brings its own.
+ */
+static void note_body_open(struct buf *out, const struct layout_site *site,
+			   const struct layout_note *note)
+{
+	buf_adds(out, note->title_repeated ? "<div class=\"note-body title-repeated\""
+					   : "<div class=\"note-body\"");
+	if ((note->features & MD_HAS_DIAGRAM) && site->mermaid_js_url) {
+		buf_adds(out, " data-diagram-script=\"");
+		add_html(out, site->mermaid_js_url);
+		buf_addc(out, '"');
+	}
+	buf_adds(out, ">\n");
+}
+
 size_t layout_note_page(const struct layout_site *site, const struct layout_note *note,
 			struct buf *out)
 {
@@ -497,8 +520,7 @@ size_t layout_note_page(const struct layout_site *site, const struct layout_note
 	note_header(out, site, note);
 	if (top)
 		toc_folded(out, note, top, &toc_from, &toc_to);
-	buf_adds(out, note->title_repeated ? "<div class=\"note-body title-repeated\">\n"
-					   : "<div class=\"note-body\">\n");
+	note_body_open(out, site, note);
 	at = out->len;
 	if (note->body_html)
 		buf_add(out, note->body_html, note->body_len);

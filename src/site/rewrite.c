@@ -122,6 +122,7 @@ static const struct {
 	{ " data-tree=\"", ESC_HTML },
 	{ " data-graph=\"", ESC_HTML },
 	{ " data-src=\"", ESC_HTML },
+	{ " data-diagram-script=\"", ESC_HTML },
 	{ " content=\"", ESC_HTML },
 	{ "\"url\":\"", ESC_JSON },
 };

@@ -30,6 +30,17 @@ import { join } from 'node:path';
 import { check, summary } from '../lib/check.mjs';
 import { axe, shots, visit, watchedPage, withSample } from './lib.mjs';
 
+/* Diagrams are drawn as they come near the viewport (tests/browser/weight.mjs): brings each there. */
+async function drawAll(page) {
+  const n = await page.$$eval('pre.mermaid', (all) => all.length);
+  for (let i = 0; i < n; i++) {
+    await page.$$eval('pre.mermaid', (all, k) => all[k].scrollIntoView({ block: 'center' }), i);
+    await page.waitForFunction((k) => document.querySelectorAll('pre.mermaid')[k].querySelector('svg'),
+      { timeout: 20000 }, i).catch(() => {});
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+}
+
 function prepare(vault) {
   writeFileSync(join(vault, 'writing', 'Repeated.md'),
     '# Repeated\n\nA note that opens with its own title.\n\n## First part\n\nText.\n\n' +
@@ -149,8 +160,7 @@ async function run(browser, base) {
 
   /* math typeset by KaTeX and diagrams drawn by Mermaid, served by quire itself */
   check(answered(await visit(desk, base + '/writing/formatting')), 'the formatting note answers');
-  await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
-    .catch(() => {});
+  await drawAll(desk);
   const typeset = await desk.evaluate(() => {
     const maths = [...document.querySelectorAll('.note-body .math')];
     return {
@@ -182,8 +192,7 @@ async function run(browser, base) {
     desk.click('pre.mermaid a.diagram-link[href="/design/invariants"]')]);
   check(new URL(desk.url()).pathname === '/design/invariants', 'a click on a linked node opens its note');
   check([200, 304].includes(await visit(desk, base + '/writing/formatting')), 'the formatting note answers again');
-  await desk.waitForFunction(() => document.querySelector('pre.mermaid svg'), { timeout: 20000 })
-    .catch(() => {});
+  await drawAll(desk);
   check(typeset.scripts.every((u) => u.startsWith(base + '/_quire/')),
     'KaTeX and Mermaid come from quire itself: ' + JSON.stringify(typeset.scripts));
   await desk.screenshot({ path: join(shots, 'math-diagram-desktop.png'), fullPage: true });
