@@ -61,7 +61,7 @@ const NEAR = '100% 0px'; /* a screen above and below the viewport */
 const diagrams = [];
 let mermaidScript = null; /* the promise of Mermaid's script, once asked for */
 let nearObserver = null;
-let pageCount = 0;        /* which page a late callback was meant for */
+let diagramPage = 0;      /* which page a late callback was meant for */
 let contentLoaded = doc.readyState === 'complete';
 const afterLoaded = [];
 if (!contentLoaded) {
@@ -128,7 +128,7 @@ function whenNear(list, fn) {
 
 onPage(() => {
   typesetMath();
-  const page = ++pageCount;
+  const page = ++diagramPage;
   if (nearObserver) nearObserver.disconnect();
   nearObserver = null;
   diagrams.length = 0;
@@ -140,7 +140,7 @@ onPage(() => {
   const url = named && named.dataset.diagramScript;
   if (!diagrams.length || !(url || window.mermaid)) return;
   whenContentLoaded(() => {
-    if (page !== pageCount) return; /* replaced in the meantime */
+    if (page !== diagramPage) return; /* replaced in the meantime */
     nearObserver = whenNear(diagrams.slice(), (near) => {
       near.forEach((pre) => { pre.dataset.near = ''; });
       loadMermaid(url).then(() => draw(near.filter((pre) => pre.isConnected)), () => {});
