@@ -280,7 +280,8 @@ if (window.DOMParser && window.fetch && history.pushState && doc.getElementById(
         let n = 0;
         for (const a of doc.querySelectorAll('#quire-main a[href]')) {
           if (n >= VIEW_MAX * 8) break; /* a long listing: its first links */
-          if (pageLink(a)) {
+          /* the breadcrumbs' folders are where a reader has been, not where they go next */
+          if (pageLink(a) && !a.closest('.breadcrumbs')) {
             watch.observe(a);
             n++;
           }
