@@ -19,10 +19,16 @@ export const shots = process.env.QUIRE_ARTIFACTS || join(process.cwd(), 'browser
 const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 
-/* quire serve on vault, on a free port; resolves when the search index answers. */
-export async function serve(vault) {
-  const proc = spawn(quire, ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'],
-    { stdio: ['ignore', 'pipe', 'ignore'] });
+/*
+ * quire serve on vault, on a free port; resolves when the search index
+ * answers. Live pages are off unless opts.live: an open page's stream is
+ * a request that never ends, and visit() waits for the network to be
+ * idle (tests/browser/live.mjs follows them); opts.args: more options.
+ */
+export async function serve(vault, opts = {}) {
+  const args = ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'];
+  if (!opts.live) args.push('--no-live');
+  const proc = spawn(quire, args.concat(opts.args || []), { stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
@@ -53,7 +59,11 @@ export async function watchedPage(browser, base, width, height) {
   const problems = [];
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
   page.on('pageerror', (e) => problems.push('exception: ' + e.message));
-  page.on('requestfailed', (r) => problems.push('failed: ' + r.url()));
+  page.on('requestfailed', (r) => {
+    /* a live page's stream, closed by the page as it leaves or follows another path */
+    const closed = r.url().includes('/_quire/live?') && r.failure()?.errorText === 'net::ERR_ABORTED';
+    if (!closed) problems.push('failed: ' + r.url());
+  });
   await page.setRequestInterception(true);
   page.on('request', (r) => {
     const u = r.url();
