@@ -23,12 +23,16 @@ const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.j
  * quire serve on vault, on a free port; resolves when the search index
  * answers. Live pages are off unless opts.live: an open page's stream is
  * a request that never ends, and visit() waits for the network to be
- * idle (tests/browser/live.mjs follows them); opts.args: more options.
+ * idle (tests/browser/live.mjs follows them); opts.args: more options;
+ * opts.core: the core to pin the server to (taskset; bench/live-bench.mjs).
  */
 export async function serve(vault, opts = {}) {
   const args = ['serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'];
   if (!opts.live) args.push('--no-live');
-  const proc = spawn(quire, args.concat(opts.args || []), { stdio: ['ignore', 'pipe', 'ignore'] });
+  const argv = [quire, ...args, ...(opts.args || [])];
+  const proc = opts.core === undefined
+    ? spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] })
+    : spawn('taskset', ['-c', String(opts.core), ...argv], { stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
