@@ -46,8 +46,12 @@ sub vcl_recv {
 		}
 		return (synth(200, "Banned"));
 	}
-	# the sync API, search and metrics are answered by quire every time
-	if (req.url ~ "^/(api|metrics|healthz)(/|\?|$)") {
+	# the sync API, search and metrics are answered by quire every time;
+	# live pages' streams (/_quire/live) are never cached, and pass streams
+	# them as quire writes them (beresp.do_stream; quire's heartbeat every
+	# 15 s stays within between_bytes_timeout; send_timeout ends a stream
+	# after 600 s, and the browser opens it again)
+	if (req.url ~ "^/(api|metrics|healthz|_quire/live)(/|\?|$)") {
 		return (pass);
 	}
 }

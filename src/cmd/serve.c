@@ -26,6 +26,7 @@
 #include "cmd/systemd.h"
 #include "http/http.h"
 #include "http/purge.h"
+#include "http/live.h"
 #include "http/searchapi.h"
 #include "site/loader.h"
 #include "site/site.h"
@@ -53,7 +54,7 @@ const char serve_usage[] =
 	"                   [--metrics-public] [--max-connections N]\n"
 	"                   [--max-per-address N]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
-	"                   [--search-rate N] [--verbose]\n"
+	"                   [--search-rate N] [--no-live] [--verbose]\n"
 	"\n"
 	"Renders the vault and serves it. SIGHUP opens the log files again (after a\n"
 	"rotation) and reloads quire.yml and the vault; SIGINT and SIGTERM stop after\n"
@@ -83,6 +84,8 @@ const char serve_usage[] =
 	"  --max-upload BYTES    largest file the sync API accepts (default 64M; K, M, G)\n"
 	"  --search-rate N       searches a second allowed per client address (default 20;\n"
 	"                        0: no limit, e.g. behind a proxy that limits)\n"
+	"  --no-live             no live pages: open pages do not follow changes\n"
+	"                        (/_quire/live answers 404; the pages stay quiet)\n"
 	"  --verbose             log each change applied: paths, notes parsed, rendered and\n"
 	"                        composed, and the time each step took\n"
 	"\n"
@@ -108,6 +111,7 @@ const struct option serve_options[] = {
 	{ "token-file", required_argument, NULL, 'k' },
 	{ "max-upload", required_argument, NULL, 'u' },
 	{ "search-rate", required_argument, NULL, 'r' },
+	{ "no-live", no_argument, NULL, 'n' },
 	{ "verbose", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -187,7 +191,7 @@ struct serve_args {
 	struct site_options so;
 	const char *vault, *token_file, *data_dir;
 	size_t max_upload;
-	int watching, search_rate;
+	int watching, search_rate, live;
 	enum log_format log_format;
 	const char *log_file;
 };
@@ -201,6 +205,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	a->vault = ".";
 	a->max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
 	a->watching = 1;
+	a->live = 1;
 	a->search_rate = 20;
 	a->log_format = LOG_TEXT;
 	a->ho.listen = "127.0.0.1:8080";
@@ -236,6 +241,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 				return 2;
 			break;
 		case 'w': a->watching = 0; break;
+		case 'n': a->live = 0; break;
 		case 'b': a->so.base_url = optarg; break;
 		case 'k': a->token_file = optarg; break;
 		case 'r':
@@ -272,6 +278,7 @@ struct serve {
 	struct searchapi *search;
 	struct watch *watch;
 	struct purger *purger;
+	struct live *live;
 	struct progress *shown;
 	char *token;
 	pthread_t starter;
@@ -313,6 +320,28 @@ static void hold_load(void *ctx)
 		close(fd);
 }
 
+/*
+ * Live pages: streams to a share of the connections, so that readers
+ * following pages never hold every connection (the guard closes none of
+ * them as idle): half of --max-connections, and half of an address's
+ * share, at least 4.
+ */
+static int wire_live(struct serve *sv)
+{
+	const struct http_options *ho = &sv->args.ho;
+	struct live_options lo;
+	int per = ho->max_per_address > 0 ? ho->max_per_address
+		  : ho->max_connections / 8 > 16 ? ho->max_connections / 8 : 16;
+
+	memset(&lo, 0, sizeof(lo));
+	lo.max_total = ho->max_connections > 1 ? (size_t)ho->max_connections / 2 : 1;
+	lo.max_per_address = per / 2 > 4 ? (size_t)per / 2 : 4;
+	if (!(sv->live = live_http_new(&lo)) || live_http_register(sv->live, sv->srv) < 0)
+		return -1;
+	loader_on_publish(sv->loader, live_on_publish, sv->live);
+	return 0;
+}
+
 /* After the first load: what needs the site (purgers, the URL prefix, the APIs). 0 or -1. */
 static int wire(struct serve *sv)
 {
@@ -329,6 +358,8 @@ static int wire(struct serve *sv)
 		http_server_add_metrics(sv->srv, purger_metrics, sv->purger);
 	}
 	http_server_set_url_prefix(sv->srv, site->cfg.url_prefix);
+	if (a->live && wire_live(sv) < 0)
+		return -1;
 	if (sv->token) {
 		memset(&sa, 0, sizeof(sa));
 		sa.vault = a->vault;
@@ -508,6 +539,7 @@ out:
 	searchapi_free(sv.search);
 	loader_free(sv.loader);
 	purger_free(sv.purger); /* after the loader, whose thread queues to it */
+	live_free(sv.live);     /* the same; the front's stop ended its streams */
 	progress_stop(sv.shown);
 	snapshot_slot_release(&sv.slot);
 	if (sv.token) {

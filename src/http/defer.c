@@ -294,6 +294,41 @@ void http_deferred_stream_end(struct http_deferred *d)
 		wake_loop(w);
 }
 
+int http_deferred_stream_offer(struct http_deferred *d, struct buf *piece, size_t max)
+{
+	struct worker *w = d->w;
+	int wake = 0, refused;
+
+	pthread_mutex_lock(&w->done_lock);
+	refused = d->stream_dead || d->body.len + d->out_len + piece->len > max;
+	if (!refused && piece->len) {
+		buf_add(&d->body, piece->ptr, piece->len);
+		wake = hand_back(w, d);
+	}
+	pthread_mutex_unlock(&w->done_lock);
+	if (!refused)
+		buf_reset(piece);
+	if (wake)
+		wake_loop(w);
+	return refused ? -1 : 0;
+}
+
+void http_deferred_on_end(struct http_deferred *d, void (*fn)(void *ctx), void *ctx)
+{
+	d->on_end = fn;
+	d->end_ctx = ctx;
+}
+
+/* Tells d's holder, once, that d's client has gone or d is done (loop thread). */
+static void notify_end(struct http_deferred *d)
+{
+	void (*fn)(void *ctx) = d->on_end;
+
+	d->on_end = NULL;
+	if (fn)
+		fn(d->end_ctx);
+}
+
 /* The socket's buffer of a stream changed: tell its writer how full it is. */
 static void on_drain(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
 {
@@ -322,6 +357,7 @@ void http_stream_gone(struct http_deferred *d)
 	d->stream_dead = 1;
 	pthread_cond_broadcast(&d->drained);
 	pthread_mutex_unlock(&d->w->done_lock);
+	notify_end(d);
 }
 
 /*
@@ -394,6 +430,7 @@ void http_on_done(evutil_socket_t fd, short what, void *arg)
 			w->inflight--;
 		if (d->ev && !d->stream)
 			send_deferred(w, d);
+		notify_end(d);
 		free_deferred(d);
 	}
 	if (w->stopping)
@@ -413,8 +450,8 @@ void http_answer_parked(struct worker *w)
 	for (d = w->deferred; d; d = d->next) {
 		struct http_request r;
 
-		if (!d->parked || !d->ev)
-			continue;
+		if (!d->parked || !d->ev || d->stream)
+			continue; /* a stream's head is out: it ends as its connection closes */
 		request_of(w, d, &r);
 		d->ev = NULL;
 		buf_reset(&w->hdr);
@@ -461,6 +498,7 @@ void http_drop_late_answers(struct worker *w)
 	for (d = take_done(w); d; d = next) {
 		next = d->qnext;
 		unlink_deferred(w, d);
+		notify_end(d);
 		free_deferred(d);
 	}
 }

@@ -142,6 +142,8 @@ struct http_deferred {
 	int head_sent;              /* loop only */
 	struct evbuffer *out;       /* loop only: the socket's buffer, watched by drain */
 	struct evbuffer_cb_entry *drain;
+	void (*on_end)(void *ctx);  /* http_deferred_on_end(): called once, loop thread */
+	void *end_ctx;
 };
 
 struct worker {
@@ -205,6 +207,7 @@ struct http_server {
 		void *ctx;
 	} hooks[HTTP_MAX_HOOKS];
 	int nhooks;
+	char *page_header;        /* http_server_add_page_header(), or NULL */
 	int lock_fd;              /* the address's lock (http.c: claim_address()), or -1 */
 	size_t max_uri;
 	size_t max_head;          /* evhttp's limit on a request line and header block */

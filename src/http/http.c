@@ -829,6 +829,16 @@ void http_server_add_metrics(struct http_server *srv, void (*fn)(void *ctx, stru
 	srv->hooks[srv->nhooks++].ctx = ctx;
 }
 
+void http_server_add_page_header(struct http_server *srv, const char *line)
+{
+	if (srv->ran && http_server_is_ready(srv)) {
+		log_error("http: page headers are added before the server is ready");
+		return;
+	}
+	free(srv->page_header);
+	srv->page_header = xstrdup(line);
+}
+
 int http_server_reopen_log(struct http_server *srv)
 {
 	int fd, rc = 0;
@@ -976,6 +986,7 @@ void http_server_free(struct http_server *srv)
 	if (srv->lock_fd >= 0)
 		close(srv->lock_fd);
 	free(srv->listen);
+	free(srv->page_header);
 	free(srv->prefix);
 	free(srv->access_log);
 	free(srv);

@@ -98,6 +98,15 @@ void http_server_add_metrics(struct http_server *srv, void (*fn)(void *ctx, stru
 			     void *ctx);
 
 /*
+ * Adds a header line ("Name: value\r\n", copied, unchecked: the caller's
+ * own) to every answer of a note or a listing (an HTML page of the
+ * snapshot, 200 or 304). Before the server is ready. Live pages say so
+ * with it ("Server-Timing: quire-live"): the page's script reads it, and
+ * an export, served without quire, lacks it.
+ */
+void http_server_add_page_header(struct http_server *srv, const char *line);
+
+/*
  * SIGHUP's other half: opens the access log again in the old file's place
  * (after logrotate moved it); lines being written go to one or the other
  * whole. 0, or -1 (logged: the old file is kept).
@@ -238,6 +247,11 @@ const char *http_request_peer(const struct http_request *req);
  * clock: the start of what the access log and the histograms time.
  */
 double http_request_start_ms(const struct http_request *req);
+/*
+ * The URL prefix the request's path was found under: the main site's
+ * ("" or "/docs"), "" for a custom domain. Static or the server's.
+ */
+const char *http_request_url_prefix(const struct http_request *req);
 /* The raw query string after '?', or NULL. */
 const char *http_request_query(const struct http_request *req);
 /* The first value of a request header (case-insensitive name), or NULL. */
@@ -335,6 +349,25 @@ void http_deferred_reply_buf(struct http_deferred *d, int status, const char *co
 void http_deferred_stream_start(struct http_deferred *d, int status, const char *content_type);
 int http_deferred_stream_write(struct http_deferred *d, struct buf *piece);
 void http_deferred_stream_end(struct http_deferred *d);
+
+/*
+ * For streams that live as long as their reader (live pages): like
+ * http_deferred_stream_write(), but never waits. Hands piece's bytes over
+ * (piece is emptied) and returns 0, or returns -1 without taking them
+ * when the client has gone or when more than max bytes would be waiting
+ * for the socket (a reader that does not read: the holder ends the
+ * stream). Any thread, the loop's too.
+ */
+int http_deferred_stream_offer(struct http_deferred *d, struct buf *piece, size_t max);
+
+/*
+ * Sets fn to be called once, on d's loop thread, when d's client has gone
+ * or, at the latest, just before d is freed after its answer was sent:
+ * the holder learns that it may stop writing (it must still end a stream
+ * it started; a reply after the answer is impossible). Set it right after
+ * taking d over, on the handler's thread.
+ */
+void http_deferred_on_end(struct http_deferred *d, void (*fn)(void *ctx), void *ctx);
 
 /*
  * The client address a connection counts against for max_per_address

@@ -278,6 +278,11 @@ const char *http_request_peer(const struct http_request *req)
 	return host ? host : "";
 }
 
+const char *http_request_url_prefix(const struct http_request *req)
+{
+	return req->host ? "" : req->w->srv->prefix;
+}
+
 double http_request_start_ms(const struct http_request *req)
 {
 	return req->start_ms;

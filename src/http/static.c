@@ -283,6 +283,16 @@ void http_cache_control(struct http_request *r, int immutable)
 				 r->path_len, r->kind == K_PAGE, r->kind == K_NOTFOUND, r->tags);
 }
 
+/* The server's line for the pages a reader reads (http_server_add_page_header()). */
+static void page_header(struct http_request *r, const struct page *p)
+{
+	const char *line = r->w->srv->page_header;
+
+	if (line && (p->kind == PAGE_NOTE || p->kind == PAGE_GENERATED) &&
+	    strncmp(p->content_type, "text/html", 9) == 0)
+		buf_adds(&r->w->hdr, line);
+}
+
 /*
  * Sends a page that lives in memory: gzip or identity after the client's
  * Accept-Encoding, 304 for conditional requests when status is 200.
@@ -304,6 +314,7 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 	if (status == 200 && http_not_modified(ev, etag, p->mtime)) {
 		http_hdr(r, "ETag", etag);
 		http_cache_control(r, p->immutable);
+		page_header(r, p);
 		if (p->gz)
 			HDR_CONST(r, "Vary: Accept-Encoding\r\n");
 		http_respond(r, 304);
@@ -317,6 +328,7 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 			http_hdr(r, "Last-Modified", http_last_modified(r->w, p->mtime));
 	}
 	http_cache_control(r, p->immutable && status == 200);
+	page_header(r, p);
 	if (p->gz)
 		HDR_CONST(r, "Vary: Accept-Encoding\r\n");
 	if (gz)

@@ -65,8 +65,11 @@ struct loader {
 	size_t retired_held;        /* replaced snapshots a reader still held at the last reap */
 	struct site_progress progress; /* of the first load (loader_progress()) */
 	atomic_int loaded;          /* the first load has published */
-	void (*on_publish)(void *ctx, const struct snapshot *was, const struct snapshot *now);
-	void *on_publish_ctx;
+	struct listener {           /* loader_on_publish() */
+		void (*fn)(void *ctx, const struct snapshot *was, const struct snapshot *now);
+		void *ctx;
+	} listeners[LOADER_MAX_LISTENERS];
+	int nlisteners;
 	double gz_since;            /* ms, monotonic: since pages wait for their gzip bytes, or 0 */
 	int gz_waiting;             /* the live snapshot has pages waiting for them, under lock */
 	atomic_size_t max_note_size; /* the site's quire.yml's, for the sync API */
@@ -102,8 +105,8 @@ static void publish(struct loader *l, struct snapshot *snap)
 	snapshot_publish(l->slot, snap);
 	atomic_fetch_add_explicit(&l->npublished, 1, memory_order_relaxed);
 	/* after the swap: a cache that refetches at once gets the new bytes */
-	if (l->on_publish)
-		l->on_publish(l->on_publish_ctx, was, l->last);
+	for (int i = 0; i < l->nlisteners; i++)
+		l->listeners[i].fn(l->listeners[i].ctx, was, l->last);
 	snapshot_unref(was);
 	l->retired_held = snapshot_slot_reap(l->slot);
 	pthread_mutex_lock(&l->lock);
@@ -312,8 +315,12 @@ void loader_on_publish(struct loader *l,
 		       void (*fn)(void *ctx, const struct snapshot *was, const struct snapshot *now),
 		       void *ctx)
 {
-	l->on_publish = fn;
-	l->on_publish_ctx = ctx;
+	if (l->nlisteners == LOADER_MAX_LISTENERS) {
+		log_error("loader: more than %d listeners to publishes", LOADER_MAX_LISTENERS);
+		return;
+	}
+	l->listeners[l->nlisteners].fn = fn;
+	l->listeners[l->nlisteners++].ctx = ctx;
 }
 
 const struct site *loader_site(const struct loader *l)

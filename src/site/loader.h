@@ -71,13 +71,16 @@ int loader_progress(struct loader *l, size_t *notes, size_t *of);
 const struct site *loader_site(const struct loader *l);
 
 /*
- * Calls fn on the loader thread each time a snapshot goes live, just
- * after the swap: was is the snapshot it replaced (NULL for none), now
- * the live one; both borrowed for the call. A snapshot republished with
- * its gzip bytes comes too (its pages' ETags did not change). fn must be
- * quick (it delays the next build): the purger only queues. Set it before
- * loader_start(); NULL turns it off.
+ * Adds fn to what is called on the loader thread each time a snapshot
+ * goes live, just after the swap, in the order added (one change, many
+ * listeners: the purger, live pages): was is the snapshot it replaced
+ * (NULL for none), now the live one; both borrowed for the call. A
+ * snapshot republished with its gzip bytes comes too (its pages' ETags
+ * did not change). fn must be quick (it delays the next build): the
+ * purger only queues, live pages hand bytes to the loops. Up to
+ * LOADER_MAX_LISTENERS, added before loader_start().
  */
+#define LOADER_MAX_LISTENERS 4
 void loader_on_publish(struct loader *l,
 		       void (*fn)(void *ctx, const struct snapshot *was, const struct snapshot *now),
 		       void *ctx);

@@ -24,11 +24,16 @@ const axeSource = readFileSync(join(here, 'node_modules', 'axe-core', 'axe.min.j
 /*
  * quire serve on vault, on a free port. Resolves when the search index
  * answers, or with opts.loaded when the home page answers 200 (503 until
- * the vault is loaded) within opts.wait ms; opts.pin runs it under
- * taskset on that core.
+ * the vault is loaded) within opts.wait ms. Live pages are off unless
+ * opts.live: an open page's stream is a request that never ends, and
+ * visit() waits for the network to be idle (tests/browser/live.mjs follows
+ * them); opts.args: more options; opts.pin runs it under taskset on that
+ * core.
  */
 export async function serve(vault, opts = {}) {
   const cmd = [quire, 'serve', '--vault', vault, '--listen', '127.0.0.1:0', '--threads', '1'];
+  if (!opts.live) cmd.push('--no-live');
+  cmd.push(...(opts.args || []));
   if (opts.pin !== undefined) cmd.unshift('taskset', '-c', String(opts.pin));
   const proc = spawn(cmd[0], cmd.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
   const port = await new Promise((resolve, reject) => {
@@ -67,9 +72,13 @@ export async function watchedPage(browser, base, width, height) {
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
   page.on('pageerror', (e) => problems.push('exception: ' + e.message));
   page.on('requestfailed', (r) => {
-    /* a page fetched ahead (theme/js/navigation.js) cut short as the reader leaves is no failure */
-    if (r.headers().purpose === 'prefetch' && r.failure() && r.failure().errorText === 'net::ERR_ABORTED') return;
-    problems.push('failed: ' + r.url());
+    /*
+     * cut short as the reader leaves is no failure: a page fetched ahead
+     * (theme/js/navigation.js), a live page's stream (theme/js/live.js)
+     */
+    const aborted = r.failure() && r.failure().errorText === 'net::ERR_ABORTED';
+    const ahead = r.headers().purpose === 'prefetch', live = r.url().includes('/_quire/live?');
+    if (!(aborted && (ahead || live))) problems.push('failed: ' + r.url());
   });
   await page.setRequestInterception(true);
   page.on('request', (r) => {

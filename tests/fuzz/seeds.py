@@ -194,5 +194,10 @@ def main():
            '(Not [W/"x"])', '()', '<a>']
     write('dav', ['\0' + x for x in xml] + ['\1' + x for x in ifs])
 
+    # live: "prefix\0query" or a query alone (the u= of /_quire/live)
+    write('live', ['u=/', 'u=%2Fa%20b', 'x=1&u=/n%C3%A9e', '/docs\0u=/docs/a', '/docs\0u=/docs',
+                   '/docs\0u=/docsx', 'u=/a%zz', 'u=/a%00', 'u=a', 'u=', 'u=/a+b&u=/c',
+                   'u=/' + 'x' * 5000])
+
 
 main()

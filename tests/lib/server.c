@@ -12,6 +12,7 @@
 #include "http/searchapi.h"
 #include "sync/dav.h"
 #include "lib/test.h"
+#include "http/live.h"
 #include "site/loader.h"
 #include "sync/syncapi.h"
 
@@ -82,6 +83,7 @@ void site_server_start(struct site_server *s, const char *vault,
 	ho.url_prefix = o->url_prefix;
 	ho.max_body_size = o->max_body_size;
 	ho.listen = o->listen;
+	ho.max_connections = o->max_connections;
 	if (test_server_new(&s->http, &ho) < 0 || !s->loader)
 		return;
 	s->port = s->http.port;
@@ -102,6 +104,12 @@ void site_server_start(struct site_server *s, const char *vault,
 	} else {
 		CHECK(dav_register_off(s->http.srv) == 0);
 	}
+	if (o->live) {
+		s->live = live_http_new(o->live);
+		CHECK(s->live && live_http_register(s->live, s->http.srv) == 0);
+		if (s->live)
+			loader_on_publish(s->loader, live_on_publish, s->live);
+	}
 	CHECK(loader_start(s->loader) == 0);
 	test_server_run(&s->http);
 }
@@ -115,6 +123,7 @@ int site_server_stop(struct site_server *s)
 	http_server_free(s->http.srv);
 	searchapi_free(s->search);
 	loader_free(s->loader);
+	live_free(s->live); /* after the loader, which publishes to it */
 	snapshot_slot_release(&s->slot);
 	memset(s, 0, sizeof(*s));
 	return rc;

@@ -28,6 +28,8 @@
 #include "site/snapshot.h"
 
 struct loader;
+struct live;
+struct live_options;
 struct searchapi;
 struct site_options;
 struct syncapi;
@@ -72,6 +74,8 @@ struct site_server_options {
 	double search_rate, search_burst;   /* with search_rate > 0: the search API */
 	const struct syncapi_options *sync; /* with it: the sync API */
 	const char *listen;                 /* as in http_options (127.0.0.1:0 when NULL) */
+	const struct live_options *live;    /* with it: live pages at /_quire/live */
+	int max_connections;                /* as in http_options */
 };
 
 struct site_server {
@@ -80,6 +84,7 @@ struct site_server {
 	struct searchapi *search;
 	struct syncapi *sync;
 	struct dav *dav;         /* with the sync API: WebDAV at /dav/ */
+	struct live *live;       /* with o->live */
 	struct test_server http;
 	int port;
 };
