@@ -203,6 +203,9 @@ async function bigGraph(browser, base) {
   check(s.labels > 0, `labels are placed (${s.labels})`);
   /* the notes, for the keyboard and screen readers: a list of links */
   await page.click('.graph-list summary');
+  /* the list is built on the details' toggle event, a task after the click */
+  await page.waitForFunction(() => document.querySelectorAll('.graph-list a').length > 0, { timeout: 30000 })
+    .catch(() => {});
   const listed = await page.$$eval('.graph-list a', (as) => as.length);
   check(listed === 10000, `the graph's notes are a list of links (${listed})`);
   check(page.problems.length === 0, 'graph of 10,000: no console error or failed request: ' + page.problems.join('; '));
