@@ -213,7 +213,7 @@ int search_rank_rows(struct search_reader *r, struct row_list **pos, int npos, c
 		if (pos[i]->n < pos[drive]->n)
 			drive = i;
 	for (k = 0; k < pos[drive]->n; k++) {
-		struct ranked row = { 0, pos[drive]->rowid[k], 0 };
+		struct ranked row = { 0, pos[drive]->rowid[k], 0, 0 };
 		double dl;
 
 		for (i = 0; i < npos; i++) {
@@ -280,7 +280,8 @@ int search_rank_lists(struct search_reader *r, int npos, long long *total)
 	size_t rows = 0;
 	int i, fresh = 0;
 
-	if (r->lists_min_rows < 0 || npos < 1 || npos != r->nterms || npos > SEARCH_TERMS_MAX)
+	if (r->lists_min_rows < 0 || r->typo.on || npos < 1 || npos != r->nterms ||
+	    npos > SEARCH_TERMS_MAX)
 		return 0;
 	if (st->lists_version != r->data_version) {
 		search_lists_clear(st);

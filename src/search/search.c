@@ -206,6 +206,10 @@ struct search_reader *search_reader_open(const char *path)
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
 	buf_init(&r->suggestion, 0);
+	buf_init(&r->corrected, 0);
+	buf_init(&r->plan.text, 0);
+	buf_init(&r->plan.corrected, 0);
+	r->lex.version = -1;
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_init(&r->sub[i].text, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
@@ -264,7 +268,7 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->hit_scan);
 	sqlite3_finalize(r->vocab_scan);
 	sqlite3_finalize(r->word_rows);
-	sqlite3_finalize(r->near_words);
+	search_lexicon_release(&r->lex);
 	search_db_close(r->db);
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_release(&r->sub[i].text);
@@ -272,6 +276,9 @@ void search_reader_free(struct search_reader *r)
 	buf_release(&r->match);
 	buf_release(&r->snippet);
 	buf_release(&r->suggestion);
+	buf_release(&r->corrected);
+	buf_release(&r->plan.text);
+	buf_release(&r->plan.corrected);
 	free(r->top);
 	free(r->slots);
 	free(r);
@@ -526,6 +533,34 @@ results:
 	return 0;
 }
 
+/*
+ * The words as typed were in fewer than TYPO_THRESHOLD rows: the query
+ * again with the words of the index near each typed one beside it
+ * (typo.c), every row matching either way ranked, those with fewer typos
+ * first. results and *total are replaced when the query had words to
+ * correct; else they stand. Inside the read transaction. 0 or -1.
+ */
+static int run_typos(struct search_reader *r, const char *text, const struct query *q, int limit,
+		     int offset, struct buf *results, long long *total)
+{
+	int nalt = search_typo_plan(r, text, q, &r->plan), ret;
+
+	if (nalt <= 0)
+		return nalt;
+	search_build_typo_match(q, &r->plan, &r->typo, &r->match, r->phrase);
+	r->nterms = q->n + nalt;
+	r->typo.on = 1;
+	r->typo.exact = 0;
+	buf_reset(results);
+	ret = run_query(r, q->npos + nalt, limit, offset, results, total);
+	r->typo.on = 0;
+	if (ret == 0 && *total > r->typo.exact) {
+		buf_add(&r->corrected, r->plan.corrected.ptr, r->plan.corrected.len);
+		r->exact = r->typo.exact;
+	}
+	return ret;
+}
+
 static int bad_request(struct buf *out, const char *msg)
 {
 	buf_adds(out, "{\"error\":\"");
@@ -563,9 +598,11 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 	const char *err = NULL;
 	long long total = 0;
 	size_t len = q ? strlen(q) : 0;
-	int ret = 0;
+	int ret = 0, subs = 0;
 
 	buf_reset(&r->suggestion);
+	buf_reset(&r->corrected);
+	r->exact = 0;
 	if (len == 0)
 		return bad_request(out, "empty query");
 	if (len > SEARCH_QUERY_MAX)
@@ -598,8 +635,19 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 				ret = run_query(r, parsed.npos, limit, offset, &results, &total);
 			if (ret == 0 && total == 0 && search_substring_terms(&parsed))
 				ret = search_want_substrings(r, &parsed);
-			if (ret == 1)
+			if (ret == 1) {
+				subs = 1;
 				ret = search_run_substrings(r, &parsed, limit, offset, &results, &total);
+			}
+			/*
+			 * Few rows, and none found as part of a word: perhaps a
+			 * word was mistyped. Not when substrings were looked for
+			 * with an exclusion: "-dmin" excluded notes holding dmin
+			 * anywhere, which a query of words cannot say.
+			 */
+			if (ret == 0 && total < TYPO_THRESHOLD &&
+			    !(subs && (total > 0 || parsed.npos < parsed.n)))
+				ret = run_typos(r, q, &parsed, limit, offset, &results, &total);
 			if (ret == 0)
 				ret = search_db_run_once(r->db, r->commit, "commit");
 			else if (!sqlite3_get_autocommit(r->db))
@@ -632,6 +680,11 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 		buf_add_json(out, r->suggestion.ptr, r->suggestion.len);
 		buf_adds(out, "\",");
 	}
+	if (r->corrected.len) {
+		buf_adds(out, "\"corrected\":\"");
+		buf_add_json(out, r->corrected.ptr, r->corrected.len);
+		buf_addf(out, "\",\"exact\":%lld,", r->exact);
+	}
 	buf_adds(out, "\"results\":[");
 	buf_add(out, results.ptr, results.len);
 	buf_adds(out, "]}");
@@ -642,4 +695,11 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 const char *search_reader_suggestion(const struct search_reader *r)
 {
 	return r->suggestion.len ? r->suggestion.ptr : NULL;
+}
+
+const char *search_reader_corrected(const struct search_reader *r, long long *exact)
+{
+	if (exact)
+		*exact = r->exact;
+	return r->corrected.len ? r->corrected.ptr : NULL;
 }

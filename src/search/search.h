@@ -215,4 +215,16 @@ int search_query_html(struct search_reader *r, const char *q, int limit, int off
  */
 const char *search_reader_suggestion(const struct search_reader *r);
 
+/*
+ * After a query whose results include rows found through a corrected word
+ * (typo.c: a word of five characters or more one edit away, of nine or
+ * more two, tried when the words as typed are in fewer than ten notes):
+ * the query as it reads corrected, each such word replaced by the nearest
+ * word of the index, and *exact (may be NULL) set to the rows found as
+ * typed, which come first. /api/search gives them as "corrected" and
+ * "exact". NULL when no result needed a correction. Valid until the
+ * reader's next query.
+ */
+const char *search_reader_corrected(const struct search_reader *r, long long *exact);
+
 #endif
