@@ -1840,6 +1840,20 @@ static void test_lists_match_fts(void)
 		same_answer(lists, fts, "param* pipeline", 10, 0);  /* nor a prefix */
 		same_answer(lists, fts, "pipeline zzzqqqxx", 10, 0); /* a word in no note */
 		same_answer(lists, fts, "pipeline \"!!\"", 10, 0);   /* a term without a token */
+		/* typos: the same ranking from lists as from FTS5 (a swap, a letter dropped) */
+		for (i = 0; i < 40; i++) {
+			const char *x = wc[i].w;
+			int h = (int)strlen(x) / 2;
+
+			if (h < 3 || x[h - 1] == x[h])
+				continue;
+			snprintf(q, sizeof(q), "%.*s%c%c%s %s", h - 1, x, x[h], x[h - 1], x + h + 1,
+				 wc[(i + 3) % nwords].w);
+			same_answer(lists, fts, q, 10, 0);
+			snprintf(q, sizeof(q), "%.*s%s", h, x, x + h + 1);
+			same_answer(lists, fts, q, 10, 0);
+			same_answer(lists, fts, q, 10, 5);
+		}
 		if (round == 1)
 			break;
 		/* change the index under the readers' lists: new rows, changed ones, deleted ones */

@@ -232,6 +232,7 @@ void search_build_typo_match(const struct query *q, const struct typo_plan *plan
 			if (!neg && tq) {
 				tq->term_of[k] = term;
 				tq->dist[k] = 0;
+				tq->skip[k] = nalt && plan->fix[i].unmatched;
 			}
 			if (!neg)
 				span[k][0] = b->len;
@@ -249,6 +250,7 @@ void search_build_typo_match(const struct query *q, const struct typo_plan *plan
 				span[k][0] = b->len;
 				tq->term_of[k] = term;
 				tq->dist[k] = alt->dist;
+				tq->skip[k] = 0;
 				search_match_add_string(b, plan->text.ptr + alt->at, alt->len);
 				span[k][1] = b->len - span[k][0];
 				k++;
@@ -261,6 +263,8 @@ void search_build_typo_match(const struct query *q, const struct typo_plan *plan
 		if (!first)
 			buf_addc(b, ')');
 	}
-	if (tq)
+	if (tq) {
 		tq->nterm = term;
+		tq->npos = k;
+	}
 }

@@ -494,6 +494,8 @@ void search_hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 		return;
 	}
 	rc = capture_hits(x, fc, &r->slots[slot]);
+	if (rc == SQLITE_OK && r->typo.on)
+		typo_hits(r, &r->slots[slot], r->typo.npos);
 	if (rc != SQLITE_OK)
 		sqlite3_result_error_code(ctx, rc);
 	else

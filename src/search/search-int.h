@@ -239,6 +239,7 @@ struct typo_alt {
 struct typo_fix {
 	int has;             /* the term has a word near one of its own */
 	int absent;          /* no row holds the word as typed */
+	int unmatched;       /* a word of the term is in no row: it matches nothing as typed */
 	size_t start, end;   /* the word as typed, in the query's text */
 	struct near_word word;
 };
@@ -260,6 +261,8 @@ struct typo_plan {
 struct typo_query {
 	int on;
 	int nterm;                           /* positive terms */
+	int npos;                            /* positive phrases */
+	int skip[SEARCH_PHRASES_MAX];        /* the phrase matches nothing (a word in no row) */
 	int term_of[SEARCH_PHRASES_MAX], dist[SEARCH_PHRASES_MAX];
 	long long exact;                     /* rows with no typo */
 };

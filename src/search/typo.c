@@ -263,8 +263,12 @@ int search_typo_near(struct search_reader *r, const char *w, size_t n, int max,
 			nfound[d - 1]++;
 		}
 	}
-	/* the nearer first: words two edits away only fill what one edit left */
-	for (d = 0; d < 2 && got < cap; d++) {
+	/*
+	 * The nearest only: words two edits away when none is one away (as
+	 * Typesense tries more typos only while too little is found). Each
+	 * word offered is a phrase more that FTS5 merges for every row.
+	 */
+	for (d = 0; d < 2 && got == 0; d++) {
 		k = keep_held(r, found[d], nfound[d], out + got, cap - got);
 		if (k < 0)
 			return -1;
@@ -330,7 +334,7 @@ static int plan_term(struct search_reader *r, const char *text, const struct que
 	struct near_word best = { "", 0, 3, -1 };
 	int j, k, m, nc, room, best_tok = -1;
 	int32_t cp[UNICODE_DISTANCE_CHARS];
-	sqlite3_int64 rows;
+	sqlite3_int64 tok_rows[SEARCH_TERMS_MAX];
 
 	memset(&tt, 0, sizeof(tt));
 	if (r->idx.tok.api.xTokenize(r->idx.tok.inst, &tt, FTS5_TOKENIZE_QUERY, t->core,
@@ -348,6 +352,10 @@ static int plan_term(struct search_reader *r, const char *text, const struct que
 		m = search_typo_near(r, tt.w[j], tt.len[j], search_typos_allowed(nc), near, room);
 		if (m < 0)
 			return -1;
+		if (m > 0 && (tok_rows[j] = search_word_rows(r, tt.w[j], tt.len[j])) < 0)
+			return -1;
+		/* a word in no row: the term as typed matches nothing */
+		fix->unmatched |= m > 0 && tok_rows[j] == 0;
 		for (k = 0; k < m; k++) {
 			struct typo_alt *a = &plan->alt[plan->nalt++];
 			int x;
@@ -377,9 +385,8 @@ static int plan_term(struct search_reader *r, const char *text, const struct que
 	fix->word = best;
 	fix->start = (size_t)(t->core + tt.start[best_tok] - text);
 	fix->end = (size_t)(t->core + tt.end[best_tok] - text);
-	rows = search_word_rows(r, tt.w[best_tok], tt.len[best_tok]);
-	fix->absent = rows == 0;
-	return rows < 0 ? -1 : 0;
+	fix->absent = tok_rows[best_tok] == 0;
+	return 0;
 }
 
 /*
@@ -417,7 +424,7 @@ int search_typo_plan(struct search_reader *r, const char *text, const struct que
 	buf_reset(&plan->text);
 	plan->nalt = 0;
 	for (i = 0; i < q->n; i++) {
-		plan->fix[i].has = 0;
+		plan->fix[i].has = plan->fix[i].unmatched = 0;
 		if (may_correct(text, &q->t[i]) && plan_term(r, text, q, i, plan) < 0)
 			return -1;
 	}
