@@ -136,8 +136,10 @@
  * (the stages of a query in order); query.c: parsing what was typed;
  * rank.c: quire_rank() and the other functions FTS5 calls per row;
  * lists.c: the row lists a reader keeps, and ranking from them;
- * substring.c: queries on substrings; snippet.c: snippets; tokenize.c: the
- * cjk tokenizer; db.c: the file, its schema and connections; write.c: the
+ * substring.c: queries on substrings; typo.c: words near a mistyped one
+ * and the alternatives of a query that forgives typos (run_typos() here);
+ * suggest.c: "did you mean"; snippet.c: snippets; tokenize.c: the cjk
+ * tokenizer; db.c: the file, its schema and connections; write.c: the
  * writer; vocab.c: the vocabulary. search-int.h declares what they share.
  */
 #include "search/search.h"

@@ -28,6 +28,9 @@
  * spaces: 東京 finds 東京タワー. When the words find nothing because a
  * term is no word of any note, the terms are looked up as substrings
  * (shell finds PowerShell), if each has three characters. See search.c.
+ * When they find fewer than ten notes, words typed with a typo (one in a
+ * word of five characters or more, two from nine) find the words of the
+ * index near them, ranked after the notes found as typed. See typo.c.
  */
 #ifndef QUIRE_SEARCH_H
 #define QUIRE_SEARCH_H
