@@ -456,6 +456,8 @@ static void test_search(void)
 	resp_free(&r);
 	/* one typo: the results for the word corrected, and which word, in the API and on the page */
 	CHECK(get("/api/search?q=calouts", "", &r) == 0);
+	if (!strstr(r.body.ptr, "\"corrected\":\"callouts\",\"exact\":0,"))
+		fprintf(stderr, "  calouts: %d %.300s\n", r.status, r.body.ptr);
 	CHECK(r.status == 200 && strstr(r.body.ptr, "\"corrected\":\"callouts\",\"exact\":0,") &&
 	      !strstr(r.body.ptr, "\"total\":0,"));
 	resp_free(&r);
