@@ -210,14 +210,31 @@ struct lex_bucket {
 	size_t n, alloc;
 };
 
+/* A word's rows (fts5vocab's count), kept by struct lexicon. */
+#define WORD_COUNTS 256
+struct word_count {
+	char w[64];
+	size_t n;            /* 0: empty */
+	sqlite3_int64 rows;
+};
+
 /* vocab in a reader's memory, by length in code points, read up to last_id. */
 struct lexicon {
+	struct word_count count[WORD_COUNTS];
+	long long count_version; /* data_version of the counts */
 	struct lex_bucket bucket[UNICODE_DISTANCE_CHARS + 1];
 	char *text;          /* the words, one after the other, no separator */
 	size_t len, alloc;
 	sqlite3_int64 last_id;
 	long long version;   /* data_version it was brought up to; -1: never */
 	sqlite3_stmt *more, *top;
+};
+
+/* The first token of a text and how many it has (search_take_token()). */
+struct one_token {
+	char w[4 * UNICODE_DISTANCE_CHARS + 1];
+	size_t n;            /* 0 when it was longer than w */
+	int ntok;            /* colocated ones left out */
 };
 
 /* A word near a typed one (search_typo_near()). */
@@ -251,6 +268,7 @@ struct typo_plan {
 	int nalt;
 	struct typo_fix fix[SEARCH_TERMS_MAX];
 	struct buf corrected;
+	struct buf key;      /* a word as a MATCH expression, for search_word_held() */
 };
 
 /*
@@ -331,7 +349,7 @@ struct search_reader {
 	size_t acc_cap;
 	/* "did you mean" (suggest.c): the last query's suggestion, or empty */
 	struct buf suggestion;
-	sqlite3_stmt *word_rows;
+	sqlite3_stmt *word_rows, *word_held;
 	/* typos (typo.c): the vocabulary, the last query's plan and ranking */
 	struct lexicon lex;
 	struct typo_plan plan;
@@ -394,6 +412,8 @@ void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH
 
 /* typo.c: words near a typed one, a query's alternatives */
 void search_lexicon_release(struct lexicon *lx);
+int search_take_token(void *p, int tflags, const char *tok, int n, int start, int end);
+int search_word_held(struct search_reader *r, const char *w, size_t n);
 sqlite3_int64 search_word_rows(struct search_reader *r, const char *w, size_t n);
 /*
  * Into out (room for cap), the words some row holds 1 to max (at most 2)
@@ -403,6 +423,19 @@ sqlite3_int64 search_word_rows(struct search_reader *r, const char *w, size_t n)
 int search_typo_near(struct search_reader *r, const char *w, size_t n, int max,
 		     struct near_word *out, int cap);
 int search_typos_allowed(int nc);
+/*
+ * Whether each positive word of q (typed as one word: not a phrase, not a
+ * prefix) is inside some word of the vocabulary, as a substring query
+ * needs to find anything: 0 when one is in none (a mistyped word: the
+ * substring query is skipped), 1 when they all are or it cannot tell, -1
+ * on an error. Inside a read transaction.
+ */
+int search_fragments_possible(struct search_reader *r, const struct query *q);
+/*
+ * Whether a positive word of q (one token, not a prefix) is in no row, so
+ * that the query finds nothing: 1, 0, or -1 on an error.
+ */
+int search_word_missing(struct search_reader *r, const struct query *q);
 /*
  * The alternatives of q's words (text, as typed) into plan, and the query
  * as it reads corrected: their count, or -1 on an error. Inside a read

@@ -211,7 +211,9 @@ struct search_reader *search_reader_open(const char *path)
 	buf_init(&r->corrected, 0);
 	buf_init(&r->plan.text, 0);
 	buf_init(&r->plan.corrected, 0);
+	buf_init(&r->plan.key, 0);
 	r->lex.version = -1;
+	r->lex.count_version = -1;
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_init(&r->sub[i].text, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
@@ -270,6 +272,7 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->hit_scan);
 	sqlite3_finalize(r->vocab_scan);
 	sqlite3_finalize(r->word_rows);
+	sqlite3_finalize(r->word_held);
 	search_lexicon_release(&r->lex);
 	search_db_close(r->db);
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
@@ -281,6 +284,7 @@ void search_reader_free(struct search_reader *r)
 	buf_release(&r->corrected);
 	buf_release(&r->plan.text);
 	buf_release(&r->plan.corrected);
+	buf_release(&r->plan.key);
 	free(r->top);
 	free(r->slots);
 	free(r);
@@ -633,10 +637,19 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 			if (parsed.n == 1 && parsed.t[0].prefix && !parsed.t[0].neg &&
 			    parsed.t[0].chars >= SUBSTRING_MIN)
 				ret = 1;
-			else
+			/*
+			 * A word in no row (a seek): nothing to rank, and FTS5
+			 * would read the other words' lists to find that out.
+			 */
+			else if ((ret = search_word_missing(r, &parsed)) == 0)
 				ret = run_query(r, parsed.npos, limit, offset, &results, &total);
+			else if (ret == 1)
+				ret = 0;
 			if (ret == 0 && total == 0 && search_substring_terms(&parsed))
 				ret = search_want_substrings(r, &parsed);
+			/* a word inside no word: the substring query would find nothing (a typo) */
+			if (ret == 1 && !(parsed.n == 1 && parsed.t[0].prefix))
+				ret = search_fragments_possible(r, &parsed);
 			if (ret == 1) {
 				subs = 1;
 				ret = search_run_substrings(r, &parsed, limit, offset, &results, &total);

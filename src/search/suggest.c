@@ -36,26 +36,6 @@
 /* Longest word compared, in code points. */
 #define SUGGEST_CHARS UNICODE_DISTANCE_CHARS
 
-struct folded {
-	char w[4 * SUGGEST_CHARS + 1];
-	size_t n;
-	int ntok;
-};
-
-static int fold_token(void *p, int tflags, const char *tok, int n, int start, int end)
-{
-	struct folded *f = p;
-
-	if (tflags & FTS5_TOKEN_COLOCATED)
-		return SQLITE_OK;
-	if (++f->ntok == 1 && (size_t)n < sizeof(f->w)) {
-		memcpy(f->w, tok, (size_t)n);
-		f->w[n] = '\0';
-		f->n = (size_t)n;
-	}
-	return SQLITE_OK;
-}
-
 int search_suggest(struct search_reader *r, const char *text, const struct query *q,
 		   struct buf *out)
 {
@@ -65,7 +45,7 @@ int search_suggest(struct search_reader *r, const char *text, const struct query
 	buf_reset(out);
 	for (i = 0; i < q->n && ret == 0; i++) {
 		const struct term *t = &q->t[i];
-		struct folded f = { "", 0, 0 };
+		struct one_token f = { "", 0, 0 };
 		struct near_word best;
 		int32_t cp[SUGGEST_CHARS];
 		sqlite3_int64 rows;
@@ -74,7 +54,7 @@ int search_suggest(struct search_reader *r, const char *text, const struct query
 		if (t->neg || !t->core)
 			continue;
 		if (r->idx.tok.api.xTokenize(r->idx.tok.inst, &f, FTS5_TOKENIZE_QUERY, t->core,
-					     (int)t->core_n, fold_token) != SQLITE_OK ||
+					     (int)t->core_n, search_take_token) != SQLITE_OK ||
 		    f.ntok != 1 || !f.n)
 			continue; /* a phrase, or nothing a word could replace */
 		nc = utf8_code_points(f.w, f.n, cp);

@@ -34,8 +34,10 @@
  * distance table: quicker for large vocabularies, more memory and code
  * than a vault's tens of thousands of words need.
  */
+#define _GNU_SOURCE /* memmem */
 #include "search/search.h"
 #include "search/search-int.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
@@ -82,6 +84,7 @@ void search_lexicon_release(struct lexicon *lx)
 	sqlite3_finalize(lx->top);
 	memset(lx, 0, sizeof(*lx));
 	lx->version = -1;
+	lx->count_version = -1;
 }
 
 static void lexicon_add(struct lexicon *lx, const char *w, size_t n)
@@ -90,15 +93,14 @@ static void lexicon_add(struct lexicon *lx, const char *w, size_t n)
 	struct lex_bucket *b;
 	int nc = utf8_code_points(w, n, cp);
 
-	if (nc < 1 || n > UINT16_MAX)
-		return; /* longer than any word compared */
-	if (lx->len + n > UINT32_MAX)
+	if (n > UINT16_MAX || lx->len + n > UINT32_MAX)
 		return;
 	ALLOC_GROW(lx->text, lx->len + n, lx->alloc);
 	memcpy(lx->text + lx->len, w, n);
-	b = &lx->bucket[nc];
+	/* longer than any word compared: kept in bucket 0 for fragments alone, every bit set */
+	b = &lx->bucket[nc < 1 ? 0 : nc];
 	ALLOC_GROW(b->e, b->n + 1, b->alloc);
-	b->e[b->n].mask = mask_of(cp, nc);
+	b->e[b->n].mask = nc < 1 ? ~(uint64_t)0 : mask_of(cp, nc);
 	b->e[b->n].off = (uint32_t)lx->len;
 	b->e[b->n].bytes = (uint16_t)n;
 	b->n++;
@@ -154,12 +156,52 @@ static int lexicon_update(struct search_reader *r)
 
 /* ---- Words near a typed one --------------------------------------------- */
 
-/* Rows holding the word w (folded, n bytes), or -1 on an error (logged). */
+/*
+ * Whether some row holds the word w (folded, n bytes): 1, 0, or -1 on an
+ * error (logged). FTS5 reads the first entry of the word's list, where
+ * fts5vocab's count reads all of it (a millisecond for a word in most
+ * notes).
+ */
+int search_word_held(struct search_reader *r, const char *w, size_t n)
+{
+	sqlite3_stmt *q = search_reader_stmt(r, &r->word_held,
+					     "SELECT 1 FROM fts WHERE fts MATCH ?1 LIMIT 1");
+	int rc;
+
+	if (!q)
+		return -1;
+	buf_reset(&r->plan.key);
+	search_match_add_string(&r->plan.key, w, n);
+	rc = sqlite3_bind_text(q, 1, r->plan.key.ptr, (int)r->plan.key.len, SQLITE_STATIC);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(q);
+	sqlite3_reset(q);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return search_db_error(r->db, "looking a word up");
+	return rc == SQLITE_ROW;
+}
+
+/*
+ * Rows holding the word w (folded, n bytes), or -1 on an error (logged):
+ * fts5vocab's count, kept per reader until the index changes (a slot per
+ * hash), since it reads the word's whole list.
+ */
 sqlite3_int64 search_word_rows(struct search_reader *r, const char *w, size_t n)
 {
+	struct word_count *c = &r->lex.count[hash64(w, n) % WORD_COUNTS];
 	sqlite3_stmt *q;
 	sqlite3_int64 rows = 0;
 	int rc;
+
+	if (r->lex.count_version != r->data_version) {
+		size_t i;
+
+		for (i = 0; i < WORD_COUNTS; i++)
+			r->lex.count[i].n = 0;
+		r->lex.count_version = r->data_version;
+	}
+	if (c->n == n && n < sizeof(c->w) && memcmp(c->w, w, n) == 0)
+		return c->rows;
 
 	if (!r->word_rows &&
 	    sqlite3_exec(r->db,
@@ -176,6 +218,11 @@ sqlite3_int64 search_word_rows(struct search_reader *r, const char *w, size_t n)
 	else if (rc != SQLITE_DONE)
 		rows = search_db_error(r->db, "counting a word's rows");
 	sqlite3_reset(q);
+	if (rows >= 0 && n < sizeof(c->w)) {
+		memcpy(c->w, w, n);
+		c->n = n;
+		c->rows = rows;
+	}
 	return rows;
 }
 
@@ -193,25 +240,24 @@ static int by_nearness(const void *a, const void *b)
 }
 
 /*
- * Counts the rows of the words found at distance d (up to NEAR_SCAN of
- * them, in *found), appending to out those some row holds. The count
- * appended, or -1.
+ * Appends to out the words found at one distance (up to NEAR_SCAN of
+ * them, in *found) that some row holds, the most frequent first (their
+ * rows counted only when there is a choice). The count appended, or -1.
  */
 static int keep_held(struct search_reader *r, struct near_word *found, int nfound,
 		     struct near_word *out, int room)
 {
-	int i, kept = 0;
+	int i, kept = 0, held;
 
 	for (i = 0; i < nfound; i++) {
-		sqlite3_int64 rows = search_word_rows(r, found[i].w, found[i].n);
-
-		if (rows < 0)
+		if ((held = search_word_held(r, found[i].w, found[i].n)) < 0)
 			return -1;
-		if (rows == 0)
-			continue;
-		found[i].rows = rows;
-		found[kept++] = found[i];
+		if (held)
+			found[kept++] = found[i];
 	}
+	for (i = 0; kept > 1 && i < kept; i++)
+		if ((found[i].rows = search_word_rows(r, found[i].w, found[i].n)) < 0)
+			return -1;
 	qsort(found, (size_t)kept, sizeof(*found), by_nearness);
 	if (kept > room)
 		kept = room;
@@ -277,6 +323,88 @@ int search_typo_near(struct search_reader *r, const char *w, size_t n, int max,
 	return got;
 }
 
+/* ---- Fragments ---------------------------------------------------------- */
+
+/* Whether some word of the vocabulary holds w (folded, n bytes, nc code points). */
+static int inside_some_word(const struct lexicon *lx, const char *w, size_t n, const int32_t *cp,
+			    int nc)
+{
+	uint64_t mask = mask_of(cp, nc);
+	int len;
+
+	for (len = 0; len <= UNICODE_DISTANCE_CHARS; len++) {
+		const struct lex_bucket *b = &lx->bucket[len];
+		size_t i;
+
+		if (len && len < nc)
+			continue;
+		for (i = 0; i < b->n; i++)
+			if (!(mask & ~b->e[i].mask) && b->e[i].bytes >= n &&
+			    memmem(lx->text + b->e[i].off, b->e[i].bytes, w, n))
+				return 1;
+	}
+	return 0;
+}
+
+/* fts's tokenizer callback that keeps the first token in a struct one_token and counts them. */
+int search_take_token(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	struct one_token *o = p;
+
+	if (tflags & FTS5_TOKEN_COLOCATED)
+		return SQLITE_OK;
+	if (++o->ntok == 1 && (size_t)n < sizeof(o->w)) {
+		memcpy(o->w, tok, (size_t)n);
+		o->n = (size_t)n;
+	}
+	return SQLITE_OK;
+}
+
+int search_word_missing(struct search_reader *r, const struct query *q)
+{
+	int i;
+
+	for (i = 0; i < q->n; i++) {
+		const struct term *t = &q->t[i];
+		struct one_token o = { "", 0, 0 };
+		int held;
+
+		if (t->neg || t->prefix || !t->core)
+			continue;
+		if (r->idx.tok.api.xTokenize(r->idx.tok.inst, &o, FTS5_TOKENIZE_QUERY, t->core,
+					     (int)t->core_n, search_take_token) != SQLITE_OK ||
+		    o.ntok != 1 || !o.n)
+			continue;
+		if ((held = search_word_held(r, o.w, o.n)) <= 0)
+			return held < 0 ? -1 : 1;
+	}
+	return 0;
+}
+
+int search_fragments_possible(struct search_reader *r, const struct query *q)
+{
+	int i, nc, l;
+
+	if (lexicon_update(r) < 0)
+		return -1;
+	for (i = 0; i < q->n; i++) {
+		const struct term *t = &q->t[i];
+		struct one_token o = { "", 0, 0 };
+		int32_t cp[UNICODE_DISTANCE_CHARS];
+
+		if (t->neg || t->prefix || !t->core)
+			continue;
+		if (r->idx.tok.api.xTokenize(r->idx.tok.inst, &o, FTS5_TOKENIZE_QUERY, t->core,
+					     (int)t->core_n, search_take_token) != SQLITE_OK ||
+		    o.ntok != 1 || !o.n || search_cjk_at(o.w, (int)o.n, &l))
+			continue; /* a phrase, or CJK: looked for as they are */
+		nc = utf8_code_points(o.w, o.n, cp);
+		if (nc >= SUBSTRING_MIN && !inside_some_word(&r->lex, o.w, o.n, cp, nc))
+			return 0;
+	}
+	return 1;
+}
+
 /* ---- A query's alternatives --------------------------------------------- */
 
 /* The tokens of a term as fts's tokenizer reads a query, colocated ones left out. */
@@ -334,7 +462,7 @@ static int plan_term(struct search_reader *r, const char *text, const struct que
 	struct near_word best = { "", 0, 3, -1 };
 	int j, k, m, nc, room, best_tok = -1;
 	int32_t cp[UNICODE_DISTANCE_CHARS];
-	sqlite3_int64 tok_rows[SEARCH_TERMS_MAX];
+	int tok_rows[SEARCH_TERMS_MAX]; /* held as typed */
 
 	memset(&tt, 0, sizeof(tt));
 	if (r->idx.tok.api.xTokenize(r->idx.tok.inst, &tt, FTS5_TOKENIZE_QUERY, t->core,
@@ -352,7 +480,7 @@ static int plan_term(struct search_reader *r, const char *text, const struct que
 		m = search_typo_near(r, tt.w[j], tt.len[j], search_typos_allowed(nc), near, room);
 		if (m < 0)
 			return -1;
-		if (m > 0 && (tok_rows[j] = search_word_rows(r, tt.w[j], tt.len[j])) < 0)
+		if (m > 0 && (tok_rows[j] = search_word_held(r, tt.w[j], tt.len[j])) < 0)
 			return -1;
 		/* a word in no row: the term as typed matches nothing */
 		fix->unmatched |= m > 0 && tok_rows[j] == 0;
