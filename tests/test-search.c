@@ -902,6 +902,11 @@ static void test_typos(void)
 	CHECK_STR(corrected("Get-NarwhalItm"), "Get-narwhalitem");
 	CHECK_STR(urls("NarwhlItem"), "/t/gci");
 
+	/* sixteen mistyped words, the most a query has: alternatives within their bounds */
+	CHECK_STR(urls("heorns heorns heorns heorns heorns heorns heorns heorns heorns heorns "
+		       "heorns heorns heorns heorns heorns heorns"),
+		  "/t/herons");
+
 	/* the vocabulary follows an edit: a word added is found with a typo, a word gone is not */
 	CHECK_STR(urls("aardvrak"), "/t/edit");
 	CHECK(search_begin(writer) == 0);

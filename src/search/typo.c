@@ -21,9 +21,17 @@
  * distance table passes max (unicode_distance()). vocab's ids only grow,
  * so when the index changes the reader reads the words above the last id
  * it has: a change costs its new words. A word is a candidate only while
- * some row holds it (fts5vocab's row count, one seek): a word of a note
- * deleted, changed or unpublished is in vocab but in no row, and is
- * never offered.
+ * some row holds it (a MATCH reading the first entry of its list): a word
+ * of a note deleted, changed or unpublished is in vocab but in no row, and
+ * is never offered. Near words are ordered by their rows (fts5vocab's
+ * count, which reads the whole list, kept per reader until the index
+ * changes) only when there is a choice.
+ *
+ * The same copy answers two questions that spare a query work: whether a
+ * typed word is inside some word at all (search_fragments_possible(): if
+ * not, the substring query would find nothing), and search_word_missing()
+ * says when a typed word is in no row (the query as typed finds nothing,
+ * whatever FTS5 would read of the other words' lists to learn it).
  *
  * Rejected. vocab_tri's trigrams (what suggest.c used): a trigram query
  * ranked every word sharing one trigram with the typo (1.7 to 6.7 ms a
@@ -469,12 +477,15 @@ static int plan_term(struct search_reader *r, const char *text, const struct que
 				     (int)t->core_n, add_token) != SQLITE_OK ||
 	    tt.too_many)
 		return 0;
+	for (j = 0; j < tt.n; j++)
+		if (!tt.len[j])
+			return 0; /* a token too long to copy: the term as typed only */
 	for (j = 0; j < tt.n; j++) {
 		room = TYPO_PER_WORD;
 		if (room > TYPO_QUERY_MAX - plan->nalt)
 			room = TYPO_QUERY_MAX - plan->nalt;
 		/* CJK is searched by bigrams, whose typos are other characters */
-		if (room <= 0 || !tt.len[j] || search_cjk_at(tt.w[j], (int)tt.len[j], &k) ||
+		if (room <= 0 || search_cjk_at(tt.w[j], (int)tt.len[j], &k) ||
 		    (nc = utf8_code_points(tt.w[j], tt.len[j], cp)) < TYPO_ONE_FROM)
 			continue;
 		m = search_typo_near(r, tt.w[j], tt.len[j], search_typos_allowed(nc), near, room);
