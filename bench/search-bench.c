@@ -11,7 +11,12 @@
  * through one reader: single words drawn uniformly from the corpus
  * vocabulary, word pairs that occur next to each other in the text, the
  * 100 most frequent words (the worst case: most notes match), fragments
- * of words (their end, "rameter", and their start as typed, "para").
+ * of words (their end, "rameter", and their start as typed, "para"),
+ * and the adjacent pairs again with one typo in a word of five letters or
+ * more (a letter dropped, two swapped, one replaced or one added, drawn
+ * from a seed of their own, so the other queries stay the same).
+ * QUIRE_BENCH_QUERIES=pairs runs only the pairs, exact and with a typo
+ * (before and after a change to typo tolerance, on a kept index).
  *
  *	ninja -C build bench/search-bench
  *	build/bench/search-bench [corpus-dir] [N] [queries]
@@ -267,6 +272,54 @@ static void build_vocab(void)
 	free(all);
 }
 
+/*
+ * The pair q with one typo in its first word of five letters or more
+ * (none: q as it is), of the kind and at the place rand picks: a letter
+ * dropped, two neighbours swapped, one replaced, one added. The caller
+ * frees the result.
+ */
+static char *with_typo(const char *q, uint64_t *rand)
+{
+	char *t = xmalloc(strlen(q) + 2);
+	const char *w = q, *end;
+	size_t at, len, i;
+
+	for (;;) {
+		end = strchr(w, ' ');
+		len = end ? (size_t)(end - w) : strlen(w);
+		if (len >= 5 || !end)
+			break;
+		w = end + 1;
+	}
+	if (len < 5) {
+		strcpy(t, q);
+		return t;
+	}
+	*rand = *rand * 6364136223846793005u + 1442695040888963407u;
+	at = (size_t)(w - q) + 1 + (size_t)(*rand >> 33) % (len - 2); /* not the first letter */
+	memcpy(t, q, at);
+	switch ((*rand >> 20) % 4) {
+	case 0: /* dropped */
+		strcpy(t + at, q + at + 1);
+		break;
+	case 1: /* swapped with the next */
+		strcpy(t + at, q + at);
+		t[at] = q[at + 1];
+		t[at + 1] = q[at];
+		break;
+	case 2: /* replaced */
+		strcpy(t + at, q + at);
+		for (i = 0; t[at] == q[at]; i++)
+			t[at] = (char)('a' + (*rand >> 8 ^ i) % 26);
+		break;
+	default: /* added */
+		t[at] = (char)('a' + (*rand >> 8) % 26);
+		strcpy(t + at + 1, q + at);
+		break;
+	}
+	return t;
+}
+
 /* ---- Runs ---------------------------------------------------------------- */
 
 static void run_queries(struct search_reader *r, const char *label, char **qs, size_t nq)
@@ -470,7 +523,10 @@ int main(int argc, char **argv)
 	size_t i, bytes = 0, updates = 200;
 	struct search *s;
 	struct search_reader *r;
-	char **q1, **q2, **q3, **q5, **q6, **q7, w[32], w2[32];
+	char **q1, **q2, **q3, **q5, **q6, **q7, **q8, w[32], w2[32];
+	const char *only = getenv("QUIRE_BENCH_QUERIES");
+	int pairs_only = only && strcmp(only, "pairs") == 0;
+	uint64_t seed = 33; /* the typos' own, so the other queries are drawn as before */
 	size_t *pick;
 	double t0, c0, t_build, t_opt, *upd, *upd_cpu;
 	int fresh, keep = 0;
@@ -628,13 +684,22 @@ queries:
 	for (i = 0; i < nq; i++)
 		q3[i] = xstrdup(vocab[i % (nvocab < 100 ? nvocab : 100)].w);
 
+	q8 = xcalloc(nq, sizeof(*q8));
 	r = search_reader_open(dbp.ptr);
 	if (!r)
 		return 1;
 	printf("query (one thread, limit 10, snippets; CPU time is the thread's own, wall time "
 	       "includes whatever else the machine runs):\n");
+	for (i = 0; i < nq; i++)
+		q8[i] = with_typo(q2[i], &seed);
+	if (pairs_only) {
+		run_queries(r, "two adjacent words", q2, nq);
+		run_queries(r, "two adjacent words, one with a typo", q8, nq);
+		goto end_queries;
+	}
 	run_queries(r, "one word (vocabulary)", q1, nq);
 	run_queries(r, "two adjacent words", q2, nq);
+	run_queries(r, "two adjacent words, one with a typo", q8, nq);
 	run_queries(r, "100 most frequent words", q3, nq);
 	run_queries(r, "two vocabulary words (independent: mostly no note has both)", q5, nq);
 	run_queries(r, "word fragments (substrings: \"rameter\")", q6, nq);
@@ -648,6 +713,10 @@ queries:
 		run_queries(r, "mixed (phrase, prefix, -, substring)", q4n, nq);
 		free(q4n);
 	}
+end_queries:
+	for (i = 0; i < nq; i++)
+		free(q8[i]);
+	free(q8);
 	search_reader_free(r);
 	search_free(s);
 	for (i = 0; i < nq; i++) {

@@ -776,22 +776,38 @@ static void test_substrings(void)
 }
 
 /* The "suggestion" of a query, or "" when it has none ("ERROR" on failure). */
-static const char *suggestion(const char *q)
+/*
+ * The string field name of the answer to q ("" when it has none); an
+ * error when it comes with results and with_results is 0, or without.
+ */
+static const char *field_str(const char *q, const char *name, int with_results)
 {
 	static char out[256];
-	struct jv *v = query(q), *sug = v ? jget(v, "suggestion") : NULL;
+	struct jv *v = query(q), *f = v ? jget(v, name) : NULL;
 
-	snprintf(out, sizeof(out), "%s", !v ? "ERROR" : sug && sug->type == J_STR ? sug->str : "");
-	if (v && sug && total_of(v) != 0)
-		snprintf(out, sizeof(out), "a suggestion with %lld results", total_of(v));
+	snprintf(out, sizeof(out), "%s", !v ? "ERROR" : f && f->type == J_STR ? f->str : "");
+	if (v && f && (total_of(v) != 0) != with_results)
+		snprintf(out, sizeof(out), "%s with %lld results", name, total_of(v));
 	jfree(v);
 	return out;
 }
 
+/* The query as corrected when results needed it ("" when none did). */
+static const char *corrected(const char *q)
+{
+	return field_str(q, "corrected", 1);
+}
+
+static const char *suggestion(const char *q)
+{
+	return field_str(q, "suggestion", 0);
+}
+
 /*
- * A query that finds nothing gets "did you mean": each word the index
- * lacks replaced by its most frequent word one or two edits away (one for
- * short words), swaps counting as one edit; the rest of the query as typed.
+ * A query that finds nothing, even with its typos forgiven, gets "did you
+ * mean": each word the index lacks replaced by the nearest word one or two
+ * edits away (one for short words), then the one in more rows, swaps
+ * counting as one edit; the rest of the query as typed.
  */
 static void test_suggestions(void)
 {
@@ -804,20 +820,106 @@ static void test_suggestions(void)
 	put("/s/color", "Color", "", "", "One color, spelt the short way.");
 	CHECK(search_commit(writer) == 0);
 
-	CHECK_STR(suggestion("trnascript"), "transcript");
-	CHECK_STR(suggestion("Trnascript"), "transcript");
-	CHECK_STR(suggestion("start trnascript"), "start transcript");
+	/* one typo, or two in a long word: results for the word corrected, no suggestion */
+	CHECK_STR(corrected("trnascript"), "transcript");
+	CHECK_STR(suggestion("trnascript"), "");
+	CHECK_STR(corrected("Trnascript"), "transcript");
+	CHECK_STR(corrected("start trnascript"), "start transcript");
+	CHECK_STR(corrected("trancsrpt"), "transcript");
+	/* nothing found even so: did you mean, the nearest, then the one in more rows */
 	CHECK_STR(suggestion("\"stop\" transcrpt of"), "\"stop\" transcript of");
-	/* two words one edit away: the one in more rows */
-	CHECK_STR(suggestion("colur"), "colour");
-	/* two edits for a long word, one for a short one */
-	CHECK_STR(suggestion("trancsrpt"), "transcript");
+	CHECK_STR(suggestion("culoor"), "colour");
 	CHECK_STR(suggestion("colr"), "color");
 	CHECK_STR(suggestion("clr"), "");
 	/* nothing near, or nothing missing */
 	CHECK_STR(suggestion("zzzzqqqq"), "");
 	CHECK_STR(suggestion("transcript"), "");
 	CHECK_STR(suggestion("transcribe colour"), "");
+}
+
+/* The integer field name of the answer to q, or -1. */
+static long long field_of(const char *q, const char *name)
+{
+	struct jv *v = query(q), *f = v ? jget(v, name) : NULL;
+	long long n = f && f->type == J_NUM ? (long long)f->num : -1;
+
+	jfree(v);
+	return n;
+}
+
+/*
+ * Typos forgiven as Meilisearch counts them: one in a word of five
+ * characters or more, two from nine, none below five; a letter dropped,
+ * added, replaced, or two neighbours swapped, each one typo. Rows found
+ * as typed come first; words joined by a hyphen are found by each part and
+ * by the whole, a typo in either; the candidates follow the notes as they
+ * change.
+ */
+static void test_typos(void)
+{
+	CHECK(search_begin(writer) == 0);
+	put("/t/otter", "Rivers", "", "", "An otter swims.");
+	put("/t/armadillo", "Deserts", "", "", "The armadillo digs.");
+	put("/t/heron", "Birds", "", "", "A heron stands.");
+	put("/t/herons", "Herons", "Herons", "", "Herons, herons and more herons.");
+	put("/t/gci", "Get-NarwhalItem", "", "", "Get-NarwhalItem lists the narwhals of a sea.");
+	put("/t/edit", "Edited", "", "", "The aardvark eats ants.");
+	CHECK(search_commit(writer) == 0);
+
+	/* one typo from five characters: dropped, swapped, replaced, added */
+	CHECK_STR(urls("ottre"), "/t/otter");
+	CHECK_STR(urls("otterr"), "/t/otter");
+	CHECK_STR(urls("ottar"), "/t/otter");
+	CHECK_STR(urls("Otetr"), "/t/otter");
+	CHECK_STR(corrected("ottre"), "otter");
+	CHECK_INT(field_of("ottre", "exact"), 0);
+	/* none below five: "ottr" is four */
+	CHECK_STR(urls("ottr"), "");
+	/* one typo at eight, two at nine and more, never three */
+	CHECK_STR(urls("armadilo"), "/t/armadillo");
+	CHECK_STR(urls("armdailo"), "");
+	CHECK_STR(urls("armdailloo"), "/t/armadillo");
+	CHECK_STR(urls("aramdaillo"), "/t/armadillo");
+	CHECK_STR(urls("xarmdailloo"), "");
+	/* with a word as typed: both must match */
+	CHECK_STR(urls("ottre swims"), "/t/otter");
+	CHECK_STR(urls("ottre digs"), "");
+
+	/* found as typed above found corrected, however much better that one scores */
+	CHECK_STR(urls("heron"), "/t/heron /t/herons");
+	CHECK_INT(field_of("heron", "exact"), 1);
+	CHECK_STR(corrected("heron"), "herons");
+	CHECK_STR(urls("herons"), "/t/herons /t/heron");
+	/* quoted, or a prefix: as typed only */
+	CHECK_STR(urls("\"heron\""), "/t/heron");
+	CHECK_STR(urls("\"ottre\""), "");
+
+	/* a hyphenated name: by its parts, by the whole, with a typo in a part */
+	CHECK_STR(urls("NarwhalItem"), "/t/gci");
+	CHECK_STR(urls("narwhalitem"), "/t/gci");
+	CHECK_STR(urls("Get-NarwhalItem"), "/t/gci");
+	CHECK_STR(urls("Get-NarwhalItm"), "/t/gci");
+	CHECK_STR(corrected("Get-NarwhalItm"), "Get-narwhalitem");
+	CHECK_STR(urls("NarwhlItem"), "/t/gci");
+
+	/* sixteen mistyped words, the most a query has: alternatives within their bounds */
+	CHECK_STR(urls("heorns heorns heorns heorns heorns heorns heorns heorns heorns heorns "
+		       "heorns heorns heorns heorns heorns heorns"),
+		  "/t/herons");
+
+	/* the vocabulary follows an edit: a word added is found with a typo, a word gone is not */
+	CHECK_STR(urls("aardvrak"), "/t/edit");
+	CHECK(search_begin(writer) == 0);
+	put("/t/edit", "Edited", "", "", "The echidna eats ants.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("echidan"), "/t/edit");
+	CHECK_STR(urls("aardvrak"), "");
+	CHECK_STR(suggestion("aardvrak"), "");
+	CHECK(search_begin(writer) == 0);
+	CHECK(search_delete(writer, "/t/edit") == 0);
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("echidan"), "");
+	CHECK_STR(suggestion("echidan"), "");
 }
 
 static void test_update_replaces(void)
@@ -874,7 +976,7 @@ static void test_move(void)
 	CHECK(search_commit(writer) == 0);
 	CHECK_STR(urls("okapi"), "/move/b");
 	CHECK_STR(urls("kap"), "/move/b");
-	CHECK_STR(urls("Mover"), "/move/b");
+	CHECK_STR(urls("\"Mover\""), "/move/b");
 	CHECK(search_check(writer) == 0);
 
 	/* put and moved in one transaction: the body put moves */
@@ -943,9 +1045,10 @@ static void test_batches(void)
 	put("/big/0", "Big", "", "", "replaced after its first version was written");
 	CHECK(search_delete(writer, "/big/1") == 0);
 	CHECK(search_commit(writer) == 0);
-	CHECK_STR(urls("bigword0x"), "");
-	CHECK_STR(urls("bigword1x"), "");
-	CHECK_STR(urls("bigword99x"), "/big/99");
+	/* quoted: as typed, without the words a typo away (bigword10x) */
+	CHECK_STR(urls("\"bigword0x\""), "");
+	CHECK_STR(urls("\"bigword1x\""), "");
+	CHECK_STR(urls("\"bigword99x\""), "/big/99");
 	CHECK_STR(urls("replaced"), "/big/0");
 	{
 		struct jv *v = query("lorem");
@@ -1742,6 +1845,20 @@ static void test_lists_match_fts(void)
 		same_answer(lists, fts, "param* pipeline", 10, 0);  /* nor a prefix */
 		same_answer(lists, fts, "pipeline zzzqqqxx", 10, 0); /* a word in no note */
 		same_answer(lists, fts, "pipeline \"!!\"", 10, 0);   /* a term without a token */
+		/* typos: the same ranking from lists as from FTS5 (a swap, a letter dropped) */
+		for (i = 0; i < 40; i++) {
+			const char *x = wc[i].w;
+			int h = (int)strlen(x) / 2;
+
+			if (h < 3 || x[h - 1] == x[h])
+				continue;
+			snprintf(q, sizeof(q), "%.*s%c%c%s %s", h - 1, x, x[h], x[h - 1], x + h + 1,
+				 wc[(i + 3) % nwords].w);
+			same_answer(lists, fts, q, 10, 0);
+			snprintf(q, sizeof(q), "%.*s%s", h, x, x + h + 1);
+			same_answer(lists, fts, q, 10, 0);
+			same_answer(lists, fts, q, 10, 5);
+		}
 		if (round == 1)
 			break;
 		/* change the index under the readers' lists: new rows, changed ones, deleted ones */
@@ -2591,6 +2708,7 @@ int main(void)
 	RUN(test_japanese);
 	RUN(test_substrings);
 	RUN(test_suggestions);
+	RUN(test_typos);
 	RUN(test_update_replaces);
 	RUN(test_delete);
 	RUN(test_move);

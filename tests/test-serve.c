@@ -454,11 +454,23 @@ static void test_search(void)
 	      strstr(r.body.ptr, "<ol class=\"listing-items search-page-results\" start=\"21\">") &&
 	      strstr(r.body.ptr, "rel=\"prev\"") && !strstr(r.body.ptr, "rel=\"next\""));
 	resp_free(&r);
-	/* a mistyped word: "did you mean", in the API and on the page */
+	/* one typo: the results for the word corrected, and which word, in the API and on the page */
 	CHECK(get("/api/search?q=calouts", "", &r) == 0);
-	CHECK(r.status == 200 && strstr(r.body.ptr, "\"total\":0,\"suggestion\":\"callouts\""));
+	if (!strstr(r.body.ptr, "\"corrected\":\"callouts\",\"exact\":0,"))
+		fprintf(stderr, "  calouts: %d %.300s\n", r.status, r.body.ptr);
+	CHECK(r.status == 200 && strstr(r.body.ptr, "\"corrected\":\"callouts\",\"exact\":0,") &&
+	      !strstr(r.body.ptr, "\"total\":0,"));
 	resp_free(&r);
 	CHECK(get("/search?q=calouts", "", &r) == 0);
+	CHECK(r.status == 200 &&
+	      strstr(r.body.ptr, "Showing results for <strong>callouts</strong>") &&
+	      strstr(r.body.ptr, "<li class=\"search-result\">"));
+	resp_free(&r);
+	/* two typos in a word of seven letters: nothing found, "did you mean" */
+	CHECK(get("/api/search?q=caluots", "", &r) == 0);
+	CHECK(r.status == 200 && strstr(r.body.ptr, "\"total\":0,\"suggestion\":\"callouts\""));
+	resp_free(&r);
+	CHECK(get("/search?q=caluots", "", &r) == 0);
 	CHECK(r.status == 200 && strstr(r.body.ptr, "Did you mean <a rel=\"nofollow\" "
 						    "href=\"/search?q=callouts&amp;page=1\">callouts</a>?"));
 	resp_free(&r);

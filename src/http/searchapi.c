@@ -289,7 +289,8 @@ static void page_handler(struct http_request *req, void *ctx)
 	struct search_reader *r = admit(api, req);
 	struct buf q = BUF_INIT, results = BUF_INIT, intro = BUF_INIT, html = BUF_INIT,
 		   title = BUF_INIT;
-	long long total = 0;
+	const char *fixed;
+	long long total = 0, exact = 0;
 	int rc = 0, status = 200, page = 1, offset = 0;
 	double start;
 
@@ -339,6 +340,13 @@ static void page_handler(struct http_request *req, void *ctx)
 		buf_addf(&intro, "<p class=\"search-total\">Results %d to %lld of %lld</p>\n",
 			 offset + 1, offset + SEARCH_PAGE_SIZE < total ? offset + SEARCH_PAGE_SIZE : total,
 			 total);
+	if (total && (fixed = search_reader_corrected(r, &exact))) {
+		/* typos forgiven: say for which words, as search engines do */
+		buf_adds(&intro, exact ? "<p class=\"search-corrected\">Including results for <strong>"
+				       : "<p class=\"search-corrected\">Showing results for <strong>");
+		buf_adds_html(&intro, fixed);
+		buf_adds(&intro, "</strong></p>\n");
+	}
 	if (results.len) {
 		buf_addf(&intro, "<ol class=\"listing-items search-page-results\" start=\"%d\">\n",
 			 offset + 1);

@@ -213,7 +213,7 @@ int search_rank_rows(struct search_reader *r, struct row_list **pos, int npos, c
 		if (pos[i]->n < pos[drive]->n)
 			drive = i;
 	for (k = 0; k < pos[drive]->n; k++) {
-		struct ranked row = { 0, pos[drive]->rowid[k], 0 };
+		struct ranked row = { 0, pos[drive]->rowid[k], 0, 0 };
 		double dl;
 
 		for (i = 0; i < npos; i++) {
@@ -260,6 +260,159 @@ int search_rank_rows(struct search_reader *r, struct row_list **pos, int npos, c
 	return 1;
 }
 
+/* A term of a typo query ranked from lists: its phrases' lists and cursors. */
+struct typo_term {
+	int n;
+	struct row_list *l[SEARCH_PHRASES_MAX];
+	int dist[SEARCH_PHRASES_MAX];
+	double idf[SEARCH_PHRASES_MAX];
+	size_t at[SEARCH_PHRASES_MAX];
+	int here[SEARCH_PHRASES_MAX]; /* the phrase is in the row at hand */
+	size_t rows;
+};
+
+/* Whether the term is in row id (its cursors moved there); its least distance in *least. */
+static int typo_term_at(struct typo_term *t, sqlite3_int64 id, int *least)
+{
+	int p, in = 0;
+
+	*least = 3;
+	for (p = 0; p < t->n; p++) {
+		t->at[p] = list_seek(t->l[p], t->at[p], id);
+		t->here[p] = t->at[p] < t->l[p]->n && t->l[p]->rowid[t->at[p]] == id;
+		if (t->here[p] && t->dist[p] < *least)
+			*least = t->dist[p];
+		in |= t->here[p];
+	}
+	return in;
+}
+
+/* The term's bm25 in the row at hand: its phrases at the least distance, as quire_rank(). */
+static double typo_term_score(const struct typo_term *t, int least, double dl, double avgdl)
+{
+	double score = 0;
+	int p;
+
+	for (p = 0; p < t->n; p++) {
+		double freq;
+
+		if (!t->here[p] || t->dist[p] != least)
+			continue;
+		freq = t->l[p]->freq[t->at[p]];
+		score += t->idf[p] * freq * (BM25_K1 + 1.0) /
+			 (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / avgdl));
+	}
+	return score;
+}
+
+/*
+ * Ranks a typo query from its row lists, as quire_rank() does in a typo
+ * query: the rows that have every term in one of its spellings, fewer
+ * typos first, then bm25 over each term's nearest spellings in the row.
+ * The rows of the term in fewest drive: each of them (the union of its
+ * lists, merged with a cursor per list) is looked up in the others' lists.
+ * 1 when ranked, 0 when the query is not one for lists (as
+ * search_rank_lists() says; also an excluded term), -1 on an error.
+ */
+static int rank_typo_lists(struct search_reader *r, int npos, long long *total)
+{
+	struct index_state *st = &r->idx;
+	struct typo_term *t = xcalloc((size_t)r->typo.nterm, sizeof(*t));
+	double avgdl;
+	size_t rows = 0;
+	int i, k, fresh = 0, drive = 0, ret = 0;
+
+	if (npos != r->typo.npos || r->nterms != npos || r->typo.nterm > SEARCH_TERMS_MAX)
+		goto done; /* an excluded term: FTS5 */
+	for (i = 0; i < npos; i++) {
+		if (r->typo.skip[i])
+			continue;
+		if (r->match.ptr[r->phrase[i][0] + r->phrase[i][1] - 1] == '*')
+			goto done;
+		if (!kept_list(r, st, i) && !seen_before(r, st, i))
+			fresh = 1;
+	}
+	if (fresh)
+		goto done;
+	for (i = 0; i < npos; i++) {
+		struct typo_term *tt = &t[r->typo.term_of[i]];
+		struct row_list *l;
+
+		if (r->typo.skip[i])
+			continue;
+		if (!(l = kept_list(r, st, i)) && !(l = read_list(r, st, i))) {
+			ret = -1;
+			goto done;
+		}
+		tt->l[tt->n] = l;
+		tt->dist[tt->n] = r->typo.dist[i];
+		tt->n++;
+		tt->rows += l->n;
+		rows += l->n;
+	}
+	if (!st->have_totals || rows < (size_t)r->lists_min_rows)
+		goto done;
+	for (i = 0; i < r->typo.nterm; i++) {
+		if (!t[i].rows)
+			goto done; /* a term in no row: FTS5 says so as quickly */
+		for (k = 0; k < t[i].n; k++)
+			t[i].idf[k] = search_idf_of(st->nrow_all, (sqlite3_int64)t[i].l[k]->n);
+		if (t[i].rows < t[drive].rows)
+			drive = i;
+	}
+	st->nrow = st->nrow_all;
+	avgdl = st->nrow_all > 0 && st->ntok_all > 0 ? (double)st->ntok_all / (double)st->nrow_all
+						      : 1.0;
+	*total = 0;
+	r->typo.exact = 0;
+	for (;;) {
+		struct ranked row = { 0, INT64_MAX, 0, 0 };
+		int least;
+
+		/* the drive's next row: the least row id under its cursors */
+		for (k = 0; k < t[drive].n; k++)
+			if (t[drive].at[k] < t[drive].l[k]->n &&
+			    t[drive].l[k]->rowid[t[drive].at[k]] < row.rowid)
+				row.rowid = t[drive].l[k]->rowid[t[drive].at[k]];
+		if (row.rowid == INT64_MAX)
+			break;
+		for (i = 0; i < r->typo.nterm; i++) {
+			if (!typo_term_at(&t[i], row.rowid, &least))
+				break;
+			row.typos += least;
+		}
+		if (i == r->typo.nterm) {
+			double dl;
+
+			if (row.rowid < 0 || (size_t)row.rowid >= st->cap || !st->len[row.rowid]) {
+				r->ntop = 0;
+				*total = 0;
+				r->typo.exact = 0;
+				goto done; /* a row of unknown length: FTS5 */
+			}
+			dl = st->len[row.rowid];
+			for (i = 0; i < r->typo.nterm; i++) {
+				typo_term_at(&t[i], row.rowid, &least);
+				row.score += typo_term_score(&t[i], least, dl, avgdl);
+			}
+			++*total;
+			r->typo.exact += row.typos == 0;
+			if (r->ntop < r->k || above(&row, &r->top[0])) {
+				row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
+				search_heap_put(r, row);
+			}
+		}
+		for (k = 0; k < t[drive].n; k++) /* past this row */
+			if (t[drive].at[k] < t[drive].l[k]->n &&
+			    t[drive].l[k]->rowid[t[drive].at[k]] == row.rowid)
+				t[drive].at[k]++;
+	}
+	ret = 1;
+done:
+	free(t);
+	return ret;
+}
+
 /*
  * Ranks the rows matching r->match (index IDX_WORDS, every term positive)
  * from the phrases' row lists, as quire_rank() would: the rows in every
@@ -280,13 +433,17 @@ int search_rank_lists(struct search_reader *r, int npos, long long *total)
 	size_t rows = 0;
 	int i, fresh = 0;
 
-	if (r->lists_min_rows < 0 || npos < 1 || npos != r->nterms || npos > SEARCH_TERMS_MAX)
+	if (r->lists_min_rows < 0 || npos < 1)
+		return 0;
+	if (!r->typo.on && (npos != r->nterms || npos > SEARCH_TERMS_MAX))
 		return 0;
 	if (st->lists_version != r->data_version) {
 		search_lists_clear(st);
 		st->lists_version = r->data_version;
 	}
 	r->nquery++;
+	if (r->typo.on)
+		return rank_typo_lists(r, npos, total);
 	for (i = 0; i < npos; i++) /* a prefix's rows are cheap to list, but not its hits per row */
 		if (r->match.ptr[r->phrase[i][0] + r->phrase[i][1] - 1] == '*')
 			return 0;

@@ -192,16 +192,31 @@ int search_substring_terms(const struct query *q)
  * the phrases in this order: phrase i < q->npos is positive term i, whose
  * text in b is span[i][0] bytes from the start, span[i][1] long.
  */
-void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2])
+void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_PHRASES_MAX][2])
 {
-	size_t start;
-	int neg, i, first, k = 0;
+	search_build_typo_match(q, NULL, NULL, b, span);
+}
+
+/*
+ * The MATCH expression of a query with typos forgiven: each positive term
+ * with alternatives becomes ("typed" OR "alt1" OR ..), the others as in
+ * search_build_match(). The phrases are numbered in this order; tq says
+ * for each positive one which positive term it stands for and how many
+ * edits it is from what was typed, and span where it is in b. Without a
+ * plan (NULL), the query as typed; tq may then be NULL.
+ */
+void search_build_typo_match(const struct query *q, const struct typo_plan *plan,
+			     struct typo_query *tq, struct buf *b,
+			     size_t span[SEARCH_PHRASES_MAX][2])
+{
+	int neg, i, a, first, k = 0, term = 0;
 
 	buf_reset(b);
 	for (neg = 0; neg < 2; neg++) {
 		first = 1;
 		for (i = 0; i < q->n; i++) {
 			const struct term *t = &q->t[i];
+			int nalt = 0;
 
 			if (t->neg != neg)
 				continue;
@@ -210,14 +225,46 @@ void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH
 			else
 				buf_adds(b, neg ? " OR " : " AND ");
 			first = 0;
-			start = b->len;
+			for (a = 0; !neg && plan && a < plan->nalt; a++)
+				nalt += plan->alt[a].term == i;
+			if (nalt)
+				buf_addc(b, '(');
+			if (!neg && tq) {
+				tq->term_of[k] = term;
+				tq->dist[k] = 0;
+				tq->skip[k] = nalt && plan->fix[i].unmatched;
+			}
+			if (!neg)
+				span[k][0] = b->len;
 			search_match_add_term(b, t);
 			if (!neg) {
-				span[k][0] = start;
-				span[k++][1] = b->len - start;
+				span[k][1] = b->len - span[k][0];
+				k++;
 			}
+			for (a = 0; nalt && a < plan->nalt; a++) {
+				const struct typo_alt *alt = &plan->alt[a];
+
+				if (alt->term != i)
+					continue;
+				buf_adds(b, " OR ");
+				span[k][0] = b->len;
+				tq->term_of[k] = term;
+				tq->dist[k] = alt->dist;
+				tq->skip[k] = 0;
+				search_match_add_string(b, plan->text.ptr + alt->at, alt->len);
+				span[k][1] = b->len - span[k][0];
+				k++;
+			}
+			if (nalt)
+				buf_addc(b, ')');
+			if (!neg)
+				term++;
 		}
 		if (!first)
 			buf_addc(b, ')');
+	}
+	if (tq) {
+		tq->nterm = term;
+		tq->npos = k;
 	}
 }

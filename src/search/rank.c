@@ -45,7 +45,7 @@ struct df_entry {
 struct rank_query {
 	int nphrase;                    /* the positive phrases, which come first */
 	double avgdl;
-	double idf[SEARCH_TERMS_MAX];
+	double idf[SEARCH_PHRASES_MAX];
 };
 
 static int count_row(const Fts5ExtensionApi *x, Fts5Context *fc, void *n)
@@ -144,8 +144,8 @@ static struct rank_query *rank_setup(const Fts5ExtensionApi *x, Fts5Context *fc,
 	rq->nphrase = npos;
 	if (rq->nphrase > x->xPhraseCount(fc))
 		rq->nphrase = x->xPhraseCount(fc);
-	if (rq->nphrase > SEARCH_TERMS_MAX)
-		rq->nphrase = SEARCH_TERMS_MAX;
+	if (rq->nphrase > SEARCH_PHRASES_MAX)
+		rq->nphrase = SEARCH_PHRASES_MAX;
 	*rc = x->xRowCount(fc, &nrow);
 	if (*rc == SQLITE_OK)
 		*rc = x->xColumnTotalSize(fc, -1, &ntok);
@@ -243,6 +243,21 @@ static int capture_hits(const Fts5ExtensionApi *x, Fts5Context *fc, struct slot 
 	}
 	qsort(sl->hits, (size_t)sl->n, sizeof(*sl->hits), search_by_position);
 	return rc;
+}
+
+/*
+ * In a typo query, a hit's phrase becomes the term it stands for: a
+ * snippet's window is chosen for the terms it shows, whichever spelling.
+ */
+static void typo_hits(const struct search_reader *r, struct slot *sl, int npos)
+{
+	int i;
+
+	for (i = 0; i < sl->n; i++)
+		if (sl->hits[i].phrase < npos)
+			sl->hits[i].phrase = r->typo.term_of[sl->hits[i].phrase];
+		else
+			sl->hits[i].phrase += SEARCH_PHRASES_MAX;
 }
 
 /*
@@ -364,9 +379,13 @@ void search_rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 	struct index_state *st = x->xUserData(fc);
 	struct search_reader *r = st->reader;
 	struct rank_query *rq = x->xGetAuxdata(fc, 0);
-	struct ranked row = { 0, x->xRowid(fc), 0 };
-	double dl = 0;
+	struct ranked row = { 0, x->xRowid(fc), 0, 0 };
+	int least[SEARCH_TERMS_MAX];
+	double dl = 0, freq[SEARCH_PHRASES_MAX];
 	int i, rc = SQLITE_OK;
+
+	for (i = 0; i < SEARCH_TERMS_MAX; i++)
+		least[i] = 3;
 
 	if (!rq) {
 		if (argc != 2)
@@ -387,15 +406,30 @@ void search_rank_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 		dl = n;
 	}
 	for (i = 0; rc == SQLITE_OK && i < rq->nphrase; i++) {
-		double freq = 0;
-
-		rc = phrase_freq(r, x, fc, i, &freq);
-		row.score += rq->idf[i] * freq * (BM25_K1 + 1.0) /
-			     (freq + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / rq->avgdl));
+		rc = phrase_freq(r, x, fc, i, &freq[i]);
+		if (r->typo.on && freq[i] > 0 && r->typo.dist[i] < least[r->typo.term_of[i]])
+			least[r->typo.term_of[i]] = r->typo.dist[i];
+	}
+	/*
+	 * In a typo query each term scores by its nearest spelling in the
+	 * row alone, so that a row found as typed scores as without typos.
+	 */
+	for (i = 0; rc == SQLITE_OK && i < rq->nphrase; i++)
+		if (!r->typo.on || least[r->typo.term_of[i]] > 2 ||
+		    r->typo.dist[i] == least[r->typo.term_of[i]])
+			row.score += rq->idf[i] * freq[i] * (BM25_K1 + 1.0) /
+				     (freq[i] + BM25_K1 * (1.0 - BM25_B + BM25_B * dl / rq->avgdl));
+	if (r->typo.on) {
+		/* a word matched only in the URL (no weight) counts as matched as typed */
+		for (i = 0; i < r->typo.nterm; i++)
+			row.typos += least[i] > 2 ? 0 : least[i];
+		r->typo.exact += row.typos == 0;
 	}
 	if (rc == SQLITE_OK && (r->ntop < r->k || above(&row, &r->top[0]))) {
 		row.slot = r->ntop < r->k ? (int)r->ntop : r->top[0].slot;
 		rc = capture_hits(x, fc, &r->slots[row.slot]);
+		if (r->typo.on)
+			typo_hits(r, &r->slots[row.slot], rq->nphrase);
 		search_heap_put(r, row);
 	}
 	if (rc != SQLITE_OK)
@@ -460,6 +494,8 @@ void search_hits_fn(const Fts5ExtensionApi *x, Fts5Context *fc, sqlite3_context 
 		return;
 	}
 	rc = capture_hits(x, fc, &r->slots[slot]);
+	if (rc == SQLITE_OK && r->typo.on)
+		typo_hits(r, &r->slots[slot], r->typo.npos);
 	if (rc != SQLITE_OK)
 		sqlite3_result_error_code(ctx, rc);
 	else

@@ -21,6 +21,7 @@
 #include <sqlite3.h>
 
 #include "util/buf.h"
+#include "util/unicode.h"
 
 /* Columns of fts, in order. */
 enum { COL_URL, COL_TITLE, COL_HEADINGS, COL_TAGS, COL_BODY, NCOLS };
@@ -180,6 +181,110 @@ struct row_list {
 
 struct df_entry;
 
+/*
+ * Typos (typo.c): a word of TYPO_ONE_FROM code points or more may have
+ * one, of TYPO_TWO_FROM or more two (Meilisearch's rule); a typed word
+ * brings at most TYPO_PER_WORD words near it, a query TYPO_QUERY_MAX in
+ * all; and words near the typed ones are looked for when the words as
+ * typed are in fewer than TYPO_THRESHOLD rows (Typesense's
+ * typo_tokens_threshold): then those rows come first, the others after.
+ */
+#define TYPO_ONE_FROM 5
+#define TYPO_TWO_FROM 9
+#define TYPO_PER_WORD 8
+#define TYPO_QUERY_MAX 48
+#define TYPO_THRESHOLD 10
+
+/* The phrases of a MATCH expression at most: each term and its alternatives. */
+#define SEARCH_PHRASES_MAX (SEARCH_TERMS_MAX + TYPO_QUERY_MAX)
+
+/* A word of the vocabulary in a reader's memory (struct lexicon). */
+struct lex_entry {
+	uint64_t mask;       /* its characters, a bit each (shared by some) */
+	uint32_t off;        /* in lexicon.text */
+	uint16_t bytes;
+};
+
+struct lex_bucket {
+	struct lex_entry *e;
+	size_t n, alloc;
+};
+
+/* A word's rows (fts5vocab's count), kept by struct lexicon. */
+#define WORD_COUNTS 256
+struct word_count {
+	char w[64];
+	size_t n;            /* 0: empty */
+	sqlite3_int64 rows;
+};
+
+/* vocab in a reader's memory, by length in code points, read up to last_id. */
+struct lexicon {
+	struct word_count count[WORD_COUNTS];
+	long long count_version; /* data_version of the counts */
+	struct lex_bucket bucket[UNICODE_DISTANCE_CHARS + 1];
+	char *text;          /* the words, one after the other, no separator */
+	size_t len, alloc;
+	sqlite3_int64 last_id;
+	long long version;   /* data_version it was brought up to; -1: never */
+	sqlite3_stmt *more, *top;
+};
+
+/* The first token of a text and how many it has (search_take_token()). */
+struct one_token {
+	char w[4 * UNICODE_DISTANCE_CHARS + 1];
+	size_t n;            /* 0 when it was longer than w */
+	int ntok;            /* colocated ones left out */
+};
+
+/* A word near a typed one (search_typo_near()). */
+struct near_word {
+	char w[4 * UNICODE_DISTANCE_CHARS + 1];
+	size_t n;
+	int dist;
+	sqlite3_int64 rows;
+};
+
+/* An alternative of a query's term: its phrase with one word corrected. */
+struct typo_alt {
+	int term;            /* in the query */
+	int dist;            /* edits from what was typed */
+	size_t at, len;      /* its phrase in typo_plan.text */
+};
+
+/* A term's word that reads corrected: where it is in the query, and the nearest. */
+struct typo_fix {
+	int has;             /* the term has a word near one of its own */
+	int absent;          /* no row holds the word as typed */
+	int unmatched;       /* a word of the term is in no row: it matches nothing as typed */
+	size_t start, end;   /* the word as typed, in the query's text */
+	struct near_word word;
+};
+
+/* A query's alternatives (search_typo_plan()), and the query as it reads corrected. */
+struct typo_plan {
+	struct buf text;
+	struct typo_alt alt[TYPO_QUERY_MAX];
+	int nalt;
+	struct typo_fix fix[SEARCH_TERMS_MAX];
+	struct buf corrected;
+	struct buf key;      /* a word as a MATCH expression, for search_word_held() */
+};
+
+/*
+ * The typo query under way: what phrase i of the MATCH expression stands
+ * for (which term, how many edits), for quire_rank() to count a row's
+ * typos; and what the rows showed.
+ */
+struct typo_query {
+	int on;
+	int nterm;                           /* positive terms */
+	int npos;                            /* positive phrases */
+	int skip[SEARCH_PHRASES_MAX];        /* the phrase matches nothing (a word in no row) */
+	int term_of[SEARCH_PHRASES_MAX], dist[SEARCH_PHRASES_MAX];
+	long long exact;                     /* rows with no typo */
+};
+
 /* What one index's queries keep in the reader. */
 struct index_state {
 	struct search_reader *reader;
@@ -204,6 +309,7 @@ struct ranked {
 	double score;
 	sqlite3_int64 rowid;
 	int slot;            /* its hits: slots[slot] */
+	int typos;           /* words it matched only corrected, by their edits */
 };
 
 struct slot {
@@ -225,7 +331,7 @@ struct search_reader {
 	struct slot *slots;
 	size_t nslots;
 	struct buf match, snippet;
-	size_t phrase[SEARCH_TERMS_MAX][2]; /* where each positive term is in match */
+	size_t phrase[SEARCH_PHRASES_MAX][2]; /* where each positive phrase is in match */
 	int nterms;              /* terms in match, positive and excluded */
 	int html;                /* search_add_result writes HTML list items, not JSON */
 	/* rows whose position lists are still read both ways (see phrase_freq()); -1: API only */
@@ -243,16 +349,24 @@ struct search_reader {
 	size_t acc_cap;
 	/* "did you mean" (suggest.c): the last query's suggestion, or empty */
 	struct buf suggestion;
-	sqlite3_stmt *word_rows, *near_words;
+	sqlite3_stmt *word_rows, *word_held;
+	/* typos (typo.c): the vocabulary, the last query's plan and ranking */
+	struct lexicon lex;
+	struct typo_plan plan;
+	struct typo_query typo;
+	struct buf corrected;    /* the last query as corrected, when results were; or empty */
+	long long exact;         /* its rows without a typo */
 };
 
 /* bm25's parameters, as FTS5's (rank.c, and search_rank_rows() in lists.c). */
 #define BM25_K1 1.2
 #define BM25_B 0.75
 
-/* a ranks above b: a higher score, or the same and an older row */
+/* a ranks above b: fewer typos, then a higher score, then an older row */
 static inline int above(const struct ranked *a, const struct ranked *b)
 {
+	if (a->typos != b->typos)
+		return a->typos < b->typos;
 	return a->score > b->score || (a->score == b->score && a->rowid < b->rowid);
 }
 
@@ -294,7 +408,44 @@ int search_substring_terms(const struct query *q);
  */
 int search_suggest(struct search_reader *r, const char *text, const struct query *q,
 		   struct buf *out);
-void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_TERMS_MAX][2]);
+void search_build_match(const struct query *q, struct buf *b, size_t span[SEARCH_PHRASES_MAX][2]);
+
+/* typo.c: words near a typed one, a query's alternatives */
+void search_lexicon_release(struct lexicon *lx);
+int search_take_token(void *p, int tflags, const char *tok, int n, int start, int end);
+int search_word_held(struct search_reader *r, const char *w, size_t n);
+sqlite3_int64 search_word_rows(struct search_reader *r, const char *w, size_t n);
+/*
+ * Into out (room for cap), the words some row holds 1 to max (at most 2)
+ * edits from w (folded, n bytes), nearest first, then in more rows: their
+ * count, or -1 on an error (logged). Inside a read transaction.
+ */
+int search_typo_near(struct search_reader *r, const char *w, size_t n, int max,
+		     struct near_word *out, int cap);
+int search_typos_allowed(int nc);
+/*
+ * Whether each positive word of q (typed as one word: not a phrase, not a
+ * prefix) is inside some word of the vocabulary, as a substring query
+ * needs to find anything: 0 when one is in none (a mistyped word: the
+ * substring query is skipped), 1 when they all are or it cannot tell, -1
+ * on an error. Inside a read transaction.
+ */
+int search_fragments_possible(struct search_reader *r, const struct query *q);
+/*
+ * Whether a positive word of q (one token, not a prefix) is in no row, so
+ * that the query finds nothing: 1, 0, or -1 on an error.
+ */
+int search_word_missing(struct search_reader *r, const struct query *q);
+/*
+ * The alternatives of q's words (text, as typed) into plan, and the query
+ * as it reads corrected: their count, or -1 on an error. Inside a read
+ * transaction.
+ */
+int search_typo_plan(struct search_reader *r, const char *text, const struct query *q,
+		     struct typo_plan *plan);
+void search_build_typo_match(const struct query *q, const struct typo_plan *plan,
+			     struct typo_query *tq, struct buf *b,
+			     size_t span[SEARCH_PHRASES_MAX][2]);
 
 /* snippet.c */
 int search_by_position(const void *a, const void *b);

@@ -136,8 +136,10 @@
  * (the stages of a query in order); query.c: parsing what was typed;
  * rank.c: quire_rank() and the other functions FTS5 calls per row;
  * lists.c: the row lists a reader keeps, and ranking from them;
- * substring.c: queries on substrings; snippet.c: snippets; tokenize.c: the
- * cjk tokenizer; db.c: the file, its schema and connections; write.c: the
+ * substring.c: queries on substrings; typo.c: words near a mistyped one
+ * and the alternatives of a query that forgives typos (run_typos() here);
+ * suggest.c: "did you mean"; snippet.c: snippets; tokenize.c: the cjk
+ * tokenizer; db.c: the file, its schema and connections; write.c: the
  * writer; vocab.c: the vocabulary. search-int.h declares what they share.
  */
 #include "search/search.h"
@@ -206,6 +208,12 @@ struct search_reader *search_reader_open(const char *path)
 	buf_init(&r->match, 0);
 	buf_init(&r->snippet, 0);
 	buf_init(&r->suggestion, 0);
+	buf_init(&r->corrected, 0);
+	buf_init(&r->plan.text, 0);
+	buf_init(&r->plan.corrected, 0);
+	buf_init(&r->plan.key, 0);
+	r->lex.version = -1;
+	r->lex.count_version = -1;
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_init(&r->sub[i].text, 0);
 	r->top = xcalloc(SEARCH_OFFSET_MAX + SEARCH_LIMIT_MAX, sizeof(*r->top));
@@ -264,7 +272,8 @@ void search_reader_free(struct search_reader *r)
 	sqlite3_finalize(r->hit_scan);
 	sqlite3_finalize(r->vocab_scan);
 	sqlite3_finalize(r->word_rows);
-	sqlite3_finalize(r->near_words);
+	sqlite3_finalize(r->word_held);
+	search_lexicon_release(&r->lex);
 	search_db_close(r->db);
 	for (i = 0; i < SEARCH_TERMS_MAX; i++)
 		buf_release(&r->sub[i].text);
@@ -272,6 +281,10 @@ void search_reader_free(struct search_reader *r)
 	buf_release(&r->match);
 	buf_release(&r->snippet);
 	buf_release(&r->suggestion);
+	buf_release(&r->corrected);
+	buf_release(&r->plan.text);
+	buf_release(&r->plan.corrected);
+	buf_release(&r->plan.key);
 	free(r->top);
 	free(r->slots);
 	free(r);
@@ -526,6 +539,34 @@ results:
 	return 0;
 }
 
+/*
+ * The words as typed were in fewer than TYPO_THRESHOLD rows: the query
+ * again with the words of the index near each typed one beside it
+ * (typo.c), every row matching either way ranked, those with fewer typos
+ * first. results and *total are replaced when the query had words to
+ * correct; else they stand. Inside the read transaction. 0 or -1.
+ */
+static int run_typos(struct search_reader *r, const char *text, const struct query *q, int limit,
+		     int offset, struct buf *results, long long *total)
+{
+	int nalt = search_typo_plan(r, text, q, &r->plan), ret;
+
+	if (nalt <= 0)
+		return nalt;
+	search_build_typo_match(q, &r->plan, &r->typo, &r->match, r->phrase);
+	r->nterms = q->n + nalt;
+	r->typo.on = 1;
+	r->typo.exact = 0;
+	buf_reset(results);
+	ret = run_query(r, q->npos + nalt, limit, offset, results, total);
+	r->typo.on = 0;
+	if (ret == 0 && *total > r->typo.exact) {
+		buf_add(&r->corrected, r->plan.corrected.ptr, r->plan.corrected.len);
+		r->exact = r->typo.exact;
+	}
+	return ret;
+}
+
 static int bad_request(struct buf *out, const char *msg)
 {
 	buf_adds(out, "{\"error\":\"");
@@ -563,9 +604,11 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 	const char *err = NULL;
 	long long total = 0;
 	size_t len = q ? strlen(q) : 0;
-	int ret = 0;
+	int ret = 0, subs = 0;
 
 	buf_reset(&r->suggestion);
+	buf_reset(&r->corrected);
+	r->exact = 0;
 	if (len == 0)
 		return bad_request(out, "empty query");
 	if (len > SEARCH_QUERY_MAX)
@@ -594,12 +637,32 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 			if (parsed.n == 1 && parsed.t[0].prefix && !parsed.t[0].neg &&
 			    parsed.t[0].chars >= SUBSTRING_MIN)
 				ret = 1;
-			else
+			/*
+			 * A word in no row (a seek): nothing to rank, and FTS5
+			 * would read the other words' lists to find that out.
+			 */
+			else if ((ret = search_word_missing(r, &parsed)) == 0)
 				ret = run_query(r, parsed.npos, limit, offset, &results, &total);
+			else if (ret == 1)
+				ret = 0;
 			if (ret == 0 && total == 0 && search_substring_terms(&parsed))
 				ret = search_want_substrings(r, &parsed);
-			if (ret == 1)
+			/* a word inside no word: the substring query would find nothing (a typo) */
+			if (ret == 1 && !(parsed.n == 1 && parsed.t[0].prefix))
+				ret = search_fragments_possible(r, &parsed);
+			if (ret == 1) {
+				subs = 1;
 				ret = search_run_substrings(r, &parsed, limit, offset, &results, &total);
+			}
+			/*
+			 * Few rows, and none found as part of a word: perhaps a
+			 * word was mistyped. Not when substrings were looked for
+			 * with an exclusion: "-dmin" excluded notes holding dmin
+			 * anywhere, which a query of words cannot say.
+			 */
+			if (ret == 0 && total < TYPO_THRESHOLD &&
+			    !(subs && (total > 0 || parsed.npos < parsed.n)))
+				ret = run_typos(r, q, &parsed, limit, offset, &results, &total);
 			if (ret == 0)
 				ret = search_db_run_once(r->db, r->commit, "commit");
 			else if (!sqlite3_get_autocommit(r->db))
@@ -632,6 +695,11 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 		buf_add_json(out, r->suggestion.ptr, r->suggestion.len);
 		buf_adds(out, "\",");
 	}
+	if (r->corrected.len) {
+		buf_adds(out, "\"corrected\":\"");
+		buf_add_json(out, r->corrected.ptr, r->corrected.len);
+		buf_addf(out, "\",\"exact\":%lld,", r->exact);
+	}
 	buf_adds(out, "\"results\":[");
 	buf_add(out, results.ptr, results.len);
 	buf_adds(out, "]}");
@@ -642,4 +710,11 @@ static int query(struct search_reader *r, const char *q, int limit, int offset, 
 const char *search_reader_suggestion(const struct search_reader *r)
 {
 	return r->suggestion.len ? r->suggestion.ptr : NULL;
+}
+
+const char *search_reader_corrected(const struct search_reader *r, long long *exact)
+{
+	if (exact)
+		*exact = r->exact;
+	return r->corrected.len ? r->corrected.ptr : NULL;
 }

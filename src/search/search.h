@@ -28,6 +28,9 @@
  * spaces: 東京 finds 東京タワー. When the words find nothing because a
  * term is no word of any note, the terms are looked up as substrings
  * (shell finds PowerShell), if each has three characters. See search.c.
+ * When they find fewer than ten notes, words typed with a typo (one in a
+ * word of five characters or more, two from nine) find the words of the
+ * index near them, ranked after the notes found as typed. See typo.c.
  */
 #ifndef QUIRE_SEARCH_H
 #define QUIRE_SEARCH_H
@@ -214,5 +217,17 @@ int search_query_html(struct search_reader *r, const char *q, int limit, int off
  * until the reader's next query.
  */
 const char *search_reader_suggestion(const struct search_reader *r);
+
+/*
+ * After a query whose results include rows found through a corrected word
+ * (typo.c: a word of five characters or more one edit away, of nine or
+ * more two, tried when the words as typed are in fewer than ten notes):
+ * the query as it reads corrected, each such word replaced by the nearest
+ * word of the index, and *exact (may be NULL) set to the rows found as
+ * typed, which come first. /api/search gives them as "corrected" and
+ * "exact". NULL when no result needed a correction. Valid until the
+ * reader's next query.
+ */
+const char *search_reader_corrected(const struct search_reader *r, long long *exact);
 
 #endif

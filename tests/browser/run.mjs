@@ -119,13 +119,22 @@ async function run(browser, base) {
     { visible: true, timeout: 5000 }).catch(() => null);
   check(dropdown !== null, 'typing a prefix ("wikil") shows results under the box');
 
-  /* a typo gets a suggestion, and choosing it searches it */
+  /* a typo is forgiven: the results for the word corrected, saying which word */
   await desk.click('header form.search input', { clickCount: 3 });
   await desk.type('header form.search input', 'calouts');
+  const fixed = await desk.waitForSelector('header .search-corrected', { visible: true, timeout: 5000 })
+    .catch(() => null);
+  check(fixed !== null && (await fixed.evaluate((d) => d.textContent)) === 'Showing results for callouts' &&
+    (await desk.$$('header .search-results a.search-result')).length > 0,
+    'a mistyped word ("calouts") shows "Showing results for callouts" and results');
+
+  /* two typos in a word of seven letters: nothing found, a suggestion, and choosing it searches it */
+  await desk.click('header form.search input', { clickCount: 3 });
+  await desk.type('header form.search input', 'caluots');
   const hint = await desk.waitForSelector('header .search-suggestion', { visible: true, timeout: 5000 })
     .catch(() => null);
   check(hint !== null && (await hint.evaluate((a) => a.textContent)) === 'Did you mean callouts?',
-    'a mistyped word ("calouts") gets "Did you mean callouts?"');
+    'a word mistyped twice ("caluots") gets "Did you mean callouts?"');
   if (hint) {
     await hint.click();
     check(await desk.waitForFunction(() =>

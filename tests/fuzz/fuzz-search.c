@@ -9,11 +9,14 @@
  * index made once per process in a temporary folder (a dozen notes with
  * accents, CJK, code and punctuation, substrings filled), which reaches the
  * tokenizer, FTS5's parser on what we wrote, ranking, substrings and
- * snippets.
+ * snippets, and typos forgiven (typo.c: the words near the typed ones, a
+ * MATCH expression with alternatives, ranking by typos; search.dict has
+ * mistyped words of the notes).
  *
  * Properties: a JSON answer (results or error) is one well-formed JSON
  * value, as the reader of src/util/json.c sees it; a parsed query has at
- * most SEARCH_TERMS_MAX terms and at least one positive one.
+ * most SEARCH_TERMS_MAX terms and at least one positive one; an answer
+ * says "corrected" only with results, and "suggestion" only without.
  */
 #include "fuzz.h"
 
@@ -108,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len = strlen(q);
 	struct query parsed;
 	struct buf out = BUF_INIT;
-	size_t span[SEARCH_TERMS_MAX][2];
+	size_t span[SEARCH_PHRASES_MAX][2];
 	const char *err = NULL;
 	long long total = 0;
 	int rc;
@@ -126,6 +129,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = search_query(reader, q, 10, (int)(size % 3), &out);
 	fuzz_assert(rc == 0 || rc == -1); /* -2: the index failed */
 	check_json(&out);
+	if (rc == 0 && strstr(out.ptr, "\"total\":0,"))
+		fuzz_assert(!search_reader_corrected(reader, NULL));
+	else if (rc == 0)
+		fuzz_assert(!search_reader_suggestion(reader));
 	buf_reset(&out);
 	rc = search_query_html(reader, q, 5, 0, &out, &total);
 	fuzz_assert(rc == 0 || rc == -1);

@@ -42,6 +42,12 @@ function liveSearch(form) {
     active = -1;
     input.removeAttribute('aria-activedescendant');
     const results = data && Array.isArray(data.results) ? data.results : [];
+    const fixed = data && typeof data.corrected === 'string' ? data.corrected : '';
+    if (fixed && results.length) {
+      /* typos forgiven: which words the results are for, as search engines say it */
+      list.append(h('div', { class: 'search-corrected' },
+        [data.exact ? 'Including results for ' : 'Showing results for ', h('strong', { text: fixed })]));
+    }
     results.forEach((r) => {
       if (typeof r.url !== 'string' || r.url[0] !== '/') return;
       const a = h('a', { class: 'search-result', href: r.url, role: 'option', id: id + '-' + items.length },
