@@ -124,9 +124,12 @@ async function run(browser, base) {
   await desk.type('header form.search input', 'calouts');
   const fixed = await desk.waitForSelector('header .search-corrected', { visible: true, timeout: 5000 })
     .catch(() => null);
+  const found = await desk.$$eval('header .search-results a.search-result',
+    (as) => as.slice(0, 5).map((a) => new URL(a.href).pathname));
   check(fixed !== null && (await fixed.evaluate((d) => d.textContent)) === 'Showing results for callouts' &&
-    (await desk.$$('header .search-results a.search-result')).length > 0,
-    'a mistyped word ("calouts") shows "Showing results for callouts" and results');
+    found.includes('/writing/callouts'),
+    'a mistyped word ("calouts") shows "Showing results for callouts" and the Callouts note in the first five: ' +
+    JSON.stringify(found));
 
   /* two typos in a word of seven letters: nothing found, a suggestion, and choosing it searches it */
   await desk.click('header form.search input', { clickCount: 3 });
