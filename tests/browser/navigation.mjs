@@ -196,6 +196,9 @@ async function run(browser, base) {
   await desk.click(`.explorer a[href="${pick.href}"]`);
   const n = Number(pick.href.slice(-2));
   check(await reached(desk, pick.href, 'Many ' + n), 'a click in the explorer shows the note in place');
+  /* the mark moves in an onPage() hook, which may wait for the folder's document */
+  await desk.waitForFunction((href) => [...document.querySelectorAll('.explorer a[aria-current="page"]')]
+    .map((a) => a.getAttribute('href')).join() === href, { timeout: 30000 }, pick.href).catch(() => {});
   const tree = await desk.evaluate(() => ({
     scroll: document.querySelector('.explorer').scrollTop,
     design: document.querySelector('.explorer button[aria-label="Toggle design"]').getAttribute('aria-expanded'),
