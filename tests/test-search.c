@@ -677,11 +677,11 @@ static void test_substrings(void)
 	put("/pwsh", "PowerShell", "", "", "Get-ChildItem lists the items in a PowerShell drive.");
 	CHECK(search_commit(writer) == 0);
 
-	/* no word "shell" anywhere: the words that have it inside find it */
-	v = query("shell");
+	/* no word "owersh" anywhere: the words that have it inside find it */
+	v = query("owersh");
 	CHECK_STR(urls_of(v), "/pwsh");
 	CHECK_INT(total_of(v), 1);
-	CHECK_STR(segments_of(v, 0), "Get-ChildItem lists the items in a Power[Shell] drive.");
+	CHECK_STR(segments_of(v, 0), "Get-ChildItem lists the items in a P[owerSh]ell drive.");
 	jfree(v);
 	CHECK_STR(urls("childitem"), "/pwsh");
 	CHECK_STR(urls("gram"), "/programming");
@@ -689,9 +689,9 @@ static void test_substrings(void)
 	/* too short for trigrams: nothing */
 	CHECK_STR(urls("sh"), "");
 	/* every term must be three characters */
-	CHECK_STR(urls("shell dr"), "");
+	CHECK_STR(urls("owersh dr"), "");
 	/* an exclusion applies to substrings as well */
-	CHECK_STR(urls("shell -drive"), "");
+	CHECK_STR(urls("owersh -drive"), "");
 
 	/* substrings are for terms that are no word at all, not for words that never meet */
 	CHECK(search_begin(writer) == 0);
@@ -708,7 +708,7 @@ static void test_substrings(void)
 	CHECK_STR(urls_of(v), "/pwsh");
 	CHECK_STR(segments_of(v, 0), "[Get-ChildI]tem lists the items in a PowerShell drive.");
 	jfree(v);
-	CHECK_STR(urls("shell -\"Get-ChildI\""), "");
+	CHECK_STR(urls("owersh -\"Get-ChildI\""), "");
 	CHECK_STR(urls("\"items in a Pow\""), "/pwsh");
 
 	/* a substring inside a word with accents marks what folds into it */
@@ -741,14 +741,14 @@ static void test_substrings(void)
 	CHECK_STR(segments_of(v, 0), "Z[ebrafi]sh facts");
 	jfree(v);
 	/* CJK terms are phrases of bigrams, next to a substring */
-	v = query("\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC shell"); /* タワー shell */
+	v = query("\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC owersh"); /* タワー owersh */
 	CHECK_STR(urls_of(v), "/sub/cjk");
 	CHECK_STR(
 	    segments_of(v, 0),
-	    "\xE6\x9D\xB1\xE4\xBA\xAC[\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC]\xE3\x81\xA7Power[Shell]"
+	    "\xE6\x9D\xB1\xE4\xBA\xAC[\xE3\x82\xBF\xE3\x83\xAF\xE3\x83\xBC]\xE3\x81\xA7P[owerSh]ell"
 	    "\xE3\x82\x92\xE4\xBD\xBF\xE3\x81\x86\xE3\x80\x82");
 	jfree(v);
-	CHECK_STR(sorted_urls("shell"), "/pwsh /sub/cjk");
+	CHECK_STR(sorted_urls("owersh"), "/pwsh /sub/cjk");
 	/* the search page marks the substring too */
 	{
 		struct buf out = BUF_INIT;
@@ -920,6 +920,79 @@ static void test_typos(void)
 	CHECK(search_commit(writer) == 0);
 	CHECK_STR(urls("echidan"), "");
 	CHECK_STR(suggestion("echidan"), "");
+}
+
+static double score_of(const struct jv *v, size_t i)
+{
+	struct jv *sc = jget(jat(jget(v, "results"), i), "score");
+
+	return sc && sc->type == J_NUM ? sc->num : -1;
+}
+
+/*
+ * CamelCase: a word is found by its parts, which sit at its position
+ * (a snippet highlights the whole word; a quoted phrase of parts does not
+ * match, one of the word before and the first part does), the whole word
+ * stays one word, and parts add nothing to a row's length.
+ */
+static void test_camel_case(void)
+{
+	struct jv *v;
+
+	CHECK(search_begin(writer) == 0);
+	/* the parts are words of another note: no substring query finds them */
+	put("/c/words", "Words", "", "",
+	    "A child, an item, a property, a value; convert to json; an http server, an ipv4 address.");
+	put("/c/gci", "Get-ChildItem", "", "", "Get-ChildItem lists what a folder holds.");
+	put("/c/gipv", "Get-ItemPropertyValue", "", "", "Reads one setting of a registry key.");
+	put("/c/ctj", "ConvertTo-Json", "", "", "Serializes an object to a string.");
+	put("/c/http", "Listeners", "", "", "The HTTPServer answers on a port; IPv4Address too.");
+	put("/c/whole", "Tamandua", "", "", "the tamandua sleeps");
+	put("/c/part", "Tamandua", "", "", "the TreeTamandua sleeps");
+	put("/c/blob", "Blob", "", "", "QmFzZTY0IGlzIG5vdCBhIG5hbWUsIGl0IGlzIGEga2V5IG9mIHNvbWUga2luZA9");
+	CHECK(search_commit(writer) == 0);
+
+	CHECK_STR(urls("child item"), "/c/gci /pwsh /c/words");
+	CHECK_STR(urls("child"), "/c/gci /pwsh /c/words");
+	CHECK_STR(urls("item property value"), "/c/gipv /c/words");
+	CHECK_STR(urls("property"), "/c/gipv /c/words");
+	CHECK_STR(urls("convert json"), "/c/ctj /c/words");
+	CHECK_STR(urls("http server"), "/c/http /c/words");
+	CHECK_STR(urls("ipv4 address"), "/c/http /c/words");
+	/* the whole word as typed, exact; a query word is never split */
+	CHECK_STR(urls("ChildItem"), "/c/gci /pwsh");
+	CHECK_STR(urls("childitem"), "/c/gci /pwsh");
+	CHECK_STR(urls("httpserver"), "/c/http");
+	CHECK_STR(urls("getchild"), "");
+	/* a typo in a part: the vocabulary has the parts */
+	CHECK_STR(urls("chlid item"), "/c/gci /pwsh /c/words");
+	CHECK_STR(corrected("chlid item"), "child item");
+	/* phrases: the parts share the word's position */
+	CHECK_STR(urls("\"child item\""), "");
+	CHECK_STR(urls("\"get child\""), "/c/gci /pwsh");
+	CHECK_STR(urls("\"get childitem\""), "/c/gci /pwsh");
+	/* a long key is no name: not split, found as a substring (the fragment marked) */
+	v = query("mfzzty0");
+	CHECK(strncmp(segments_of(v, 0), "Q[mFzZTY0]IG", 12) == 0);
+	jfree(v);
+	/* "shell" is a word of PowerShell now, which is marked whole */
+	v = query("shell");
+	CHECK_STR(segments_of(v, 0), "Get-ChildItem lists the items in a [PowerShell] drive.");
+	jfree(v);
+
+	/* the snippet highlights the whole word */
+	v = query("item property value");
+	CHECK_STR(segments_of(v, 0), "Get-[ItemPropertyValue]");
+	jfree(v);
+	v = query("lists child");
+	CHECK_STR(segments_of(v, 0), "Get-[ChildItem] [lists] what a folder holds.");
+	jfree(v);
+
+	/* a part scores as the whole word: the parts lengthen no row */
+	v = query("tamandua sleeps");
+	CHECK_STR(sorted_urls("tamandua sleeps"), "/c/part /c/whole");
+	CHECK(score_of(v, 1) > 0 && score_of(v, 0) == score_of(v, 1));
+	jfree(v);
 }
 
 static void test_update_replaces(void)
@@ -2369,6 +2442,44 @@ static void real_words(const char *s, char ***words, size_t *n, size_t *alloc)
 	}
 }
 
+/*
+ * The CamelCase parts of the words of ASCII text, lowercased, as the
+ * tokenizer adds them ("arameterValidation": arameter, validation): a part
+ * starts at a capital after a small letter or a digit, or at the last of
+ * several capitals when two small letters follow; parts of one letter and
+ * words over 64 bytes are left out.
+ */
+static void real_camel_parts(const char *s, char ***words, size_t *n, size_t *alloc)
+{
+	while (*s) {
+		size_t k = 0, from = 0, i, c;
+		int upper = 0;
+
+		while (*s && !isalnum((unsigned char)*s))
+			s++;
+		while (isalnum((unsigned char)s[k]))
+			upper |= isupper((unsigned char)s[k++]);
+		for (i = 1; upper && k >= 4 && k <= 64 && i <= k; i++) {
+			if (i < k && !(isupper((unsigned char)s[i]) &&
+				       (islower((unsigned char)s[i - 1]) || isdigit((unsigned char)s[i - 1]) ||
+					(isupper((unsigned char)s[i - 1]) && i + 2 < k &&
+					 islower((unsigned char)s[i + 1]) && islower((unsigned char)s[i + 2])))))
+				continue;
+			if (from == 0 && i == k)
+				break;
+			if (i - from >= 2) {
+				ALLOC_GROW(*words, *n + 1, *alloc);
+				(*words)[*n] = xmemdup(s + from, i - from + 1);
+				for (c = 0; c < i - from; c++)
+					(*words)[*n][c] = (char)tolower((unsigned char)s[from + c]);
+				(*words)[(*n)++][i - from] = '\0';
+			}
+			from = i;
+		}
+		s += k;
+	}
+}
+
 static int real_is_word(char **words, size_t n, const char *w)
 {
 	return bsearch(&w, words, n, sizeof(*words), by_cstr) != NULL;
@@ -2518,8 +2629,11 @@ static void test_substrings_real(void)
 
 	for (i = 0; i < nnotes; i++) {
 		real_lower(&notes[i]);
-		if (!notes[i].gone)
+		if (!notes[i].gone) {
 			real_words(notes[i].lower, &words, &nwords, &awords);
+			real_camel_parts(notes[i].title, &words, &nwords, &awords);
+			real_camel_parts(notes[i].body, &words, &nwords, &awords);
+		}
 	}
 	qsort(words, nwords, sizeof(*words), by_cstr);
 	/* fragments: the middle of long words, and the first four letters of shorter ones */
@@ -2685,6 +2799,70 @@ static void test_upgrade_from_2(void)
 	remove_index("v2.db");
 }
 
+/* Sets fts's tokenizer in the schema of the file at path (no FTS5 call: cjk is not there). */
+static void set_fts_tokenizer(const char *path, const char *from, const char *to)
+{
+	sqlite3 *db = NULL;
+	char *sql;
+
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	sql = sqlite3_mprintf("PRAGMA writable_schema = ON;"
+			      "UPDATE sqlite_schema SET sql = replace(sql, '%q', '%q') WHERE name = 'fts';"
+			      "PRAGMA writable_schema = OFF;",
+			      from, to);
+	CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(sql);
+	CHECK(sqlite3_close(db) == SQLITE_OK);
+}
+
+/*
+ * An index of schema 3, whose words were not split, becomes one of schema
+ * 4 in place: its rows kept (nothing to write again), fts tokenized again,
+ * and the parts listed in the vocabulary for typos. The file of schema 3
+ * is made from one of 4: fts tokenized again by unicode61 alone, which is
+ * what cjk was for ASCII text.
+ */
+static void test_upgrade_from_3(void)
+{
+	char path[300];
+	sqlite3 *db = NULL;
+	struct jv *v;
+
+	if (!writer)
+		return;
+	use_index("v3.db", 1);
+	CHECK(search_begin(writer) == 0);
+	put("/v3/a", "Cmdlets", "", "", "Run Get-WalrusProperty first.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("walrus property"), "/v3/a");
+	use_index(NULL, 0);
+	snprintf(path, sizeof(path), "%s/v3.db", dir);
+	set_fts_tokenizer(path, "tokenize='cjk unicode61", "tokenize='unicode61");
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK_INT(sqlite3_exec(db,
+			       "INSERT INTO fts(fts) VALUES('rebuild');"
+			       "DELETE FROM vocab WHERE term IN ('walrus', 'property');"
+			       "PRAGMA user_version = 3;",
+			       NULL, NULL, NULL),
+		  SQLITE_OK);
+	CHECK(sqlite3_close(db) == SQLITE_OK);
+	set_fts_tokenizer(path, "tokenize='unicode61", "tokenize='cjk unicode61");
+
+	use_index("v3.db", 0);
+	CHECK_STR(urls("walrus property"), "/v3/a");
+	v = query("walrus"); /* a word now, marked whole; not a substring */
+	CHECK_STR(segments_of(v, 0), "Run Get-[WalrusProperty] first.");
+	jfree(v);
+	CHECK_STR(urls("walrusproperty"), "/v3/a");
+	CHECK(search_put(writer, "/v3/a", "Cmdlets", "", "", "Run Get-WalrusProperty first.") == 0);
+	CHECK(search_check(writer) == 0);
+	while (search_fill_substrings(writer, 250) == 0)
+		;
+	CHECK_STR(urls("walrsu property"), "/v3/a");
+	use_index(NULL, 0);
+	remove_index("v3.db");
+}
+
 static void test_unwritable(void)
 {
 	int fresh = -1;
@@ -2709,6 +2887,7 @@ int main(void)
 	RUN(test_substrings);
 	RUN(test_suggestions);
 	RUN(test_typos);
+	RUN(test_camel_case);
 	RUN(test_update_replaces);
 	RUN(test_delete);
 	RUN(test_move);
@@ -2727,6 +2906,7 @@ int main(void)
 	RUN(test_rows_follow_moves);
 	RUN(test_substrings_real);
 	RUN(test_upgrade_from_2);
+	RUN(test_upgrade_from_3);
 	RUN(test_reopen_keeps);
 	RUN(test_corrupt_rebuilds);
 	RUN(test_old_version_rebuilds);

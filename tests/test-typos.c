@@ -14,7 +14,8 @@
  * results. The test prints the count and fails below a floor; the same
  * queries as typed must all find their note first or among the five
  * (what typos are measured against). The private note's and the draft's
- * words are never found, corrected or suggested.
+ * words, and the CamelCase parts of its words, are never found, corrected
+ * or suggested; those of a published note are, with a typo.
  */
 #include "lib/server.h"
 #include "lib/test.h"
@@ -210,7 +211,9 @@ static void typo_vault(const char *src, const char *name, size_t min_asked, int 
 
 	tv_copy(src, vault);
 	tv_write(vault, "zz-private/Zygomorphic.md",
-		 "---\npublish: false\n---\nThe quillwortish rhizomorph is private.\n");
+		 "---\npublish: false\n---\nThe quillwortish rhizomorph is private; "
+		 "so is Get-BrambleworthZymurgical.\n");
+	tv_write(vault, "zz-public/Lantern.md", "Get-SaxifrageLantern lights the way.\n");
 	tv_write(vault, "zz-private/Draft.md",
 		 "---\ndraft: true\n---\nThe xanthoderm plan is a draft.\n");
 	site_server_start(&srv, vault, &o);
@@ -243,9 +246,10 @@ static void typo_vault(const char *src, const char *name, size_t min_asked, int 
 	CHECK(tl.found * 100 >= tl.asked * (size_t)floor);
 
 	/* unpublished: not found, not corrected, not suggested, as typed or mistyped */
-	for (k = 0; r && k < 6; k++) {
+	for (k = 0; r && k < 10; k++) {
 		static const char *const q[] = { "quillwortish", "quillwortsh", "rhizomorph",
-						 "rhizomroph",  "xanthoderm",  "xanthodrem" };
+						 "rhizomroph",  "xanthoderm",  "xanthodrem",
+						 "brambleworth", "bramblewroth", "zymurgical", "zymurgicla" };
 		buf_reset(&out);
 		CHECK_INT(search_query(r, q[k], 10, 0, &out), 0);
 		CHECK(strstr(out.ptr, "\"total\":0,") && !strstr(out.ptr, "suggestion") &&
@@ -253,6 +257,10 @@ static void typo_vault(const char *src, const char *name, size_t min_asked, int 
 		if (!strstr(out.ptr, "\"total\":0,") || strstr(out.ptr, "suggestion"))
 			fprintf(stderr, "  [%s]: %s\n", q[k], out.ptr);
 	}
+	/* a CamelCase part of a published note: found with a typo, corrected */
+	buf_reset(&out);
+	CHECK(r && search_query(r, "saxifrgae", 10, 0, &out) == 0);
+	CHECK(strstr(out.ptr, "\"corrected\":\"saxifrage\"") && strstr(out.ptr, "Lantern"));
 	buf_release(&out);
 	for (i = 0; i < nt; i++) {
 		free(t[i].url);

@@ -27,10 +27,12 @@
  * Bump when the tables, the tokenizers or the rank change. 1 kept fts and
  * tri in step with triggers on doc; 2 is the same tables without them; 3
  * replaces tri (a trigram index of the text) with vocab and vocab_tri (a
- * trigram index of the words). search_open_writer() makes a 3 of a 1 or a 2 in
- * place: the rows of doc and fts are kept, and the words are listed again.
+ * trigram index of the words); 4 adds the CamelCase parts of words to fts
+ * (tokenize.c). search_open_writer() makes a 4 of a 1, 2 or 3 in place: the
+ * rows of doc are kept (and with them the hashes that spare a restart its
+ * writes), fts is tokenized again from them, and the words are listed again.
  */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 #define BUSY_TIMEOUT_MS 5000
 
 /*
@@ -64,8 +66,9 @@ static const char schema_sql[] =
 	VOCAB_SQL;
 
 /*
- * What makes an index of schema 1 or 2 one of schema 3: the same doc and
- * fts, no triggers (1), no tri, and the vocabulary to be listed from fts.
+ * What makes an index of schema 1, 2 or 3 one of schema 4: the same doc, no
+ * triggers (1), no tri (1, 2), fts tokenized again (the parts of words),
+ * and the vocabulary to be listed from fts.
  */
 static const char upgrade_sql[] =
 	"BEGIN IMMEDIATE;"
@@ -75,9 +78,10 @@ static const char upgrade_sql[] =
 	" DROP TABLE IF EXISTS tri;"
 	" DROP TABLE IF EXISTS tri_todo;"
 	VOCAB_SQL
+	" INSERT INTO fts(fts) VALUES('rebuild');"
 	" DELETE FROM vocab_todo;"
 	" INSERT INTO vocab_todo(id, after) VALUES(0, '');"
-	" PRAGMA user_version = 3;"
+	" PRAGMA user_version = 4;"
 	"COMMIT;";
 
 /* ---- Damage --------------------------------------------------------------- */
@@ -323,9 +327,9 @@ static int set_wal(sqlite3 *db, const char *path)
 }
 
 /*
- * Makes an index of schema 1 or 2 one of schema 3 (*version), then gives
- * back the pages tri took (two thirds of the file; VACUUM copies the rest,
- * once). An SQLite code.
+ * Makes an index of schema 1, 2 or 3 one of schema 4 (*version), then
+ * gives back the pages tri and fts's old segments took (VACUUM copies the
+ * rest, once). An SQLite code.
  */
 static int upgrade(sqlite3 *db, long long *version)
 {

@@ -4,8 +4,11 @@
  * What. `cjk`, the FTS5 tokenizer that fts is declared with (schema_sql in
  * db.c): it hands everything but Chinese, Japanese and Korean text to
  * unicode61 unchanged and splits each CJK run into overlapping bigrams,
- * the last character also alone (search.c's opening comment says why);
- * its registration on every connection (search_register_fts()); and instances of
+ * the last character also alone (search.c's opening comment says why),
+ * and, outside queries, adds the CamelCase parts of a word at its position
+ * (camel_parts(): `ChildItem` is `childitem`, `child` and `item`; a query is
+ * tokenized as typed, so `childitem` stays one word and `child item` finds
+ * the parts); its registration on every connection (search_register_fts()); and instances of
  * the whole tokenizer as fts declares it (search_tokenizer_open()), for the C
  * code that must read text as fts does: the readers' snippets and
  * substrings, the writer's words for vocab.
@@ -20,6 +23,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <strings.h>
 
 #include <sqlite3.h>
 
@@ -90,6 +94,8 @@ struct cjk_tokenizer {
 struct cjk_call {
 	void *ctx;
 	int (*token)(void *ctx, int tflags, const char *tok, int n, int start, int end);
+	const char *text;        /* the whole text tokenized */
+	int flags;               /* FTS5_TOKENIZE_* of the call */
 	int base;                /* offset of the segment handed to the parent */
 	int done;                /* the caller answered SQLITE_DONE: it has what it needs */
 };
@@ -131,11 +137,89 @@ static void cjk_delete(Fts5Tokenizer *tok)
 	free(t);
 }
 
+/* ---- CamelCase ------------------------------------------------------------ */
+
+/*
+ * Words longer than this are not split: names are shorter, and a longer
+ * run of mixed case is a key or a hash, whose "parts" would only fill the
+ * vocabulary. Bounds the work and the buffer of camel_parts().
+ */
+#define CAMEL_WORD_MAX 64
+
+static int is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static int is_lower(char c) { return c >= 'a' && c <= 'z'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/*
+ * Whether a part of the word s (n bytes, ASCII letters and digits) starts
+ * at i > 0: an upper-case letter after a lower-case letter or a digit
+ * ("ChildItem", "Base64Encode"), or the last capital of a run when two
+ * lower-case letters follow ("HTTPServer", not "IPv4" nor "URLs"). Digits
+ * after letters start no part ("utf8", "x64", "win32" stay whole).
+ */
+static int camel_starts(const char *s, int n, int i)
+{
+	if (!is_upper(s[i]))
+		return 0;
+	if (is_lower(s[i - 1]) || is_digit(s[i - 1]))
+		return 1;
+	return is_upper(s[i - 1]) && i + 2 < n && is_lower(s[i + 1]) && is_lower(s[i + 2]);
+}
+
+/*
+ * After the token text[start..end) went out whole, its CamelCase parts of
+ * two characters or more, lower-cased, as tokens colocated with it and
+ * with its offsets, so that positions do not move and a snippet
+ * highlights the whole word. Only words of ASCII letters and digits are
+ * split (unicode61 folds the rest, and its case is the tables'). An
+ * SQLite code.
+ */
+static int camel_parts(struct cjk_call *c, int start, int end)
+{
+	const char *s = c->text + start;
+	char part[CAMEL_WORD_MAX];
+	int seen[CAMEL_WORD_MAX / 2][2], nseen = 0; /* the parts out: from, length */
+	int n = end - start, from = 0, i, k, rc = SQLITE_OK, upper = 0;
+
+	if (n < 4 || n > CAMEL_WORD_MAX)
+		return SQLITE_OK;
+	for (i = 0; i < n; i++) {
+		if (!is_lower(s[i]) && !is_digit(s[i]) && !(upper |= is_upper(s[i])))
+			return SQLITE_OK;
+	}
+	if (!upper)
+		return SQLITE_OK;
+	for (i = 1; i <= n && rc == SQLITE_OK; i++) {
+		if (i < n && !camel_starts(s, n, i))
+			continue;
+		if (from == 0 && i == n)
+			break; /* one part: the word itself */
+		for (k = 0; k < nseen; k++) /* "ItemItem": a token once at a position */
+			if (seen[k][1] == i - from && strncasecmp(s + seen[k][0], s + from,
+								  (size_t)(i - from)) == 0)
+				break;
+		if (i - from >= 2 && k == nseen) {
+			seen[nseen][0] = from;
+			seen[nseen++][1] = i - from;
+			for (k = from; k < i; k++)
+				part[k - from] = is_upper(s[k]) ? (char)(s[k] - 'A' + 'a') : s[k];
+			rc = c->token(c->ctx, FTS5_TOKEN_COLOCATED, part, i - from, start, end);
+		}
+		from = i;
+	}
+	return rc;
+}
+
+/* ---- The cjk tokenizer, continued ------------------------------------------ */
+
+/* A token of the parent, at its place in the whole text, then its parts. */
 static int shifted(void *p, int tflags, const char *tok, int n, int start, int end)
 {
 	struct cjk_call *c = p;
 	int rc = c->token(c->ctx, tflags, tok, n, start + c->base, end + c->base);
 
+	if (rc == SQLITE_OK && !(c->flags & FTS5_TOKENIZE_QUERY))
+		rc = camel_parts(c, start + c->base, end + c->base);
 	if (rc == SQLITE_DONE)
 		c->done = 1;
 	return rc;
@@ -183,7 +267,7 @@ static int cjk_tokenize(Fts5Tokenizer *tok, void *ctx, int flags, const char *te
 			int (*token)(void *, int, const char *, int, int, int))
 {
 	struct cjk_tokenizer *t = (struct cjk_tokenizer *)tok;
-	struct cjk_call c = { ctx, token, 0, 0 };
+	struct cjk_call c = { ctx, token, text, flags, 0, 0 };
 	int seg = 0, i = 0, rc = SQLITE_OK;
 
 	while (i < n && rc == SQLITE_OK) {

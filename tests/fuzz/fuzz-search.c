@@ -11,7 +11,9 @@
  * tokenizer, FTS5's parser on what we wrote, ranking, substrings and
  * snippets, and typos forgiven (typo.c: the words near the typed ones, a
  * MATCH expression with alternatives, ranking by typos; search.dict has
- * mistyped words of the notes).
+ * mistyped words of the notes). The input is also read as a note's text
+ * by fts's tokenizer (CamelCase parts, CJK bigrams): every token lies in
+ * the text, and a colocated one inside the word it follows.
  *
  * Properties: a JSON answer (results or error) is one well-formed JSON
  * value, as the reader of src/util/json.c sees it; a parsed query has at
@@ -26,6 +28,7 @@
 #include "util/json.h"
 
 #include <dirent.h>
+#include <strings.h>
 #include <unistd.h>
 
 static const char *const notes[][5] = {
@@ -41,6 +44,7 @@ static const char *const notes[][5] = {
 	{ "/greek", "Ελληνικά", "", "", "Καλημέρα κόσμε, ΑΘΗΝΑ" },
 	{ "/dots", "a.b.c", "", "", "version 1.2.3 e.g. i.e. foo-bar_baz" },
 	{ "/empty", "", "", "", "" },
+	{ "/camel", "Get-ItemPropertyValue", "", "", "HTTPServer, IPv4Address, Base64Encode, iPhone and ItemItem" },
 };
 
 static char dir[64];
@@ -97,6 +101,30 @@ static void setup(void)
 	buf_release(&path);
 }
 
+struct doc_tokens {
+	const char *text;
+	int n, ntok;
+};
+
+/* A token of the input read as a note: in it, and a CamelCase part only after its word. */
+static int check_token(void *p, int tflags, const char *tok, int n, int start, int end)
+{
+	struct doc_tokens *d = p;
+	int i;
+
+	fuzz_assert(n > 0 && start >= 0 && start <= end && end <= d->n);
+	if (tflags & FTS5_TOKEN_COLOCATED) {
+		fuzz_assert(d->ntok > 0);
+		for (i = 0; i + n <= end - start; i++)
+			if (strncasecmp(d->text + start + i, tok, (size_t)n) == 0)
+				break;
+		/* a part (ASCII, in its word) or CJK's last character (the bigram's end) */
+		fuzz_assert(i + n <= end - start);
+	}
+	d->ntok++;
+	return SQLITE_OK;
+}
+
 static void check_json(const struct buf *out)
 {
 	struct json_reader r;
@@ -125,6 +153,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		buf_reset(&out);
 	} else {
 		fuzz_assert(err != NULL);
+	}
+	{
+		struct doc_tokens d = { q, (int)len, 0 };
+
+		fuzz_assert(reader->idx.tok.api.xTokenize(reader->idx.tok.inst, &d,
+							  FTS5_TOKENIZE_DOCUMENT, q, (int)len,
+							  check_token) == SQLITE_OK);
 	}
 	rc = search_query(reader, q, 10, (int)(size % 3), &out);
 	fuzz_assert(rc == 0 || rc == -1); /* -2: the index failed */
