@@ -112,7 +112,12 @@ async function main() {
       if (!from) from = home[Math.floor(random() * home.length)];
       await page.goto(base + from, { waitUntil: 'load' });
       const links = await page.evaluate(pick);
-      if (!links.length) { from = null; continue; }
+      if (!links.length) {
+        /* a folder's listing (a vault without index.md starts on one): go down it */
+        const down = await page.$$eval('#quire-main .listing-items a[href]', (as) => as.map((a) => a.getAttribute('href')));
+        from = down.length ? down[Math.floor(random() * down.length)] : null;
+        continue;
+      }
       const href = links[Math.floor(random() * links.length)];
       walk.push([from, href]);
       from = href;
@@ -151,13 +156,19 @@ async function main() {
       sel = await click(href);
       await page.evaluate(() => { window.__bench.full = true; });
       await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.click(sel)]);
-      const full = await page.evaluate(() => {
+      /* the paint entry may come after the load event: wait for it (3 s at most) */
+      const full = await page.evaluate(() => new Promise((done) => {
         const clicked = Number(sessionStorage.getItem('bench-click'));
-        const fcp = performance.getEntriesByType('paint').find((e) => e.name === 'first-contentful-paint');
         const nav = performance.getEntriesByType('navigation')[0];
-        return [fcp ? performance.timeOrigin + fcp.startTime - clicked : null,
-          nav ? performance.timeOrigin + nav.loadEventEnd - clicked : null];
-      });
+        const load = nav ? performance.timeOrigin + nav.loadEventEnd - clicked : null;
+        const timer = setTimeout(() => done([null, load]), 3000);
+        new PerformanceObserver((list) => {
+          const fcp = list.getEntries().find((e) => e.name === 'first-contentful-paint');
+          if (!fcp) return;
+          clearTimeout(timer);
+          done([performance.timeOrigin + fcp.startTime - clicked, load]);
+        }).observe({ type: 'paint', buffered: true });
+      }));
       if (full[0] !== null) out.full_fcp.push(full[0]);
       if (full[1] !== null) out.full_load.push(full[1]);
       out.clicks++;
