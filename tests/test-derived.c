@@ -344,7 +344,7 @@ static void test_tag_pages(void)
 		const struct page *root = page(s, "/_quire/tree.json");
 		const char *at = root ? root->body : NULL, *end = root ? root->body + root->body_len : NULL;
 		const char *more = at ? memmem(at, root->body_len, "\"more\":[", 8) : NULL;
-		size_t titles = 0, docs = 1;
+		size_t titles = 0, docs = 1, sizes[16], nsizes = 0;
 		CHECK(more != NULL);
 		/* after "children": the root's own {"title": names the site */
 		for (const char *x = at ? memmem(at, root->body_len, "\"children\"", 10) : NULL;
@@ -361,12 +361,26 @@ static void test_tag_pages(void)
 			for (const char *x = d ? d->body : NULL; x && (x = memmem(x, (size_t)(d->body + d->body_len - x), "{\"title\":", 9)); x++)
 				in_doc++;
 			/* each named with how many notes it holds: the theme's list has its height at once */
-			CHECK(strncmp(q, "\",\"n\":", 6) == 0 && strtoul(q + 6, NULL, 10) == in_doc);
+			CHECK(nsizes < sizeof(sizes) / sizeof(*sizes));
+			if (nsizes < sizeof(sizes) / sizeof(*sizes))
+				sizes[nsizes++] = in_doc;
 			titles += in_doc;
 			docs++;
 			more = q;
 		}
 		CHECK(docs >= 3);
+		/* "sizes" after "more": the count of each page, in the same order */
+		{
+			const char *z = at ? memmem(at, root->body_len, "\"sizes\":[", 9) : NULL;
+			size_t nth = 0;
+			CHECK(z != NULL);
+			for (z = z ? z + 9 : NULL; z && *z != ']' && nth < nsizes; nth++) {
+				char *e;
+				CHECK(strtoul(z, &e, 10) == sizes[nth]);
+				z = *e == ',' ? e + 1 : e;
+			}
+			CHECK(nth == nsizes && z && *z == ']');
+		}
 		if (titles != 1000)
 			fprintf(stderr, "  %zu titles in %zu documents\n", titles, docs);
 		CHECK(titles == 1000);

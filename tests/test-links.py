@@ -193,7 +193,7 @@ def crawl(name, vault):
                 continue
             d = json.loads(body)
             for m in d.get("more") or []:
-                todo.append((folder, m["url"]))
+                todo.append((folder, m))
             for child in d.get("children") or []:
                 if child.get("url"):
                     links.append(("explorer " + doc, child["url"], child["url"], "", True))

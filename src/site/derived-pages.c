@@ -363,10 +363,11 @@ static int cmp_folder_name(const void *a, const void *b)
  * a title and a URL). /_quire/tree.json is the root's first page,
  * /_quire/tree/<folder path>.json a folder's; it names the folder's
  * subfolders (those with listed notes somewhere below), each with its
- * index note's URL or null, then its first page of notes, and "more": its
- * other pages in order, each {"url": /_quire/tree-more/[<folder
- * path>/]<hash>.json, "n": how many notes it holds}, each page
- * {"children": [its notes]}. With the counts the theme lays out the whole
+ * index note's URL or null, then its first page of notes, "more": the
+ * URLs of its other pages in order (/_quire/tree-more/[<folder
+ * path>/]<hash>.json, strings as before pages had counts, so clients
+ * that read them keep working), and "sizes": how many notes each of
+ * those holds; each page is {"children": [its notes]}. With the counts the theme lays out the whole
  * folder at once and fetches a page only when it is scrolled near. The theme loads a folder's documents
  * when the folder is opened (and those on the way to the page shown, from
  * <body data-folder>), so a change rewrites the page of the folder it
@@ -442,7 +443,7 @@ static void tree_doc(struct site *s, const struct derived_folder *f, const struc
 	if (head && l->pages.n > 1) {
 		struct oset_iter it = OSET_ITER_INIT;
 		const struct listing_page *q;
-		struct buf more = BUF_INIT, url = BUF_INIT;
+		struct buf more = BUF_INIT, url = BUF_INIT, sizes = BUF_INIT;
 		buf_adds(&b, ",\"more\":[");
 		k = 0;
 		while ((q = oset_next(&l->pages, &it))) {
@@ -452,13 +453,17 @@ static void tree_doc(struct site *s, const struct derived_folder *f, const struc
 			buf_reset(&url);
 			buf_adds(&url, s->cfg.url_prefix);
 			buf_add_urlpath(&url, more.ptr, more.len);
-			buf_adds(&b, k++ ? ",{\"url\":\"" : "{\"url\":\"");
+			buf_adds(&b, k ? ",\"" : "\"");
 			buf_adds_json(&b, url.ptr);
-			buf_addf(&b, "\",\"n\":%zu}", q->n);
+			buf_addc(&b, '"');
+			buf_addf(&sizes, k++ ? ",%zu" : "%zu", q->n);
 		}
+		buf_adds(&b, "],\"sizes\":[");
+		buf_add(&b, sizes.ptr, sizes.len);
 		buf_addc(&b, ']');
 		buf_release(&more);
 		buf_release(&url);
+		buf_release(&sizes);
 	}
 	buf_adds(&b, "}\n");
 	put_text(s, PAGE_GENERATED, key.ptr, "application/json", &b);

@@ -24,8 +24,8 @@ if (navButton) {
  * root, /_quire/tree/<folder path>.json below it), so that an edit
  * rewrites the pages of the folders it touched, never the whole tree. A
  * big folder's document is cut in pages of about a thousand notes: the
- * first names the others in "more", each with its URL and how many notes
- * it holds. A folder's first page is fetched when the folder is first
+ * first names the others' URLs in "more" and how many notes each holds
+ * in "sizes". A folder's first page is fetched when the folder is first
  * opened (one request, however big the folder), its other pages only when
  * they are scrolled near, in parallel; the folders on the way to this page
  * (<body data-folder>) and those the reader left open are fetched at once,
@@ -37,7 +37,10 @@ const treeBase = treeRoot.replace(/\.json$/, '');
 const docs = new Map();
 const docUrl = (path) => (path ? treeBase + '/' + path.split('/').map(encodeURIComponent).join('/') + '.json' : treeRoot);
 const getJson = (url) => fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(r.status)));
-const pageList = (d) => (Array.isArray(d.more) ? d.more.filter((m) => m && typeof m.url === 'string') : []);
+/* "more": the other pages' URLs; "sizes": how many notes each holds */
+const pageList = (d) => (Array.isArray(d.more)
+  ? d.more.map((url, i) => ({ url, n: Array.isArray(d.sizes) ? d.sizes[i] | 0 : 0 })).filter((m) => typeof m.url === 'string')
+  : []);
 /* A page of a folder's document: its notes, [] when it cannot be had. */
 const treePage = (url) => getJson(url).then((p) => (p && Array.isArray(p.children) ? p.children : []), () => []);
 /* A folder's first document; whole: with its other pages fetched and joined (d.more emptied). */
