@@ -980,6 +980,16 @@ static void test_camel_case(void)
 	CHECK_STR(segments_of(v, 0), "Get-ChildItem lists the items in a [PowerShell] drive.");
 	jfree(v);
 
+	/*
+	 * only words of ASCII letters and digits are split: a part of
+	 * "ZürichNord" would keep the "ü" that unicode61 folds in the word
+	 */
+	CHECK(search_begin(writer) == 0);
+	put("/c/nord", "Compass", "", "", "Nord is north in German.");
+	put("/c/zurich", "Stations", "", "", "ZürichNord is a station.");
+	CHECK(search_commit(writer) == 0);
+	CHECK_STR(urls("nord"), "/c/nord");
+
 	/* the snippet highlights the whole word */
 	v = query("item property value");
 	CHECK_STR(segments_of(v, 0), "Get-[ItemPropertyValue]");

@@ -184,7 +184,9 @@ static int camel_parts(struct cjk_call *c, int start, int end)
 	if (n < 4 || n > CAMEL_WORD_MAX)
 		return SQLITE_OK;
 	for (i = 0; i < n; i++) {
-		if (!is_lower(s[i]) && !is_digit(s[i]) && !(upper |= is_upper(s[i])))
+		if (is_upper(s[i]))
+			upper = 1;
+		else if (!is_lower(s[i]) && !is_digit(s[i]))
 			return SQLITE_OK;
 	}
 	if (!upper)
