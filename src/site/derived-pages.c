@@ -367,9 +367,10 @@ static int cmp_folder_name(const void *a, const void *b)
  * URLs of its other pages in order (/_quire/tree-more/[<folder
  * path>/]<hash>.json, strings as before pages had counts, so clients
  * that read them keep working), and "sizes": how many notes each of
- * those holds; each page is {"children": [its notes]}. With the counts the theme lays out the whole
- * folder at once and fetches a page only when it is scrolled near. The theme loads a folder's documents
- * when the folder is opened (and those on the way to the page shown, from
+ * those holds; each page is {"children": [its notes]}. With the counts
+ * the theme lays out the whole folder at once and fetches a page only
+ * when it is scrolled near. The theme loads a folder's documents when
+ * the folder is opened (and those on the way to the page shown, from
  * <body data-folder>), so a change rewrites the page of the folder it
  * touched, not the folder, let alone the whole tree.
  */
