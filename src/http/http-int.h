@@ -230,6 +230,8 @@ struct http_server {
 		void *ctx;
 	} policies[HTTP_MAX_POLICIES];
 	int npolicies;
+	int spool_fd;             /* http_server_set_body_spool()'s folder, or -1 */
+	atomic_uint spool_seq;    /* the spooled files' names */
 	int per_address;          /* the cap per client address, 0: none (guard.c) */
 	double min_rate;
 	int slow_after_s;

@@ -720,6 +720,7 @@ struct http_server *http_server_new(const struct http_options *opt)
 
 	srv->log_fd = -1;
 	srv->lock_fd = -1;
+	srv->spool_fd = -1;
 	srv->opt = *opt;
 	if (!opt->slot) {
 		log_error("http: no snapshot slot");

@@ -265,6 +265,29 @@ const void *http_request_body(struct http_request *req, size_t *len);
  */
 size_t http_request_take_body(struct http_request *req, struct buf *out);
 /*
+ * Spooled bodies. A request whose body policy lets it carry more than
+ * small_body_size has its body written, as it arrives, to a new file in
+ * the spool folder (dirfd: a folder on the vault's file system, borrowed,
+ * so that the file can be renamed into place), never held whole in
+ * memory. Set before the server is ready; without a spool such bodies
+ * are read into memory as before.
+ */
+void http_server_set_body_spool(struct http_server *srv, int dirfd);
+struct http_body_file {
+	int fd;           /* open for reading and writing; read it with pread() */
+	char name[64];    /* its name in the spool folder */
+	unsigned long long len;
+};
+/*
+ * Takes a spooled body over: 1 with *out filled, and the caller then
+ * closes out->fd and either renames out->name out of the spool folder or
+ * unlinks it; 0 when the request's body is in memory (read it with
+ * http_request_body() or http_request_take_body()). A body not taken is
+ * removed after the answer.
+ */
+int http_request_take_body_file(struct http_request *req, struct http_body_file *out);
+
+/*
  * The decoded value of the first name=value pair of a query string (NULL
  * is an empty one) into out: 1 when found, 0 when absent, -1 when its
  * percent-encoding is invalid or it holds a NUL byte.

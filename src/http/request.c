@@ -21,9 +21,12 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -244,6 +247,50 @@ size_t http_request_take_body(struct http_request *req, struct buf *out)
 	n = evbuffer_remove(in, out->ptr, len);
 	buf_setlen(out, n > 0 ? (size_t)n : 0);
 	return out->len;
+}
+
+void http_server_set_body_spool(struct http_server *srv, int dirfd)
+{
+	srv->spool_fd = dirfd;
+}
+
+/*
+ * Until the connection layer streams bodies as they arrive (issue 34), a
+ * large body is read into memory first and written to the spool here, so
+ * that the sync API and WebDAV take it as a file already.
+ */
+int http_request_take_body_file(struct http_request *req, struct http_body_file *out)
+{
+	struct http_server *srv = req->w->srv;
+	size_t len;
+	const char *p = http_request_body(req, &len);
+	size_t done = 0;
+
+	if (srv->spool_fd < 0 || len <= srv->opt.small_body_size)
+		return 0;
+	for (;;) {
+		snprintf(out->name, sizeof(out->name), "upload-%ld-%u", (long)getpid(),
+			 atomic_fetch_add(&srv->spool_seq, 1));
+		out->fd = openat(srv->spool_fd, out->name,
+				 O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (out->fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (out->fd < 0)
+		return 0;
+	while (done < len) {
+		ssize_t n = write(out->fd, p + done, len - done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(out->fd);
+			unlinkat(srv->spool_fd, out->name, 0);
+			return 0;
+		}
+		done += (size_t)n;
+	}
+	out->len = len;
+	return 1;
 }
 
 const char *http_request_target(const struct http_request *req)
