@@ -117,9 +117,15 @@ static void test_propfind(void)
 		      &b),
 		  200);
 	CHECK_STR(b.ptr, "PROPFIND /dav/a|-|-|11|-|<propfind/>");
-	/* a bare LF ends lines as well */
-	CHECK_INT(ask("PROPPATCH /dav/b HTTP/1.1\nHost: x\nContent-Length: 3\n\nabc", &b), 200);
+	CHECK_INT(ask("PROPPATCH /dav/b HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", &b),
+		  200);
 	CHECK_STR(b.ptr, "PROPPATCH /dav/b|-|-|3|-|abc");
+	/*
+	 * A bare LF does not end a line: RFC 9112 2.2 lets a recipient take
+	 * it, llhttp (as Node.js) does not, and a proxy in front that did
+	 * not either would frame the request differently.
+	 */
+	CHECK_INT(ask("PROPPATCH /dav/b HTTP/1.1\nHost: x\nContent-Length: 3\n\nabc", &b), 400);
 	buf_release(&b);
 }
 
@@ -130,8 +136,8 @@ static void test_mkcol(void)
 	struct resp r;
 
 	CHECK_INT(ask("MKCOL /dav/new/ HTTP/1.1\r\nHost: x\r\n\r\n", &b), 200);
-	CHECK_STR(b.ptr, "MKCOL /dav/new/|-|-|0|-|");
-	/* evhttp refuses a POST with no length but "keep-alive": this one is not a POST */
+	CHECK_STR(b.ptr, "MKCOL /dav/new/|-|-|-|-|");
+	/* a bodiless request that keeps the connection: the next one is read after it */
 	if (conn_open(&c, srv.port) < 0) {
 		CHECK(0);
 		return;
@@ -141,11 +147,11 @@ static void test_mkcol(void)
 		       "UNLOCK /dav/k HTTP/1.1\r\nHost: x\r\nLock-Token: <x>\r\n\r\n") == 0);
 	CHECK(read_resp(&c, &r, 0) == 0);
 	CHECK_INT(r.status, 200);
-	CHECK_STR(r.body.ptr, "MKCOL /dav/k|-|-|0|-|");
+	CHECK_STR(r.body.ptr, "MKCOL /dav/k|-|-|-|-|");
 	resp_free(&r);
 	CHECK(read_resp(&c, &r, 0) == 0);
 	CHECK_INT(r.status, 200);
-	CHECK_STR(r.body.ptr, "UNLOCK /dav/k|-|-|0|-|");
+	CHECK_STR(r.body.ptr, "UNLOCK /dav/k|-|-|-|-|");
 	resp_free(&r);
 	conn_close(&c);
 	buf_release(&b);
@@ -159,11 +165,11 @@ static void test_move_copy(void)
 		      "Overwrite: F\r\nX-Test: 1\r\n\r\n",
 		      &b),
 		  200);
-	CHECK_STR(b.ptr, "MOVE /dav/a.md|http://x/dav/b.md|F|0|1|");
+	CHECK_STR(b.ptr, "MOVE /dav/a.md|http://x/dav/b.md|F|-|1|");
 	CHECK_INT(ask("COPY /dav/a.md HTTP/1.0\r\nDestination: /dav/c.md\r\nOverwrite: T\r\n\r\n",
 		      &b),
 		  200);
-	CHECK_STR(b.ptr, "COPY /dav/a.md|/dav/c.md|T|0|-|");
+	CHECK_STR(b.ptr, "COPY /dav/a.md|/dav/c.md|T|-|-|");
 	buf_release(&b);
 }
 
@@ -172,16 +178,21 @@ static void test_lock_chunked(void)
 	struct buf b = BUF_INIT;
 
 	CHECK_INT(ask("LOCK /dav/a.md HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-		      "6\r\n<lock>\r\n7 ; ext=1\r\n</lock>\r\n0\r\n\r\n",
+		      "6\r\n<lock>\r\n7;ext=1\r\n</lock>\r\n0\r\n\r\n",
 		      &b),
 		  200);
 	CHECK_STR(b.ptr, "LOCK /dav/a.md|-|-|-|-|<lock></lock>");
-	/* trailers, and the empty lines evhttp skips between chunks */
+	/* trailers */
 	CHECK_INT(ask("LOCK /dav/t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: Chunked\r\n\r\n"
-		      "3\r\nabc\r\n\r\n2\r\nde\r\n0\r\nX-Trailer: 1\r\n\r\n",
+		      "3\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: 1\r\n\r\n",
 		      &b),
 		  200);
 	CHECK_STR(b.ptr, "LOCK /dav/t|-|-|-|-|abcde");
+	/* an empty line between chunks (which evhttp skipped) is no chunk size */
+	CHECK_INT(ask("LOCK /dav/t HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+		      "3\r\nabc\r\n\r\n2\r\nde\r\n0\r\n\r\n",
+		      &b),
+		  400);
 	buf_release(&b);
 }
 
@@ -194,7 +205,7 @@ static const char mix[] =
 	"POST /dav/4 HTTP/1.1\r\nHost: x\r\nContent-length: 24\r\n\r\n"
 	"COPY /dav/y HTTP/1.1\r\n\r\n"
 	"LOCK /dav/5 HTTP/1.1\r\nHost: x\r\ntransfer-encoding: chunked\r\n\r\n"
-	"1a\r\nUNLOCK /dav/z HTTP/1.1\r\n\r\n0\r\n\r\n"
+	"18\r\nUNLOCK /dav/z HTTP/1.1\r\n\r\n0\r\n\r\n"
 	"GET /notes/hello HTTP/1.1\r\nHost: x\r\n\r\n"
 	"PUT /dav/6 HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nLOCK"
 	"UNLOCK /dav/7 HTTP/1.1\r\nHost: x\r\nLock-Token: <t>\r\n\r\n"
@@ -204,14 +215,14 @@ static const char mix[] =
 static const char *const mix_answers[] = {
 	"GET /dav/1|-|-|-|-|",
 	"PROPFIND /dav/2|-|-|26|-|MOVE /dav/x HTTP/1.1\r\n\r\n\r\n",
-	"MKCOL /dav/3|-|-|0|-|",
+	"MKCOL /dav/3|-|-|-|-|",
 	"POST /dav/4|-|-|24|-|COPY /dav/y HTTP/1.1\r\n\r\n",
-	"LOCK /dav/5|-|-|-|-|UNLOCK /dav/z HTTP/1.1\r\n\r\n",
+	"LOCK /dav/5|-|-|-|-|UNLOCK /dav/z HTTP/1.1\r\n",
 	"<p>hello</p>\n",
 	"PUT /dav/6|-|-|4|-|LOCK",
-	"UNLOCK /dav/7|-|-|0|-|",
+	"UNLOCK /dav/7|-|-|-|-|",
 	"",
-	"COPY /dav/9|/dav/10|-|0|-|",
+	"COPY /dav/9|/dav/10|-|-|-|",
 };
 #define NMIX (sizeof(mix_answers) / sizeof(mix_answers[0]))
 
@@ -349,41 +360,54 @@ static void test_body_policy(void)
 	buf_release(&b);
 }
 
-/* What the watch cannot frame goes to evhttp untouched, and it stops renaming. */
+/*
+ * What llhttp refuses is answered and the connection closed (nothing after
+ * it is read as a request); what it takes is served, and the methods after
+ * it are named as ever.
+ */
 static void test_malformed(void)
 {
 	struct buf b = BUF_INIT;
 	struct resp r;
 	struct conn c;
-	static const char *const off[] = {
-		/* duplicate Content-Length (equal: request.c lets it through) */
-		"GET /dav/a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
-		/* a folded header line */
-		"GET /dav/a HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n",
-		/* a version evhttp takes and the watch does not */
-		"GET /dav/a HTTP/1.01\r\nHost: x\r\n\r\n",
-		/* a framing value longer than the watch reads (evhttp trims the spaces) */
-		"GET /dav/a HTTP/1.1\r\nHost: x\r\nContent-Length: 0                              \r\n\r\n",
+	static const struct {
+		const char *req;
+		int status;
+	} cases[] = {
+		/* duplicate Content-Length, equal (RFC 9110 8.6 lets a recipient refuse it) */
+		{ "GET /dav/a HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n",
+		  400 },
+		/* a folded header line (obs-fold, RFC 9112 5.2) */
+		{ "GET /dav/a HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n 2\r\n\r\n", 400 },
+		/* a version that is not HTTP/1.x */
+		{ "GET /dav/a HTTP/1.01\r\nHost: x\r\n\r\n", 505 },
+		/* a framing value with trailing spaces: trimmed, as RFC 9112 5 asks */
+		{ "GET /dav/a HTTP/1.1\r\nHost: x\r\nContent-Length: 0                              \r\n\r\n",
+		  200 },
 	};
 	size_t i;
 
-	for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		if (conn_open(&c, srv.port) < 0) {
 			CHECK(0);
 			return;
 		}
-		CHECK(send_all(c.fd, off[i], strlen(off[i])) == 0);
+		CHECK(send_all(c.fd, cases[i].req, strlen(cases[i].req)) == 0);
 		CHECK(send_str(c.fd, "MKCOL /dav/m HTTP/1.1\r\nHost: x\r\n\r\n") == 0);
 		CHECK(read_resp(&c, &r, 0) == 0);
-		CHECK_INT(r.status, 200);
+		CHECK_INT(r.status, cases[i].status);
 		resp_free(&r);
-		/* evhttp sees MKCOL as it always did: a method with no name */
-		CHECK(read_resp(&c, &r, 0) == 0);
-		CHECK_INT(r.status, 501);
-		resp_free(&r);
+		if (cases[i].status == 200) {
+			CHECK(read_resp(&c, &r, 0) == 0);
+			CHECK_INT(r.status, 200);
+			CHECK_STR(r.body.ptr, "MKCOL /dav/m|-|-|-|-|");
+			resp_free(&r);
+		} else {
+			CHECK(closed_by_server(&c));
+		}
 		conn_close(&c);
 	}
-	/* a bad chunk size: evhttp refuses the request and closes */
+	/* a bad chunk size: refused, and closed */
 	CHECK(fetch(srv.port,
 		    "LOCK /dav/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
 		    "zz\r\nhello\r\n0\r\n\r\n",
@@ -403,9 +427,9 @@ static void test_malformed(void)
 		    &r) == 0);
 	CHECK_INT(r.status, 413);
 	resp_free(&r);
-	/* an empty line before the request: evhttp refuses it, as before */
+	/* an empty line before the request is skipped (RFC 9112 2.2) */
 	CHECK(fetch(srv.port, "\r\nPROPFIND /dav/a HTTP/1.1\r\nHost: x\r\n\r\n", &r) == 0);
-	CHECK_INT(r.status, 400);
+	CHECK_INT(r.status, 200);
 	resp_free(&r);
 	/* a head over the limit */
 	buf_adds(&b, "PROPFIND /dav/a HTTP/1.1\r\nHost: x\r\n");

@@ -5,11 +5,12 @@
  * A handler may take a request over (http_request_defer) and answer from
  * another thread. The answer is queued on the request's loop under a mutex
  * and the loop is woken by a byte on a second pipe (written only when the
- * queue was empty), so only the owning loop ever touches the
- * evhttp_request. evhttp reads nothing more from a connection while a
- * request on it is unanswered, so the request stays valid; if the
- * connection is freed anyway (stop, server teardown), the close callback
- * marks the deferred request dead and its answer is dropped. Deferred
+ * queue was empty), so only the owning loop ever touches the connection.
+ * A connection reads no further request while one on it is unanswered
+ * (conn.c), so the request's head stays in its buffer for the answer's
+ * access log line; if the connection closes meanwhile (its client left, a
+ * stop), http_conn_close() marks the deferred request dead and its answer is
+ * dropped. Deferred
  * requests count as in flight, and a stop does not close their connections
  * as idle.
  *
@@ -32,20 +33,22 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/http.h>
 
 struct http_deferred *http_request_defer(struct http_request *req)
 {
 	struct worker *w = req->w;
 	struct http_deferred *d;
 
-	if (req->replied || !req->ev) {
+	if (req->replied || !req->c) {
 		log_warn("http: %s: cannot defer an answered request", req->path ? req->path : "-");
 		return NULL;
 	}
 	d = xcalloc(1, sizeof(*d));
 	d->w = w;
-	d->ev = req->ev;
+	d->c = req->c;
+	req->c->deferred = d;
+	d->major = req->major;
+	d->minor = req->minor;
 	d->kind = req->kind;
 	d->method = req->method;
 	d->method_name = req->method_name;
@@ -201,14 +204,17 @@ static void request_of(struct worker *w, const struct http_deferred *d, struct h
 {
 	memset(r, 0, sizeof(*r));
 	r->w = w;
-	r->ev = d->ev;
+	r->c = d->c;
+	r->out_fd = -1;
+	r->major = d->major;
+	r->minor = d->minor;
 	r->kind = d->kind;
 	r->method = d->method;
 	r->method_name = d->method_name;
 	r->start_ms = d->start_ms;
 	r->head = d->head;
 	r->absolute = d->absolute;
-	r->uri = evhttp_request_get_uri(d->ev);
+	r->uri = d->c ? d->c->rp.base + d->c->rp.url : NULL;
 }
 
 /* Sends one handed-back answer on its own loop (the fast path's http_respond()). */
@@ -224,12 +230,10 @@ static void send_deferred(struct worker *w, struct http_deferred *d)
 	http_set_length(&r, len);
 	if (!r.head && len > 0) {
 		char *bytes = buf_detach(&d->body, NULL);
-		if (evbuffer_add_reference(evhttp_request_get_output_buffer(d->ev), bytes, len,
-					   http_free_bytes, bytes) < 0) {
-			free(bytes);
-			log_warn("http: cannot queue a deferred response");
-		}
+		http_set_body(&r, bytes, len, http_free_bytes, bytes);
 	}
+	d->c->deferred = NULL;
+	d->c = NULL;
 	http_respond(&r, d->status);
 }
 
@@ -382,19 +386,19 @@ static int stream_step(struct worker *w, struct http_deferred *d)
 	ended = d->stream_end;
 	d->queued = 0;
 	pthread_mutex_unlock(&w->done_lock);
-	if (d->ev && !d->head_sent) {
+	if (d->c && !d->head_sent) {
 		struct http_request r;
 		request_of(w, d, &r);
 		buf_reset(&w->hdr);
 		buf_add(&w->hdr, d->hdr.ptr, d->hdr.len);
 		HDR_CONST(&r, "Cache-Control: no-store\r\n");
-		d->out = http_respond_stream_head(&r, d->status);
+		http_respond_stream_head(&r, d->status);
 		d->head_sent = 1;
-		if (d->out)
-			d->drain = evbuffer_add_cb(d->out, on_drain, d);
+		d->out = d->c->out;
+		d->drain = evbuffer_add_cb(d->out, on_drain, d);
 	}
-	if (d->ev && piece.len)
-		http_respond_stream_chunk(d->ev, piece.ptr, piece.len);
+	if (d->c && piece.len)
+		http_respond_stream_chunk(d->c, piece.ptr, piece.len);
 	buf_release(&piece);
 	if (d->out) {
 		/* the writer may be waiting on what was just taken from it */
@@ -403,13 +407,17 @@ static int stream_step(struct worker *w, struct http_deferred *d)
 		pthread_cond_broadcast(&d->drained);
 		pthread_mutex_unlock(&w->done_lock);
 	}
-	if (!d->ev && !d->stream_dead)
+	if (!d->c && !d->stream_dead)
 		http_stream_gone(d);
 	if (!ended)
 		return 0;
 	unwatch(d);
-	if (d->ev)
-		http_respond_stream_end(w, d->ev);
+	if (d->c) {
+		struct conn *c = d->c;
+		c->deferred = NULL;
+		d->c = NULL;
+		http_respond_stream_end(c);
+	}
 	return 1;
 }
 
@@ -428,7 +436,7 @@ void http_on_done(evutil_socket_t fd, short what, void *arg)
 		unlink_deferred(w, d);
 		if (!d->parked)
 			w->inflight--;
-		if (d->ev && !d->stream)
+		if (d->c && !d->stream)
 			send_deferred(w, d);
 		notify_end(d);
 		free_deferred(d);
@@ -450,41 +458,29 @@ void http_answer_parked(struct worker *w)
 	for (d = w->deferred; d; d = d->next) {
 		struct http_request r;
 
-		if (!d->parked || !d->ev || d->stream)
+		if (!d->parked || !d->c || d->stream)
 			continue; /* a stream's head is out: it ends as its connection closes */
 		request_of(w, d, &r);
-		d->ev = NULL;
+		d->c->deferred = NULL;
+		d->c = NULL;
 		buf_reset(&w->hdr);
 		HDR_CONST(&r, "Retry-After: 1\r\n");
 		http_respond_text(&r, 503, text);
 	}
 }
 
-/* True when a deferred request on con is waiting for its answer. */
-int http_has_deferred(struct worker *w, struct evhttp_connection *con)
-{
-	struct http_deferred *d;
-
-	for (d = w->deferred; d; d = d->next)
-		if (d->ev && evhttp_request_get_connection(d->ev) == con)
-			return 1;
-	return 0;
-}
-
 /*
- * The loops have stopped and evhttp is about to free every connection with
- * its requests: no deferred request may be touched after that. A request
- * that evhttp had already detached from its connection (its client left)
- * is ours to free.
+ * The loops have stopped and every connection is about to be closed: no
+ * deferred request may be touched after that.
  */
 void http_kill_deferred(struct worker *w)
 {
 	struct http_deferred *d;
 
 	for (d = w->deferred; d; d = d->next) {
-		if (d->ev && !evhttp_request_get_connection(d->ev))
-			evhttp_request_free(d->ev);
-		d->ev = NULL;
+		if (d->c)
+			d->c->deferred = NULL;
+		d->c = NULL;
 		if (d->stream)
 			http_stream_gone(d);
 	}

@@ -1,56 +1,25 @@
 /*
  * guard.c: what keeps a few clients from holding the server.
  *
- * Two limits, both on connections evhttp has already made (adopt() in
- * http.c), and a way in at the total cap: a cap on the connections one
- * client address may hold, so that thousands of connections from a few
- * addresses leave room for everyone else; and a minimum rate for a request being received, so that a
- * client sending a header byte a second (slowloris) cannot keep its
- * connections for ever: evhttp's read timeout restarts with every byte.
+ * A cap on the connections one client address may hold, so that thousands
+ * of connections from a few addresses leave room for everyone else. IPv6
+ * clients count per /64 (http_client_key()), and the addresses of trusted
+ * proxies (opt->trusted_proxies: a reverse proxy opens many connections
+ * for many clients) are not capped at all.
  *
- * A request's progress is read from the kernel, not from evhttp (whose
- * parser state is private): TCP_INFO's bytes received and bytes the
- * client acknowledged, once a second. A connection whose acknowledged
- * bytes grew has had an answer: no request is in progress. One that
- * received bytes with none in progress has begun a request, at the
- * latest at the last sweep. A request in progress for slow_after_s
- * seconds that brought less than min_rate bytes a second on average is
- * closed, unless a handler holds it (a long poll) or its answer is still
- * being written. An idle connection (nothing received) is left to the
- * read timeout.
+ * And the body's limit, decided on the parsed head before a byte of the
+ * body is read (conn.c): what the body policy of the target's prefix says
+ * (the sync API: its upload limit with the right token, nothing without),
+ * else small_body_size. A larger body is refused 413 from its head.
  *
- * Bodies are sized before they are read. libevent reads a request's whole
- * body into memory before any handler runs, up to one limit for every
- * request: with the sync API on, 64 MB that anyone could send to any URL
- * without a token. Its input buffer tells us of new bytes before its
- * parser reads them (an evbuffer callback); when they start a request
- * head that is complete, the head is read here (method, target,
- * Authorization) and the connection's body limit set for that request:
- * what the body policy allows (the sync API: its upload limit with the
- * right token, nothing without), else small_body_size. libevent then
- * refuses a larger body with 413 and closes the connection unread.
- *
- * At max_connections a new client is let in by closing the oldest idle
- * connection of the loop that accepted it (http_guard_evictable(), called
- * from http.c's make_bev()): else idle clients holding every slot, each
- * address under its share, would lock every new one out. Idle is no
- * request in progress: a connection joins its loop's idle list (oldest
- * first) when adopted with nothing received and when its output drains
- * with nothing waiting in its input, and leaves it when bytes arrive; one
- * a handler still owes an answer (a stream between two writes) is skipped.
- * IPv6 clients count per /64 against the share (http_client_key()).
- *
- * Rejected: a deadline on the headers alone (nginx's
- * client_header_timeout): it needs the parser's state, which libevent
- * keeps to itself; the rate covers headers and bodies alike, and a body
- * that arrives at a useful speed is never cut.
+ * The deadlines (a head must arrive whole within header_timeout_s of its
+ * first byte, a body at min_request_rate once it is slow_after_s old) and
+ * the eviction of idle connections at max_connections are the
+ * connection's own state, in conn.c.
  */
-#include <linux/tcp.h> /* struct tcp_info with its byte counts; not with <netinet/tcp.h> */
-
 #include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
-#include "util/clock.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -59,12 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
-
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/http.h>
 
 #define DEFAULT_MIN_RATE 256.0
 #define DEFAULT_SLOW_AFTER 10
@@ -74,21 +38,6 @@ struct addr_count {
 	char addr[48];            /* the map's key */
 	int n;
 };
-
-/* The socket's bytes received and acknowledged by the client. 0, or -1. */
-static int tcp_bytes(int fd, uint64_t *rx, uint64_t *tx)
-{
-	struct tcp_info ti;
-	socklen_t len = sizeof(ti);
-
-	memset(&ti, 0, sizeof(ti));
-	if (fd < 0 || getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
-	    len < offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received))
-		return -1;
-	*rx = ti.tcpi_bytes_received;
-	*tx = ti.tcpi_bytes_acked;
-	return 0;
-}
 
 void http_guard_init(struct http_server *srv)
 {
@@ -116,6 +65,7 @@ void http_guard_release(struct http_server *srv)
 		free(v);
 	map_release(&srv->addrs);
 	pthread_mutex_destroy(&srv->addr_lock);
+	free(srv->trusted);
 }
 
 int http_client_key(const struct sockaddr *sa, char *out, size_t size)
@@ -142,97 +92,97 @@ int http_client_key(const struct sockaddr *sa, char *out, size_t size)
 	return -1;
 }
 
-/* ---- idle connections: a list per loop, oldest first ---- */
+/* ---- the share of one address ---- */
 
-static void idle_unlink(struct worker *w, struct conn *c)
+int http_guard_trust(struct http_server *srv, const char *list)
 {
-	if (!c->idle)
-		return;
-	if (c->idle_prev)
-		c->idle_prev->idle_next = c->idle_next;
-	else
-		w->idle_head = c->idle_next;
-	if (c->idle_next)
-		c->idle_next->idle_prev = c->idle_prev;
-	else
-		w->idle_tail = c->idle_prev;
-	c->idle_prev = c->idle_next = NULL;
-	c->idle = 0;
-}
+	const char *p = list;
 
-static void idle_append(struct worker *w, struct conn *c)
-{
-	if (c->idle)
-		return;
-	c->idle = 1;
-	c->idle_next = NULL;
-	c->idle_prev = w->idle_tail;
-	if (w->idle_tail)
-		w->idle_tail->idle_next = c;
-	else
-		w->idle_head = c;
-	w->idle_tail = c;
-}
+	while (p && *p) {
+		char item[64], *slash;
+		size_t n = strcspn(p, ", \t");
+		struct trusted t;
+		int max;
 
-/*
- * Whether a connection has no request in progress: nothing received that
- * is not answered (its input empty), nothing of an answer left to write,
- * and no answer a handler still owes it.
- */
-static int is_idle(size_t in_len, size_t out_len, int deferred)
-{
-	return in_len == 0 && out_len == 0 && !deferred;
-}
-
-/* The connection's output was written out: it waits for its next request. */
-static void on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct conn *c = arg;
-	struct bufferevent *bev;
-
-	if (!info->n_deleted || evbuffer_get_length(out) > 0 || c->idle)
-		return;
-	bev = evhttp_connection_get_bufferevent(c->con);
-	/* a pipelined request waiting is not idle; a stream is found out in http_guard_evictable */
-	if (bev && evbuffer_get_length(bufferevent_get_input(bev)) == 0)
-		idle_append(c->w, c);
-}
-
-struct conn *http_guard_evictable(struct worker *w)
-{
-	struct conn *c;
-
-	while ((c = w->idle_head)) {
-		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
-		if (bev && is_idle(evbuffer_get_length(bufferevent_get_input(bev)),
-				   evbuffer_get_length(bufferevent_get_output(bev)),
-				   http_has_deferred(w, c->con)))
-			return c;
-		/* busy after all (a streamed answer between two writes): back when it drains */
-		idle_unlink(w, c);
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (n >= sizeof(item))
+			return log_error("http: trusted proxy '%.*s' is not an address", (int)n, p);
+		memcpy(item, p, n);
+		item[n] = '\0';
+		p += n;
+		memset(&t, 0, sizeof(t));
+		slash = strchr(item, '/');
+		if (slash)
+			*slash++ = '\0';
+		if (inet_pton(AF_INET, item, t.net) == 1) {
+			max = 32;
+		} else if (inet_pton(AF_INET6, item, t.net) == 1) {
+			t.v6 = 1;
+			max = 128;
+		} else {
+			return log_error("http: trusted proxy '%s' is not an address", item);
+		}
+		t.bits = max;
+		if (slash) {
+			char *end;
+			long b = strtol(slash, &end, 10);
+			if (!*slash || *end || b < 0 || b > max)
+				return log_error("http: trusted proxy '%s/%s': bad prefix length", item,
+						 slash);
+			t.bits = (int)b;
+		}
+		srv->trusted = xrealloc(srv->trusted, (srv->ntrusted + 1) * sizeof(*srv->trusted));
+		srv->trusted[srv->ntrusted++] = t;
 	}
-	return NULL;
+	return 0;
 }
 
-int http_guard_admit(struct worker *w, struct conn *c)
+/* Whether the first bits of a and b are the same. */
+static int same_prefix(const unsigned char *a, const unsigned char *b, int bits)
+{
+	int whole = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, b, (size_t)whole) != 0)
+		return 0;
+	return !rest || ((a[whole] ^ b[whole]) & (0xff << (8 - rest)) & 0xff) == 0;
+}
+
+/* Whether the peer sa is one of the trusted proxies. */
+static int trusted(const struct http_server *srv, const struct sockaddr *sa)
+{
+	const unsigned char *a4 = NULL, *a6 = NULL;
+	size_t i;
+
+	if (sa->sa_family == AF_INET) {
+		a4 = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
+	} else if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		a6 = a->s6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			a4 = a->s6_addr + 12;
+	}
+	for (i = 0; i < srv->ntrusted; i++) {
+		const struct trusted *t = &srv->trusted[i];
+		if (t->v6 ? a6 && same_prefix(a6, t->net, t->bits)
+			  : a4 && same_prefix(a4, t->net, t->bits))
+			return 1;
+	}
+	return 0;
+}
+
+int http_guard_admit(struct worker *w, struct conn *c, const struct sockaddr *sa)
 {
 	struct http_server *srv = w->srv;
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
-	struct sockaddr_storage ss;
-	socklen_t sslen = sizeof(ss);
 	struct addr_count *a;
-	int fd = bev ? bufferevent_getfd(bev) : -1, ok = 1;
+	int ok = 1;
 	size_t len;
 
-	c->since = 0;
-	if (tcp_bytes(fd, &c->rx, &c->tx) < 0)
-		c->rx = c->tx = 0;
-	/* nothing received yet: idle, the first to go at max_connections if it stays so */
-	if (bev && evbuffer_get_length(bufferevent_get_input(bev)) == 0)
-		idle_append(w, c);
-	if (!srv->per_address || fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sslen) < 0)
-		return 0;
-	if (http_client_key((struct sockaddr *)&ss, c->addr, sizeof(c->addr)) < 0) {
+	c->addr[0] = '\0';
+	if (!srv->per_address || trusted(srv, sa) ||
+	    http_client_key(sa, c->addr, sizeof(c->addr)) < 0) {
 		c->addr[0] = '\0';
 		return 0;
 	}
@@ -260,17 +210,9 @@ int http_guard_admit(struct worker *w, struct conn *c)
 void http_guard_forget(struct worker *w, struct conn *c)
 {
 	struct http_server *srv = w->srv;
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
 	struct addr_count *a;
 	size_t len = strlen(c->addr);
 
-	/* evhttp calls this before it frees the bufferevent: c goes first */
-	if (c->watch && bev)
-		evbuffer_remove_cb_entry(bufferevent_get_input(bev), c->watch);
-	if (c->out_watch && bev)
-		evbuffer_remove_cb_entry(bufferevent_get_output(bev), c->out_watch);
-	c->watch = c->out_watch = NULL;
-	idle_unlink(w, c);
 	if (!len)
 		return;
 	pthread_mutex_lock(&srv->addr_lock);
@@ -280,46 +222,10 @@ void http_guard_forget(struct worker *w, struct conn *c)
 		free(a);
 	}
 	pthread_mutex_unlock(&srv->addr_lock);
+	c->addr[0] = '\0';
 }
 
-void http_guard_sweep(evutil_socket_t fd, short what, void *arg)
-{
-	struct worker *w = arg;
-	struct http_server *srv = w->srv;
-	struct conn *c, *next;
-	double now = (clock_ms() / 1e3), last = w->last_sweep ? w->last_sweep : now;
-
-	w->last_sweep = now;
-	for (c = w->conns; c; c = next) {
-		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
-		uint64_t rx, tx;
-		double took;
-
-		next = c->next;
-		if (!bev || tcp_bytes(bufferevent_getfd(bev), &rx, &tx) < 0)
-			continue;
-		if (tx != c->tx || (!c->since && rx == c->rx)) {
-			/* answered (no request in progress), or idle */
-			c->since = 0;
-			c->rx = rx;
-			c->tx = tx;
-			continue;
-		}
-		if (!c->since) {
-			c->since = last; /* a request began since the last sweep */
-			continue;
-		}
-		took = now - c->since;
-		if (took < srv->slow_after_s || (double)(rx - c->rx) >= srv->min_rate * took ||
-		    evbuffer_get_length(bufferevent_get_output(bev)) > 0 ||
-		    http_has_deferred(w, c->con))
-			continue;
-		log_debug("http: %s sent %llu bytes of a request in %.0f s: closed",
-			  c->addr[0] ? c->addr : "a client", (unsigned long long)(rx - c->rx), took);
-		bump(&w->c.slow, 1);
-		evhttp_connection_free(c->con); /* on_close frees c */
-	}
-}
+/* ---- the body's limit ---- */
 
 void http_server_set_body_policy(struct http_server *srv, const char *prefix,
 				 http_body_policy fn, void *ctx)
@@ -357,95 +263,15 @@ static const struct body_policy *policy_for(const struct http_server *srv, const
 	return NULL;
 }
 
-/* The value of header name in the head [h, h + len), copied into out; 1 if found. */
-static int head_field(const char *h, size_t len, const char *name, struct buf *out)
+uint64_t http_guard_body_limit(const struct http_server *srv, const char *method,
+			       const char *target, const char *authorization)
 {
-	size_t nlen = strlen(name), i = 0;
-
-	while (i < len) {
-		const char *line = h + i, *eol = memchr(line, '\n', len - i);
-		size_t l = eol ? (size_t)(eol - line) : len - i;
-		if (l > nlen && line[nlen] == ':' && strncasecmp(line, name, nlen) == 0) {
-			const char *v = line + nlen + 1, *end = line + l;
-			while (v < end && (*v == ' ' || *v == '\t'))
-				v++;
-			while (end > v && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
-				end--;
-			buf_reset(out);
-			buf_add(out, v, (size_t)(end - v));
-			return 1;
-		}
-		i += l + 1;
-	}
-	return 0;
-}
-
-/*
- * New bytes in a connection's input, not yet parsed. When the buffer
- * starts with a complete request head, that request's body limit is set
- * now. (Its body, already being read, never starts like a request line
- * with a complete head before it: evhttp drains each head as it parses it,
- * so the buffer starts with a head only between requests.)
- */
-static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
-{
-	struct conn *c = arg;
-	struct http_server *srv = c->w->srv;
-	size_t have = evbuffer_get_length(in), limit = srv->opt.small_body_size, mlen, tlen;
-	struct evbuffer_ptr end, stop;
-	const char *h, *sp, *sp2;
-	char first;
-	struct buf method = BUF_INIT, target = BUF_INIT, auth = BUF_INIT;
 	const struct body_policy *bp;
-	size_t window = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
+	size_t limit;
 
-	if (info->n_added)
-		idle_unlink(c->w, c); /* a request begins (or goes on) */
-	/* a request line starts with a method: body bytes seldom do, and cost no search */
-	if (!info->n_added || have < 4 || evbuffer_copyout(in, &first, 1) != 1 ||
-	    first < 'A' || first > 'Z')
-		return;
-	if (evbuffer_ptr_set(in, &stop, have < window + 4 ? have : window + 4,
-			     EVBUFFER_PTR_SET) < 0)
-		return;
-	end = evbuffer_search_range(in, "\r\n\r\n", 4, NULL, &stop);
-	if (end.pos < 0)
-		return; /* not a complete head (yet): the parser judges it */
-	h = (const char *)evbuffer_pullup(in, end.pos + 4);
-	if (!h)
-		return;
-	sp = memchr(h, ' ', (size_t)end.pos);
-	sp2 = sp ? memchr(sp + 1, ' ', (size_t)(h + end.pos - sp - 1)) : NULL;
-	if (!sp || !sp2 || sp == h)
-		return;
-	mlen = (size_t)(sp - h);
-	tlen = (size_t)(sp2 - sp - 1);
 	/* before the server is ready the policies are another thread's (and all is 503) */
-	if (http_server_is_ready(srv) && (bp = policy_for(srv, sp + 1, tlen))) {
-		buf_add(&method, h, mlen);
-		/* an extension method, renamed POST for evhttp (methods.c): its own name */
-		if (mlen == 4 && memcmp(h, "POST", 4) == 0)
-			head_field(h, (size_t)end.pos, srv->method_mark, &method);
-		buf_add(&target, sp + 1, tlen);
-		limit = bp->fn(bp->ctx, method.ptr, target.ptr,
-				    head_field(h, (size_t)end.pos, "Authorization", &auth) ? auth.ptr
-											 : NULL);
-		if (limit > srv->opt.max_body_size)
-			limit = srv->opt.max_body_size;
-	}
-	evhttp_connection_set_max_body_size(c->con, (ev_ssize_t)limit);
-	buf_release(&method);
-	buf_release(&target);
-	buf_release(&auth);
-}
-
-void http_guard_watch(struct worker *w, struct conn *c)
-{
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
-
-	evhttp_connection_set_max_body_size(c->con, (ev_ssize_t)w->srv->opt.small_body_size);
-	if (bev && !(c->watch = evbuffer_add_cb(bufferevent_get_input(bev), on_input, c)))
-		log_warn("http: cannot watch a connection's input");
-	if (bev && !(c->out_watch = evbuffer_add_cb(bufferevent_get_output(bev), on_output, c)))
-		log_warn("http: cannot watch a connection's output");
+	if (!http_server_is_ready(srv) || !(bp = policy_for(srv, target, strlen(target))))
+		return srv->opt.small_body_size;
+	limit = bp->fn(bp->ctx, method, target, authorization);
+	return limit > srv->opt.max_body_size ? srv->opt.max_body_size : limit;
 }

@@ -29,13 +29,16 @@
 #include <stdint.h>
 #include <sys/time.h>
 #include <time.h>
+#include <sys/socket.h>
 
-#include <event2/http.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <event2/buffer.h>
+
+#include "http/parse.h"
 
 #define HTTP_DATE_SIZE 30 /* "Sun, 06 Nov 1994 08:49:37 GMT" + NUL */
 
-/* The start of the name of the header that carries an extension method (methods.c). */
-#define HTTP_METHOD_MARK "X-Quire-Method-"
 
 
 /*
@@ -96,26 +99,73 @@ struct handler {
 	void *ctx;
 };
 
-/* An open connection, known from adoption to close (to close idle ones at stop). */
-struct conn {
-	struct worker *w;
-	struct evhttp_connection *con;
-	struct conn *prev, *next;
-	char addr[48];            /* the client's address, as counted (guard.c), or "" */
-	double since;             /* when its current request began (guard.c), seconds */
-	uint64_t rx, tx;          /* the socket's bytes received and acknowledged then */
-	struct evbuffer_cb_entry *watch; /* on its input (guard.c), removed as it closes */
-	struct evbuffer_cb_entry *out_watch; /* on its output (guard.c), the same */
-	struct conn *idle_prev, *idle_next; /* on w's idle list (guard.c), oldest first */
-	int idle;                 /* no request in progress: on that list */
-	struct method_watch *methods; /* on its input (methods.c), freed as it closes */
+/* conn.c: an open connection, from accept to close */
+enum conn_state {
+	C_IDLE,    /* waiting for a request's first byte */
+	C_HEAD,    /* reading a head */
+	C_BODY,    /* reading a body */
+	C_BUSY,    /* the request is read and not yet answered (or its answer is a stream) */
 };
 
-/* A connection accepted and not yet adopted (http.c). */
-struct pending {
-	struct bufferevent *bev;
-	struct method_watch *methods;
+struct conn {
+	struct worker *w;
+	int fd;
+	enum conn_state state;
+	struct event rd, wr, timer;
+	int reading, writing;     /* rd, wr added */
+	int tstate;               /* what the timer is armed for (a state, or -1) */
+	struct conn *prev, *next; /* w->conns */
+	struct conn *idle_prev, *idle_next; /* w's idle list, oldest first */
+	int idle;
+	char addr[48];            /* the client's address, as counted (guard.c), or "" */
+	char peer[48];            /* its address as text */
+	struct reqparse rp;
+	char *in;                 /* the input: the current head, then what follows */
+	size_t in_len, in_cap, in_pos, head_start, head_end;
+	double since;             /* clock_ms() at the current request's first byte */
+	double last;              /* clock_ms() at the last read of a body, or the last answer */
+	uint64_t body_got, body_limit;
+	struct buf body;          /* a body in memory */
+	int spool_fd;             /* or spooled (http_server_set_body_spool), or -1 */
+	char spool_name[64];
+	int keep_alive;           /* the request allows the connection to stay open */
+	int close_after;          /* close once the output is written */
+	int broken;               /* the socket failed: close at the next chance */
+	int pending;              /* output waiting: counted in w->inflight */
+	int in_step;              /* conn.c's step is on the stack */
+	struct evbuffer *out;     /* the output not yet written */
+	struct http_deferred *deferred; /* the request a handler took over, or NULL */
 };
+
+/* Accepts a new connection on w (the listener's callback). */
+void http_conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int salen);
+/*
+ * Sends a response: head, then body (len bytes, handed over: release is
+ * called once they are written or dropped; NULL: copied now) or, with
+ * fd >= 0, len bytes of the file fd from off (sendfile; closed after).
+ * Tries one writev at once; what does not fit waits for the socket.
+ */
+void http_conn_send(struct conn *c, const char *head, size_t hlen, const void *body, size_t len,
+	       evbuffer_ref_cleanup_cb release, void *arg, int fd, uint64_t off);
+/* Appends bytes to c's output (a stream's chunks), and writes them when it can. */
+void http_conn_write(struct conn *c, const void *bytes, size_t len);
+/*
+ * The request on c is answered (its answer queued): on to the next one,
+ * pipelined, or close. c may be freed when it returns, unless called
+ * from within the connection's own step (a handler answering at once).
+ */
+void http_conn_answered(struct conn *c);
+/* Closes c now (its deferred request, if any, is dead). */
+void http_conn_close(struct conn *c);
+/* After work done from outside conn.c's step (a deferred answer): closes or reads on. */
+void http_conn_settle(struct conn *c);
+/* At a stop: closes what is idle, and marks the rest to close once answered. */
+void http_conn_stop_all(struct worker *w);
+/* A request head's header (case-insensitive name), or NULL. */
+static inline const char *http_conn_header(const struct conn *c, const char *name)
+{
+	return reqparse_header(&c->rp, name);
+}
 
 /*
  * A request taken over by a handler. Created and listed on its loop; the
@@ -123,7 +173,7 @@ struct pending {
  */
 struct http_deferred {
 	struct worker *w;
-	struct evhttp_request *ev;  /* loop thread only; NULL once dead */
+	struct conn *c;             /* loop thread only; NULL once its client left */
 	struct http_deferred *prev, *next; /* w->deferred: outstanding (loop thread only) */
 	struct http_deferred *qnext;       /* w->done queue */
 	enum kind kind;
@@ -140,7 +190,8 @@ struct http_deferred {
 	size_t out_len;             /* the socket buffer's length when the loop last looked */
 	pthread_cond_t drained;     /* out_len fell, or the client left */
 	int head_sent;              /* loop only */
-	struct evbuffer *out;       /* loop only: the socket's buffer, watched by drain */
+	int major, minor;           /* the request's version */
+	struct evbuffer *out;       /* loop only: the connection's output, watched by drain */
 	struct evbuffer_cb_entry *drain;
 	void (*on_end)(void *ctx);  /* http_deferred_on_end(): called once, loop thread */
 	void *end_ctx;
@@ -152,17 +203,14 @@ struct worker {
 	pthread_t thread;
 	int thread_started;
 	struct event_base *base;
-	struct evhttp *http;
-	struct evhttp_bound_socket *bound;
-	int listen_fd;            /* until evhttp's listener owns it, then -1 */
+	struct evconnlistener *listener;
+	const struct timeval *read_common, *head_common; /* srv's, as common timeouts */
+	int listen_fd;            /* until the listener owns it, then -1 */
 	int ctl[2];               /* stop pipe: any byte stops this loop */
 	struct event *ctl_ev;
-	struct event *adopt_ev;
 	struct event *grace_ev;
 	struct event *flush_ev;
 	struct event *resume_ev;  /* re-enables accepting after EMFILE */
-	struct event *sweep_ev;   /* once a second: slow requests (guard.c) */
-	double last_sweep;
 	int done_pipe[2];         /* deferred answers waiting: a byte wakes the loop */
 	struct event *done_ev;
 	pthread_mutex_t done_lock;
@@ -170,13 +218,11 @@ struct worker {
 	struct http_deferred *done_head, *done_tail; /* under done_lock */
 	struct http_deferred *deferred; /* taken over and not yet answered (loop thread) */
 	time_t accept_warned;     /* last accept error logged (one line per 10 s) */
-	struct pending *pending;  /* accepted, not yet adopted */
-	size_t npending, apending;
-	struct conn *conns;       /* adopted and open */
+	struct conn *conns;       /* open */
 	struct conn *idle_head, *idle_tail; /* those with no request in progress, oldest first */
 	char *scratch;            /* the decoded path: max_uri_length + 2 bytes */
 	int stopping;
-	long inflight;            /* responses handed to evhttp and not yet written */
+	long inflight;            /* connections with output waiting, and deferred requests */
 	struct timeval deadline;
 	time_t date_sec;          /* second of the cached dates below */
 	char date[HTTP_DATE_SIZE];
@@ -210,9 +256,7 @@ struct http_server {
 	char *page_header;        /* http_server_add_page_header(), or NULL */
 	int lock_fd;              /* the address's lock (http.c: claim_address()), or -1 */
 	size_t max_uri;
-	size_t max_head;          /* evhttp's limit on a request line and header block */
-	char method_mark[sizeof(HTTP_METHOD_MARK) + 32]; /* its name and 32 hex digits (methods.c) */
-	struct timeval read_tv, write_tv;
+	struct timeval read_tv, write_tv, head_tv;
 	int grace_s;
 	struct worker **workers;
 	int nworkers;
@@ -233,6 +277,11 @@ struct http_server {
 	int spool_fd;             /* http_server_set_body_spool()'s folder, or -1 */
 	atomic_uint spool_seq;    /* the spooled files' names */
 	int per_address;          /* the cap per client address, 0: none (guard.c) */
+	struct trusted {          /* addresses the cap does not apply to (guard.c) */
+		unsigned char net[16];
+		int bits, v6;
+	} *trusted;
+	size_t ntrusted;
 	double min_rate;
 	int slow_after_s;
 	pthread_mutex_t addr_lock;
@@ -245,7 +294,7 @@ struct http_server {
 
 struct http_request {
 	struct worker *w;
-	struct evhttp_request *ev;
+	struct conn *c;           /* NULL once answered */
 	enum http_method method;
 	const char *method_name;  /* http_request_method_name(): static, or NULL */
 	int head;
@@ -258,13 +307,20 @@ struct http_request {
 	int host_own;             /* the page is one of host's own (a route), not the main site's */
 	const char *tags;         /* the page's tags (struct page), for its Surrogate-Key */
 	enum kind kind;
-	int absolute;             /* absolute-form target: evhttp closes unless
-				     Proxy-Connection: keep-alive */
+	int absolute;             /* absolute-form target */
 	int close;                /* close the connection after the response */
 	int replied;              /* answered or deferred */
 	int sandbox;              /* an attachment a browser would run: CSP sandbox */
 	const char *target;       /* http_request_target(), computed on first use */
 	double start_ms;          /* clock_ms() when the request was dispatched */
+	/* the answer's body (http_respond()): bytes, owned or referenced, or a file */
+	const void *out;
+	size_t out_len;
+	evbuffer_ref_cleanup_cb out_release;
+	void *out_arg;
+	int out_fd;
+	uint64_t out_off;
+	int major, minor;         /* the request's version */
 };
 
 /*
@@ -278,9 +334,9 @@ static inline int http_server_is_ready(const struct http_server *srv)
 }
 
 /* The first value of a request header (case-insensitive name), or NULL. */
-static inline const char *in_header(struct evhttp_request *ev, const char *name)
+static inline const char *in_header(const struct http_request *r, const char *name)
 {
-	return evhttp_find_header(evhttp_request_get_input_headers(ev), name);
+	return r->c ? http_conn_header(r->c, name) : NULL;
 }
 
 /* guard.c */
@@ -292,20 +348,22 @@ void http_guard_release(struct http_server *srv);
  * Counts a newly adopted connection against its client address. 0, or -1
  * when the address holds its share already: the caller closes it.
  */
-int http_guard_admit(struct worker *w, struct conn *c);
-/* Watches c's input for request heads, to size each body before it is read. */
-void http_guard_watch(struct worker *w, struct conn *c);
+int http_guard_admit(struct worker *w, struct conn *c, const struct sockaddr *sa);
+/*
+ * The most a request's body may carry, decided on its head alone (method,
+ * target, Authorization): what the body policy of its prefix says, else
+ * small_body_size.
+ */
+uint64_t http_guard_body_limit(const struct http_server *srv, const char *method,
+			       const char *target, const char *authorization);
 /* The connection c closes: its address's count goes down. */
 void http_guard_forget(struct worker *w, struct conn *c);
 /*
- * At max_connections: the oldest of w's idle connections (no request in
- * progress: waiting for its next request, or for its first), which the
- * caller closes to let a new client in; NULL when every one of w's
- * connections is busy (the new one is refused then).
+ * Parses opt->trusted_proxies (addresses and networks, "10.0.0.0/8",
+ * "::1", separated by commas or spaces) into srv->trusted. 0, or -1
+ * (logged) for one that is not an address.
  */
-struct conn *http_guard_evictable(struct worker *w);
-/* Once a second on each loop: closes the connections receiving a request too slowly. */
-void http_guard_sweep(evutil_socket_t fd, short what, void *arg);
+int http_guard_trust(struct http_server *srv, const char *list);
 
 /* date.c */
 
@@ -323,18 +381,20 @@ int http_parse_http_date(const char *s, time_t *out);
 /* request.c */
 
 /*
- * evhttp's callback for every request it parsed: decodes the target,
- * then a handler or the snapshot answers it.
+ * A request read whole on c: decodes the target, then a handler or the
+ * snapshot answers it.
  */
-void http_on_request(struct evhttp_request *ev, void *arg);
+void http_on_request(struct conn *c);
+/* Answers a request the parser refused (status, why) and closes after. */
+void http_refuse(struct conn *c, int status, const char *why);
 /*
  * The target's path decoded into out (room for strlen(uri) + 1 bytes),
  * *query pointed at the raw query or NULL. Returns the decoded length, or
  * -1 for a target a vault path can never be (see request.c).
  */
 long http_decode_target(const char *uri, char *out, const char **query);
-/* Why the request's framing is not what RFC 9112 allows, or NULL. */
-const char *http_framing_error(struct evhttp_request *ev);
+/* Why the framing of a request head is not what RFC 9112 allows, or NULL. */
+const char *http_framing_error(const struct reqparse *rp);
 /*
  * Why a request's n Host header values are not what RFC 9112 3.2 allows
  * (at most one, a host and port), or NULL. An absolute-form target's
@@ -346,8 +406,6 @@ const char *http_host_error(const char *const *values, size_t n);
 
 /* Decimal digits of v into out (at least 21 bytes); returns out. */
 char *http_fmt_u64(char *out, uint64_t v);
-/* The method's name for the access log, or "-" for one evhttp does not know. */
-const char *http_method_name(enum evhttp_cmd_type t);
 /* Writes the loop's buffered access log lines to the log file. */
 void http_flush_log(struct worker *w);
 /*
@@ -367,14 +425,21 @@ void http_set_length(struct http_request *r, uint64_t len);
 void http_respond(struct http_request *r, int status);
 /*
  * A streamed answer, for deferred requests (defer.c): the head with
- * "Transfer-Encoding: chunked" (written to the socket's buffer, which is
- * returned, or NULL when the connection is gone; the request stays
- * evhttp's to answer), then chunks, then the last chunk, which hands the
- * request back to evhttp as http_respond() does.
+ * "Transfer-Encoding: chunked", then chunks, then the last chunk, which
+ * ends the request as http_respond() does.
  */
-struct evbuffer *http_respond_stream_head(struct http_request *r, int status);
-void http_respond_stream_chunk(struct evhttp_request *ev, const void *data, size_t len);
-void http_respond_stream_end(struct worker *w, struct evhttp_request *ev);
+void http_respond_stream_head(struct http_request *r, int status);
+void http_respond_stream_chunk(struct conn *c, const void *data, size_t len);
+void http_respond_stream_end(struct conn *c);
+/*
+ * The answer's body for http_respond(): len bytes, copied as they are sent
+ * (before http_respond() returns) unless release takes them over: it is
+ * called once they are written or dropped.
+ */
+void http_set_body(struct http_request *r, const void *bytes, size_t len,
+		   evbuffer_ref_cleanup_cb release, void *arg);
+/* The reason phrase of a status ("Not Found"). */
+const char *http_reason(int status);
 /* A short plain-text answer (errors, 405, 503). */
 void http_respond_text(struct http_request *r, int status, const char *text);
 /* True for a byte of an HTTP token (a header name). */
@@ -389,7 +454,7 @@ void http_cache_control(struct http_request *r, int immutable);
 /* True when an Accept-Encoding value lets us send gzip and does not prefer identity. */
 int http_accepts_gzip(const char *ae);
 /* True when a conditional GET/HEAD (If-None-Match, If-Modified-Since) gets 304. */
-int http_not_modified(struct evhttp_request *ev, const char *etag, time_t mtime);
+int http_not_modified(const struct http_request *r, const char *etag, time_t mtime);
 /* If-Range value v: true when it names this representation (strong ETag or exact date). */
 int http_if_range_ok(const char *v, const char *etag, time_t mtime);
 /*
@@ -419,9 +484,7 @@ void http_on_done(evutil_socket_t fd, short what, void *arg);
 void http_answer_parked(struct worker *w);
 /* The client of a streamed answer left: its writer stops waiting (loop thread). */
 void http_stream_gone(struct http_deferred *d);
-/* True when a deferred request on con is waiting for its answer. */
-int http_has_deferred(struct worker *w, struct evhttp_connection *con);
-/* Before evhttp frees its connections: no deferred request is touched after. */
+/* Before the connections are freed: no deferred request is touched after. */
 void http_kill_deferred(struct worker *w);
 /* Frees the answers that came back after the loop stopped (needs done_lock). */
 void http_drop_late_answers(struct worker *w);
@@ -429,25 +492,14 @@ void http_drop_late_answers(struct worker *w);
 /* methods.c */
 
 /*
- * Draws the server's secret and writes the name of the header that carries
- * an extension method into srv->method_mark. 0, or -1 (logged).
+ * The method llhttp named ll_name, and its name for the handlers (static;
+ * NULL for an HTTP_OTHER other than TRACE and CONNECT).
  */
-int http_methods_init(struct http_server *srv);
+enum http_method http_methods_of(const char *ll_name, const char **name);
 /* The extension method name[0, len) is (exact case), or HTTP_OTHER. */
 enum http_method http_methods_lookup(const char *name, size_t len);
 /* The name of a method of enum http_method (static), or NULL for HTTP_OTHER. */
 const char *http_methods_name(enum http_method m);
-/*
- * Watches a connection's input (its socket bufferevent's, before evhttp
- * reads anything) and rewrites the requests with extension methods as
- * methods.c says. Returns the watch, or NULL (logged: the connection then
- * works without extension methods). Free it with http_methods_unwatch()
- * before the buffer goes.
- */
-struct method_watch;
-struct method_watch *http_methods_watch(const struct http_server *srv, struct evbuffer *in);
-/* Stops watching and frees mw. Accepts NULL. */
-void http_methods_unwatch(struct method_watch *mw);
 
 /* builtin.c */
 
@@ -475,8 +527,6 @@ const char *http_kind_name(enum kind k);
 
 /* http.c */
 
-/* evhttp's callback when a response has been written: one fewer in flight. */
-void http_on_complete(struct evhttp_request *ev, void *arg);
 /* While stopping: ends the loop once nothing is in flight or the grace period is over. */
 void http_check_stop(struct worker *w);
 

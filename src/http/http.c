@@ -1,55 +1,43 @@
 /*
- * http.c: the HTTP/1.1 front on libevent's evhttp.
+ * http.c: the HTTP/1.1 front, on libevent's event loop.
  *
  * What. Serves the live snapshot: pages and assets from memory, attachments
  * from disk with sendfile, redirects, the themed 404, /healthz and
  * /metrics, and whatever other modules register with
  * http_server_add_handler().
  *
- * How. One event_base and one evhttp per thread. Each loop owns its own
- * listening socket, made here (socket, SO_REUSEPORT, bind, listen) and
- * handed to evhttp_accept_socket_with_handle(), so the kernel balances new
- * connections and loops share no lock on the request path (the snapshot
- * slot's two-instruction mutex aside). SO_REUSEPORT would share the port
- * with another process as well: claim_address() first makes sure none
- * listens there, and holds a lock named after the address.
+ * How. One event_base per thread. Each loop owns its own listening socket,
+ * made here (socket, SO_REUSEPORT, bind, listen) and accepted from with an
+ * evconnlistener, so the kernel balances new connections and loops share
+ * no lock on the request path (the snapshot slot's two-instruction mutex
+ * aside). SO_REUSEPORT would share the port with another process as well:
+ * claim_address() first makes sure none listens there, and holds a lock
+ * named after the address.
  *
  * Loading. A server made with opt->loading runs before its site is
  * loaded, answering every request 503 (builtin.c: http_answer_loading())
  * until http_server_ready(); the handlers, body policies and URL prefix
- * set meanwhile are read by the loops only after they see it ready. A request takes a snapshot
- * reference, looks the decoded path up, and adds the page's bytes to the
- * response with evbuffer_add_reference() holding a page reference that
- * the buffer's cleanup callback drops once libevent has written them: a
- * snapshot published mid-response frees nothing in flight. ETags were
- * computed at load; dates are formatted by hand and cached per loop.
- *
- * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
- * response side is ours (http_respond.c).
+ * set meanwhile are read by the loops only after they see it ready. A
+ * request takes a snapshot reference, looks the decoded path up, and
+ * hands the page's bytes to the socket by reference, holding a page
+ * reference until they are written: a snapshot published mid-response
+ * frees nothing in flight. ETags were computed at load; dates are
+ * formatted by hand and cached per loop.
  *
  * Files. This one owns the server: options, listening sockets, the loops
- * and their threads, connections, stopping, signals. request.c decodes a
- * request and dispatches it (handlers, hosts, the snapshot) and has the
- * handler table and the request accessors; static.c answers from the
- * snapshot (gzip, conditional requests, ranges, attachments); http_respond.c
- * writes every response and the access log; defer.c carries deferred
- * replies back to their loop; builtin.c has /healthz and /metrics;
- * date.c formats and parses HTTP dates; methods.c lets extension methods
- * (WebDAV's) through. What they share is http-int.h.
+ * and their threads, accepting, stopping, signals. conn.c owns a
+ * connection (reading, parse.c's llhttp, writing, deadlines); request.c
+ * decodes a request and dispatches it (handlers, hosts, the snapshot) and
+ * has the handler table and the request accessors; static.c answers from
+ * the snapshot (gzip, conditional requests, ranges, attachments);
+ * respond.c writes every response and the access log; defer.c carries
+ * deferred replies back to their loop; guard.c has the per-address share
+ * and the body limits; builtin.c has /healthz and /metrics; date.c formats
+ * and parses HTTP dates; methods.c names the methods. What they share is
+ * http-int.h.
  *
- * Connections. libevent 2.1 has no per-server connection limit nor an
- * accept hook, so the bufferevent callback (evhttp_set_bevcb), which runs
- * once per accepted socket, does the counting: over max_connections it
- * returns a bufferevent pair, which cannot take a socket, so evhttp closes
- * the socket at once. Otherwise the new bufferevent is "adopted" by an
- * event that runs right after evhttp has set the connection up: it finds
- * the evhttp_connection through the bufferevent's callback argument and
- * sets the close callback that gives the slot back, the separate read and
- * write timeouts, and TCP_NODELAY.
- *
- * Extension methods. make_bev() also sets a watch on each connection's
- * input (methods.c) that renames WebDAV's methods, which evhttp 2.1
- * cannot name, before evhttp parses them.
+ * Connections. At max_connections a new connection closes the oldest idle
+ * one of its loop (no request begun), else it is refused: closed at once.
  *
  * Stopping. A stop writes a byte to each loop's control pipe; the loop
  * closes its listening socket and its idle connections, answers what is
@@ -60,9 +48,15 @@
  * - evthread_use_pthreads() so that loops can wake each other with
  *   event_active(): it puts a lock around every event operation of every
  *   loop; one pipe per loop does the same job for a stop that happens once.
- * - A hand-written HTTP/1.1 parser and connection state machine: evhttp's
- *   parsing costs a few percent in the profile, and its limits, bodies and
- *   pipelining are tested code.
+ * - evhttp (libevent's HTTP server, this front until issue 34): its
+ *   parser state is private, so a header deadline, a body limit decided
+ *   on the head and a body streamed to a file were each a workaround
+ *   (TCP_INFO polled once a second, a peek into its input buffer, none);
+ *   it knows nine methods (WebDAV's were rewritten into POST in its
+ *   input), keeps headers as lists of three allocations each, and
+ *   answered at 0.37-1.42 of nginx's rate (docs/performance.md).
+ * - A parser of our own: llhttp is Node.js's, fuzzed and maintained, and
+ *   Debian ships its C sources.
  */
 #include "http/http.h"
 #include "http/http-int.h"
@@ -91,9 +85,7 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
-#include <event2/http.h>
 #include <event2/listener.h>
 
 #define DEFAULT_MAX_HEADER (8 * 1024)
@@ -103,179 +95,58 @@
 #define DEFAULT_READ_TIMEOUT 15
 #define DEFAULT_WRITE_TIMEOUT 30
 #define DEFAULT_GRACE 10
+#define DEFAULT_HEADER_TIMEOUT 10
 #define LISTEN_BACKLOG 4096
 
-/* ---- connections ---- */
+/* ---- accepting ---- */
 
-void http_on_complete(struct evhttp_request *ev, void *arg)
-{
-	struct worker *w = arg;
-
-	w->inflight--;
-	if (w->stopping)
-		http_check_stop(w);
-}
-
-/* evhttp frees a connection: give its slot back. */
-static void on_close(struct evhttp_connection *con, void *arg)
-{
-	struct conn *c = arg;
-	struct worker *w = c->w;
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(con);
-
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		w->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	http_guard_forget(w, c);
-	http_methods_unwatch(c->methods); /* evhttp frees the bufferevent after this */
-	free(c);
-	atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
-	/* evhttp frees the requests still on con: a deferred one is dead */
-	for (struct http_deferred *d = w->deferred; d; d = d->next) {
-		if (d->ev && evhttp_request_get_connection(d->ev) == con) {
-			d->ev = NULL;
-			if (d->stream)
-				http_stream_gone(d);
-		} else if (d->out && bev && d->out == bufferevent_get_output(bev)) {
-			/*
-			 * A stream whose client left: evhttp detached its request
-			 * from con before this (it is freed with the stream's end),
-			 * and the buffer the stream watches goes with con.
-			 */
-			http_stream_gone(d);
-		}
-	}
-	/* a response cut off mid-write never reaches http_on_complete */
-	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
-		w->inflight--;
-		if (w->stopping)
-			http_check_stop(w);
-	}
-}
-
-/* A bufferevent that evhttp cannot attach a socket to: it closes the socket. */
-static struct bufferevent *refusing_bev(struct event_base *base)
-{
-	struct bufferevent *pair[2];
-
-	if (bufferevent_pair_new(base, BEV_OPT_CLOSE_ON_FREE, pair) < 0)
-		return NULL;
-	bufferevent_free(pair[1]);
-	return pair[0];
-}
-
-static struct bufferevent *make_bev(struct event_base *base, void *arg)
+static void on_accept(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa,
+		      int salen, void *arg)
 {
 	struct worker *w = arg;
 	struct http_server *srv = w->srv;
-	struct bufferevent *bev;
 	int n = atomic_fetch_add_explicit(&srv->nconns, 1, memory_order_relaxed) + 1;
 
-	if (srv->opt.max_connections > 0 && n > srv->opt.max_connections && !w->stopping) {
+	(void)lev;
+	if (srv->opt.max_connections > 0 && n > srv->opt.max_connections && !w->stopping &&
+	    w->idle_head) {
 		/*
 		 * Full: the connection that waited longest for a request gives
-		 * way (on_close gives its slot to this one), so that clients
-		 * idling on every slot cannot lock new ones out; with none idle
-		 * on this loop, the new one is refused.
+		 * way, so that clients idling on every slot cannot lock new ones
+		 * out; with none idle on this loop, the new one is refused.
 		 */
-		struct conn *idle = http_guard_evictable(w);
-		if (idle) {
-			bump(&w->c.evicted, 1);
-			evhttp_connection_free(idle->con); /* on_close frees it, one fewer */
-			n = atomic_load_explicit(&srv->nconns, memory_order_relaxed);
-		}
+		bump(&w->c.evicted, 1);
+		http_conn_close(w->idle_head); /* one fewer */
+		n = atomic_load_explicit(&srv->nconns, memory_order_relaxed);
 	}
 	if ((srv->opt.max_connections > 0 && n > srv->opt.max_connections) || w->stopping) {
 		atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_relaxed);
 		bump(&w->c.refused, 1);
-		return refusing_bev(base);
+		close(fd);
+		return;
 	}
-	bev = bufferevent_socket_new(base, -1, 0);
-	if (!bev) {
-		atomic_fetch_sub_explicit(&srv->nconns, 1, memory_order_relaxed);
-		return refusing_bev(base);
-	}
-	bufferevent_incref(bev);
-	ALLOC_GROW(w->pending, w->npending + 1, w->apending);
-	w->pending[w->npending].bev = bev;
-	/* before evhttp can read a byte: the watch must see every one */
-	w->pending[w->npending++].methods = http_methods_watch(srv, bufferevent_get_input(bev));
-	event_active(w->adopt_ev, EV_TIMEOUT, 0);
-	return bev;
+	http_conn_accept(w, fd, sa, salen);
 }
 
-/*
- * Runs after the accept callback, once evhttp has made each new connection
- * (its bufferevent's callback argument is the evhttp_connection), or not
- * (then the argument is NULL and the slot goes back at once).
- */
-static void adopt(evutil_socket_t fd, short what, void *arg)
-{
-	struct worker *w = arg;
-	size_t i;
-
-	for (i = 0; i < w->npending; i++) {
-		struct bufferevent *bev = w->pending[i].bev;
-		void *con = NULL;
-		int one = 1, sfd;
-
-		bufferevent_getcb(bev, NULL, NULL, NULL, &con);
-		if (con) {
-			struct conn *c = xcalloc(1, sizeof(*c));
-			c->w = w;
-			c->con = con;
-			c->methods = w->pending[i].methods;
-			c->next = w->conns;
-			if (w->conns)
-				w->conns->prev = c;
-			w->conns = c;
-			evhttp_connection_set_closecb(con, on_close, c);
-			if (http_guard_admit(w, c) < 0) {
-				/* its address holds its share: room is kept for others */
-				evhttp_connection_free(con); /* on_close frees c */
-				(void)bufferevent_decref(bev);
-				continue;
-			}
-			http_guard_watch(w, c);
-			if (bufferevent_set_timeouts(bev, &w->srv->read_tv, &w->srv->write_tv) < 0)
-				log_warn("http: cannot set timeouts");
-			sfd = bufferevent_getfd(bev);
-			if (sfd >= 0 &&
-			    setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
-				log_debug("http: TCP_NODELAY: %s", strerror(errno));
-		} else {
-			http_methods_unwatch(w->pending[i].methods);
-			atomic_fetch_sub_explicit(&w->srv->nconns, 1, memory_order_relaxed);
-		}
-		(void)bufferevent_decref(bev); /* 1 when it was the last reference */
-	}
-	w->npending = 0;
-}
-
-/* The loop running on this thread (libevent's listener error callback gets the evhttp, not us). */
-static _Thread_local struct worker *this_worker;
 
 static void resume_accept(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 
-	if (w->bound && !w->stopping)
-		if (evconnlistener_enable(evhttp_bound_socket_get_listener(w->bound)) < 0)
+	if (w->listener && !w->stopping)
+		if (evconnlistener_enable(w->listener) < 0)
 			log_error("http: cannot resume accepting");
 }
 
 /* accept() failed for a reason other than EAGAIN (EMFILE...): pause, not spin. */
 static void accept_error(struct evconnlistener *lev, void *arg)
 {
-	struct worker *w = this_worker;
+	struct worker *w = arg;
 	struct timeval tv = { 0, 100 * 1000 };
 	int err = errno;
 	time_t now = time(NULL);
 
-	if (!w || !w->bound || evhttp_bound_socket_get_listener(w->bound) != lev)
+	if (!w || w->listener != lev)
 		return;
 	if (now - w->accept_warned >= 10) {
 		log_warn("http: accept: %s; pausing in steps of 100 ms", strerror(err));
@@ -306,7 +177,6 @@ static void grace_tick(evutil_socket_t fd, short what, void *arg)
 static void begin_stop(struct worker *w)
 {
 	struct timeval now, tick = { 0, 20 * 1000 }, grace = { w->srv->grace_s, 0 };
-	struct conn *c, *next;
 
 	if (w->stopping)
 		return;
@@ -314,20 +184,13 @@ static void begin_stop(struct worker *w)
 	/* first: answering parked requests below runs http_check_stop(), which reads it */
 	gettimeofday(&now, NULL);
 	timeradd(&now, &grace, &w->deadline);
-	if (w->bound) {
-		evhttp_del_accept_socket(w->http, w->bound); /* closes the socket */
-		w->bound = NULL;
+	if (w->listener) {
+		evconnlistener_free(w->listener); /* closes the socket */
+		w->listener = NULL;
 	}
-	adopt(-1, 0, w);
 	http_answer_parked(w);
 	/* connections with nothing to write are idle (or mid-request): close them */
-	for (c = w->conns; c; c = next) {
-		struct bufferevent *bev = evhttp_connection_get_bufferevent(c->con);
-		next = c->next;
-		if ((!bev || evbuffer_get_length(bufferevent_get_output(bev)) == 0) &&
-		    !http_has_deferred(w, c->con))
-			evhttp_connection_free(c->con); /* on_close frees c */
-	}
+	http_conn_stop_all(w);
 	if (event_add(w->grace_ev, &tick) < 0)
 		log_warn("http: cannot arm the stop timer");
 	http_check_stop(w);
@@ -559,20 +422,23 @@ static int claim_address(const struct sockaddr_storage *ss, socklen_t len, int *
 	return log_error("http: %s: address in use: another server listens there", text);
 }
 
+/* The loop has stopped: its listener and every connection go (no deferred request is touched after). */
+static void close_all(struct worker *w)
+{
+	http_kill_deferred(w);
+	if (w->listener) {
+		evconnlistener_free(w->listener);
+		w->listener = NULL;
+	}
+	while (w->conns)
+		http_conn_close(w->conns);
+}
+
 static void worker_free(struct worker *w)
 {
-	size_t i;
-
 	if (!w)
 		return;
-	for (i = 0; i < w->npending; i++) {
-		http_methods_unwatch(w->pending[i].methods);
-		(void)bufferevent_decref(w->pending[i].bev);
-	}
-	free(w->pending);
-	http_kill_deferred(w);
-	if (w->http)
-		evhttp_free(w->http); /* closes the listener and every connection */
+	close_all(w);
 	/* answers that came back after the loop stopped */
 	if (w->done_lock_init)
 		http_drop_late_answers(w);
@@ -590,14 +456,10 @@ static void worker_free(struct worker *w)
 		close(w->listen_fd);
 	if (w->ctl_ev)
 		event_free(w->ctl_ev);
-	if (w->adopt_ev)
-		event_free(w->adopt_ev);
 	if (w->grace_ev)
 		event_free(w->grace_ev);
 	if (w->flush_ev)
 		event_free(w->flush_ev);
-	if (w->sweep_ev)
-		event_free(w->sweep_ev);
 	if (w->resume_ev)
 		event_free(w->resume_ev);
 	if (w->base)
@@ -654,15 +516,12 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 	event_config_free(cfg);
 	cfg = NULL;
 	w->ctl_ev = event_new(w->base, w->ctl[0], EV_READ | EV_PERSIST, on_control, w);
-	w->adopt_ev = event_new(w->base, -1, 0, adopt, w);
 	w->grace_ev = event_new(w->base, -1, EV_PERSIST, grace_tick, w);
 	w->resume_ev = event_new(w->base, -1, 0, resume_accept, w);
 	w->flush_ev = event_new(w->base, -1, EV_PERSIST, on_flush, w);
-	w->sweep_ev = event_new(w->base, -1, EV_PERSIST, http_guard_sweep, w);
 	w->done_ev = event_new(w->base, w->done_pipe[0], EV_READ | EV_PERSIST, http_on_done, w);
-	if (!w->ctl_ev || !w->adopt_ev || !w->grace_ev || !w->resume_ev || !w->flush_ev ||
-	    !w->sweep_ev || !w->done_ev || event_add(w->ctl_ev, NULL) < 0 ||
-	    event_add(w->done_ev, NULL) < 0 || event_add(w->sweep_ev, &second) < 0) {
+	if (!w->ctl_ev || !w->grace_ev || !w->resume_ev || !w->flush_ev || !w->done_ev ||
+	    event_add(w->ctl_ev, NULL) < 0 || event_add(w->done_ev, NULL) < 0) {
 		log_error("http: cannot create events");
 		goto fail;
 	}
@@ -670,29 +529,16 @@ static struct worker *worker_new(struct http_server *srv, int index, int fd)
 		log_error("http: cannot arm the log timer");
 		goto fail;
 	}
-	if (!(w->http = evhttp_new(w->base))) {
-		log_error("http: evhttp_new failed");
-		goto fail;
-	}
-	evhttp_set_timeout_tv(w->http, &srv->read_tv);
-	/*
-	 * libevent's limit covers the request line and the header block alike,
-	 * and what goes over it gets a bare 400: it is set wide enough for a
-	 * target over max_uri_length next to full headers, so that those get
-	 * their own answers (414, 431: http_on_request()).
-	 */
-	evhttp_set_max_headers_size(w->http, (ev_ssize_t)srv->max_head);
-	evhttp_set_max_body_size(w->http, (ev_ssize_t)srv->opt.max_body_size);
-	/* every method reaches http_on_request, which answers 405 with Allow itself */
-	evhttp_set_allowed_methods(w->http, 0xffff);
-	evhttp_set_gencb(w->http, http_on_request, w);
-	evhttp_set_bevcb(w->http, make_bev, w);
-	if (!(w->bound = evhttp_accept_socket_with_handle(w->http, fd))) {
+	w->read_common = event_base_init_common_timeout(w->base, &srv->read_tv);
+	w->head_common = event_base_init_common_timeout(w->base, &srv->head_tv);
+	w->listener = evconnlistener_new(w->base, on_accept, w,
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (!w->read_common || !w->head_common || !w->listener) {
 		log_error("http: cannot accept on the listening socket");
 		goto fail;
 	}
 	w->listen_fd = -1; /* the listener owns it now */
-	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(w->bound), accept_error);
+	evconnlistener_set_error_cb(w->listener, accept_error);
 	return w;
 fail:
 	if (cfg)
@@ -754,15 +600,18 @@ struct http_server *http_server_new(const struct http_options *opt)
 	if (srv->opt.small_body_size > srv->opt.max_body_size)
 		srv->opt.small_body_size = srv->opt.max_body_size;
 	srv->max_uri = srv->opt.max_uri_length;
-	srv->max_head = srv->opt.max_header_size + srv->opt.max_uri_length + 1024;
-	if (http_methods_init(srv) < 0)
-		goto fail;
+	if (srv->opt.max_uri_length > srv->opt.max_header_size)
+		srv->opt.max_header_size = srv->opt.max_uri_length + 1024;
+	srv->head_tv.tv_sec = opt->header_timeout_s > 0 ? opt->header_timeout_s
+							: DEFAULT_HEADER_TIMEOUT;
 	srv->read_tv.tv_sec = opt->read_timeout_s > 0 ? opt->read_timeout_s : DEFAULT_READ_TIMEOUT;
 	srv->write_tv.tv_sec = opt->write_timeout_s > 0 ? opt->write_timeout_s : DEFAULT_WRITE_TIMEOUT;
 	srv->grace_s = opt->shutdown_grace_s > 0 ? opt->shutdown_grace_s : DEFAULT_GRACE;
 	atomic_init(&srv->nconns, 0);
 	http_guard_init(srv);
 	srv->guard_init = 1;
+	if (http_guard_trust(srv, opt->trusted_proxies) < 0)
+		goto fail;
 	srv->started = time(NULL);
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
 		log_error("http: cannot ignore SIGPIPE");
@@ -878,7 +727,6 @@ static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
 
-	this_worker = w;
 	if (event_base_dispatch(w->base) < 0)
 		log_error("http: loop %d failed", w->index);
 	return NULL;
@@ -911,7 +759,6 @@ int http_server_run(struct http_server *srv)
 		}
 		srv->workers[i]->thread_started = 1;
 	}
-	this_worker = srv->workers[0];
 	if (event_base_dispatch(main_base) < 0) {
 		log_error("http: loop 0 failed");
 		rc = -1;
@@ -929,13 +776,7 @@ int http_server_run(struct http_server *srv)
 	/* every loop has stopped: close what is left on this thread */
 	for (i = 0; i < srv->nworkers; i++) {
 		struct worker *w = srv->workers[i];
-		adopt(-1, 0, w);
-		http_kill_deferred(w);
-		if (w->http) {
-			evhttp_free(w->http);
-			w->http = NULL;
-			w->bound = NULL;
-		}
+		close_all(w);
 		if (w->log.len)
 			http_flush_log(w);
 	}

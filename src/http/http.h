@@ -46,9 +46,13 @@ struct http_options {
 	int max_per_address;           /* connections one client address may hold; 0 = an
 					  eighth of max_connections (at least 16), or no cap
 					  without max_connections; -1 = no cap */
-	double min_request_rate;       /* bytes a second a request being received must
-					  average once it is slow_after_s old; 0 = 256 */
+	double min_request_rate;       /* bytes a second a request body being received
+					  must average once it is slow_after_s old; 0 = 256 */
 	int slow_after_s;              /* 0 = 10 s */
+	int header_timeout_s;          /* 0 = 10 s: a request's head must arrive whole
+					  within this of its first byte (408 and close) */
+	const char *trusted_proxies;   /* addresses and networks max_per_address does not
+					  apply to ("10.0.0.0/8 ::1"), or NULL */
 	size_t max_header_size;        /* 0 = 8 KiB (request line included) */
 	size_t max_uri_length;         /* 0 = 4 KiB: longer request targets get 414 */
 	size_t max_body_size;          /* 0 = 1 MiB: the largest body any request may have

@@ -1,7 +1,7 @@
 /*
  * request.c: from a parsed request to whoever answers it.
  *
- * evhttp has parsed the request line, headers and body; http_on_request()
+ * conn.c has read the request line, headers and body; http_on_request()
  * checks and decodes the target, refusing (400) what a vault path can
  * never be and what could escape it, strips the URL prefix, picks the
  * site a custom domain asks for (hosts.h), and then hands the request to
@@ -21,17 +21,10 @@
 #include "util/unicode.h"
 #include "util/xalloc.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
-#include <event2/http_struct.h>
-#include <event2/keyvalq_struct.h>
 
 /* ---- request parsing ---- */
 
@@ -219,33 +212,26 @@ const char *http_request_query(const struct http_request *req)
 
 const char *http_request_header(const struct http_request *req, const char *name)
 {
-	return req->ev ? in_header(req->ev, name) : NULL;
+	return in_header(req, name);
 }
 
 const void *http_request_body(struct http_request *req, size_t *len)
 {
-	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
-	const unsigned char *p;
+	struct conn *c = req->c;
 
-	*len = in ? evbuffer_get_length(in) : 0;
-	if (!*len)
-		return "";
-	p = evbuffer_pullup(in, -1);
-	return p ? (const void *)p : "";
+	*len = c ? c->body.len : 0;
+	return *len ? c->body.ptr : "";
 }
 
 size_t http_request_take_body(struct http_request *req, struct buf *out)
 {
-	struct evbuffer *in = req->ev ? evhttp_request_get_input_buffer(req->ev) : NULL;
-	size_t len = in ? evbuffer_get_length(in) : 0;
-	ev_ssize_t n;
+	struct conn *c = req->c;
 
-	buf_reset(out);
-	if (!len)
+	buf_release(out);
+	if (!c || !c->body.len)
 		return 0;
-	buf_grow(out, len);
-	n = evbuffer_remove(in, out->ptr, len);
-	buf_setlen(out, n > 0 ? (size_t)n : 0);
+	*out = c->body; /* moved: no copy */
+	buf_init(&c->body, 0);
 	return out->len;
 }
 
@@ -254,42 +240,16 @@ void http_server_set_body_spool(struct http_server *srv, int dirfd)
 	srv->spool_fd = dirfd;
 }
 
-/*
- * Until the connection layer streams bodies as they arrive (issue 34), a
- * large body is read into memory first and written to the spool here, so
- * that the sync API and WebDAV take it as a file already.
- */
 int http_request_take_body_file(struct http_request *req, struct http_body_file *out)
 {
-	struct http_server *srv = req->w->srv;
-	size_t len;
-	const char *p = http_request_body(req, &len);
-	size_t done = 0;
+	struct conn *c = req->c;
 
-	if (srv->spool_fd < 0 || len <= srv->opt.small_body_size)
+	if (!c || c->spool_fd < 0)
 		return 0;
-	for (;;) {
-		snprintf(out->name, sizeof(out->name), "upload-%ld-%u", (long)getpid(),
-			 atomic_fetch_add(&srv->spool_seq, 1));
-		out->fd = openat(srv->spool_fd, out->name,
-				 O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (out->fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (out->fd < 0)
-		return 0;
-	while (done < len) {
-		ssize_t n = write(out->fd, p + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(out->fd);
-			unlinkat(srv->spool_fd, out->name, 0);
-			return 0;
-		}
-		done += (size_t)n;
-	}
-	out->len = len;
+	out->fd = c->spool_fd;
+	memcpy(out->name, c->spool_name, sizeof(out->name));
+	out->len = c->body_got;
+	c->spool_fd = -1; /* the caller's now */
 	return 1;
 }
 
@@ -315,14 +275,7 @@ const char *http_request_target(const struct http_request *req)
 
 const char *http_request_peer(const struct http_request *req)
 {
-	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
-	char *host = NULL;
-	ev_uint16_t port = 0;
-
-	if (!con)
-		return "";
-	evhttp_connection_get_peer(con, &host, &port);
-	return host ? host : "";
+	return req->c ? req->c->peer : "";
 }
 
 const char *http_request_url_prefix(const struct http_request *req)
@@ -337,14 +290,7 @@ double http_request_start_ms(const struct http_request *req)
 
 int http_request_peer_is_loopback(const struct http_request *req)
 {
-	struct evhttp_connection *con = req->ev ? evhttp_request_get_connection(req->ev) : NULL;
-	char *host = NULL;
-	ev_uint16_t port = 0;
-
-	if (!con)
-		return 0;
-	evhttp_connection_get_peer(con, &host, &port);
-	return http_addr_is_loopback(host);
+	return req->c && http_addr_is_loopback(req->c->peer);
 }
 
 struct snapshot *http_request_snapshot(const struct http_request *req)
@@ -476,51 +422,6 @@ static const struct handler *find_handler(const struct http_server *srv, const c
 
 /* ---- dispatch ---- */
 
-static enum http_method map_method(enum evhttp_cmd_type t)
-{
-	switch (t) {
-	case EVHTTP_REQ_GET: return HTTP_GET;
-	case EVHTTP_REQ_HEAD: return HTTP_HEAD;
-	case EVHTTP_REQ_POST: return HTTP_POST;
-	case EVHTTP_REQ_PUT: return HTTP_PUT;
-	case EVHTTP_REQ_DELETE: return HTTP_DELETE;
-	case EVHTTP_REQ_PATCH: return HTTP_PATCH;
-	case EVHTTP_REQ_OPTIONS: return HTTP_OPTIONS;
-	default: return HTTP_OTHER;
-	}
-}
-
-/*
- * The request's method. An extension method reaches evhttp as a POST whose
- * first header is the server's mark (methods.c), which no client can
- * forge: the header is taken off and names the method.
- */
-static void set_method(struct http_request *r)
-{
-	enum evhttp_cmd_type t = evhttp_request_get_command(r->ev);
-	struct evkeyvalq *hs;
-	struct evkeyval *kv;
-	enum http_method m;
-
-	r->method = map_method(t);
-	r->method_name = r->method != HTTP_OTHER ? http_methods_name(r->method) : NULL;
-	if (t == EVHTTP_REQ_TRACE || t == EVHTTP_REQ_CONNECT)
-		r->method_name = http_method_name(t);
-	if (t != EVHTTP_REQ_POST)
-		return;
-	hs = evhttp_request_get_input_headers(r->ev);
-	kv = hs->tqh_first;
-	if (!kv || strcmp(kv->key, r->w->srv->method_mark) != 0)
-		return;
-	m = http_methods_lookup(kv->value, strlen(kv->value));
-	if (evhttp_remove_header(hs, r->w->srv->method_mark) < 0) /* kv, the first of its name */
-		log_warn("http: cannot take the method header off");
-	if (m == HTTP_OTHER)
-		return; /* only methods.c writes it, with a name from its table */
-	r->method = m;
-	r->method_name = http_methods_name(m);
-}
-
 /* Answers 405 or 501 unless the request is a GET or HEAD; returns whether it is. */
 static int get_or_head(struct http_request *r)
 {
@@ -546,7 +447,7 @@ static int serve_other_host(struct http_request *r)
 {
 	struct snapshot_host *host;
 	const struct handler *h;
-	const char *name = in_header(r->ev, "Host"), *target = r->uri;
+	const char *name = in_header(r, "Host"), *target = r->uri;
 	char norm[HOST_NAME_MAX_LEN];
 
 	if (r->absolute) {
@@ -611,11 +512,6 @@ void http_serve_snapshot(struct http_request *r)
 	}
 }
 
-/*
- * evhttp's callback for every request it parsed: checks and decodes the
- * target, strips the URL prefix, then hands the request to a registered
- * handler or serves it from the snapshot (the fast path: one lookup).
- */
 /* RFC 9110's tchar: what a header name is made of. */
 static int is_tchar(unsigned char c)
 {
@@ -634,44 +530,43 @@ static int all_digits(const char *s)
 }
 
 /*
- * Why the request's framing is not what RFC 9112 allows, or NULL. evhttp
- * takes the first Content-Length, accepts "+35", ignores a
- * "Transfer-Encoding :" with a space before the colon and any coding but
- * "chunked": each would let a proxy in front read the body's bounds
- * differently from us, and the difference be run as a second request
+ * Why the request's framing is not what RFC 9112 allows, or NULL. llhttp
+ * refuses each of these already (parse.c); they are checked again on the
+ * parsed head, since a proxy in front that read a body's bounds
+ * differently from us would have the difference run as a second request
  * (smuggling). Such a request is answered 400 and its connection closed,
- * so that whatever evhttp left unread is never parsed.
+ * so that whatever follows is never parsed.
  */
-const char *http_framing_error(struct evhttp_request *ev)
+const char *http_framing_error(const struct reqparse *rp)
 {
-	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
-	const struct evkeyval *kv;
 	const char *cl = NULL;
-	int te = 0;
+	unsigned i;
+	int te = 0, minor;
 
-	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next) {
-		const unsigned char *k = (const unsigned char *)kv->key;
-		if (!*k)
+	for (i = 0; i < rp->nh; i++) {
+		const char *k = rp->base + rp->h[i].name, *v = rp->base + rp->h[i].value;
+		const unsigned char *u = (const unsigned char *)k;
+		if (!*u)
 			return "empty header name";
-		for (; *k; k++)
-			if (!is_tchar(*k))
+		for (; *u; u++)
+			if (!is_tchar(*u))
 				return "bad character in a header name (whitespace before the colon?)";
-		if (strcasecmp(kv->key, "Content-Length") == 0) {
-			if (!all_digits(kv->value))
+		if (strcasecmp(k, "Content-Length") == 0) {
+			if (!all_digits(v))
 				return "Content-Length is not a number";
-			if (cl && strcmp(cl, kv->value) != 0)
+			if (cl && strcmp(cl, v) != 0)
 				return "conflicting Content-Length headers";
-			cl = kv->value;
-		} else if (strcasecmp(kv->key, "Transfer-Encoding") == 0) {
+			cl = v;
+		} else if (strcasecmp(k, "Transfer-Encoding") == 0) {
 			if (te++)
 				return "more than one Transfer-Encoding header";
-			if (strcasecmp(kv->value, "chunked") != 0)
+			if (strcasecmp(v, "chunked") != 0)
 				return "the only transfer coding accepted is chunked";
 		}
 	}
 	if (te && cl)
 		return "both Transfer-Encoding and Content-Length";
-	if (te && (ev->major < 1 || (ev->major == 1 && ev->minor == 0)))
+	if (te && reqparse_version(rp, &minor) == 1 && minor == 0)
 		return "Transfer-Encoding in an HTTP/1.0 request";
 	return NULL;
 }
@@ -693,34 +588,67 @@ const char *http_host_error(const char *const *values, size_t n)
 	return NULL;
 }
 
-/* The Host header lines of ev (the first two at most) into values; returns how many. */
-static size_t host_values(struct evhttp_request *ev, const char *values[2])
+/* The Host header lines of rp (the first two at most) into values; returns how many. */
+static size_t host_values(const struct reqparse *rp, const char *values[2])
 {
-	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
-	const struct evkeyval *kv;
+	unsigned i;
 	size_t n = 0;
 
-	for (kv = hs->tqh_first; kv && n < 2; kv = kv->next.tqe_next)
-		if (strcasecmp(kv->key, "Host") == 0)
-			values[n++] = kv->value;
+	for (i = 0; i < rp->nh && n < 2; i++)
+		if (strcasecmp(rp->base + rp->h[i].name, "Host") == 0)
+			values[n++] = rp->base + rp->h[i].value;
 	return n;
 }
 
-/* The size of the request's header block, as sent ("Name: value\r\n" each). */
-static size_t header_bytes(struct evhttp_request *ev)
+/* A request as far as it was read, for answering it: its method and version. */
+static void request_init(struct http_request *r, struct conn *c)
 {
-	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
-	const struct evkeyval *kv;
-	size_t n = 0;
-
-	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next)
-		n += strlen(kv->key) + strlen(kv->value) + 4;
-	return n;
+	memset(r, 0, sizeof(*r));
+	r->start_ms = clock_ms();
+	buf_reset(&c->w->hdr);
+	r->w = c->w;
+	r->c = c;
+	/* refused until a handler, a page or a miss answers (each sets its kind) */
+	r->kind = K_ERROR;
+	r->method = c->rp.head_seen || c->state == C_BUSY
+			    ? http_methods_of(reqparse_method(&c->rp), &r->method_name)
+			    : HTTP_OTHER;
+	r->head = r->method == HTTP_HEAD;
+	r->major = reqparse_version(&c->rp, &r->minor);
+	r->out_fd = -1;
 }
 
-void http_on_request(struct evhttp_request *ev, void *arg)
+void http_refuse(struct conn *c, int status, const char *why)
 {
-	struct worker *w = arg;
+	struct http_request r;
+	char text[200];
+
+	request_init(&r, c);
+	if (!c->rp.head_seen) {
+		/* the head was not read whole: none of it is known */
+		r.method = HTTP_OTHER;
+		r.method_name = NULL;
+		r.head = 0;
+		r.major = r.minor = 1;
+	} else {
+		r.uri = c->rp.base + c->rp.url;
+	}
+	r.close = 1;
+	if (status == 501)
+		HDR_CONST(&r, "Allow: GET, HEAD\r\n");
+	snprintf(text, sizeof(text), "%s%s%s\n", http_reason(status), why ? ": " : "",
+		 why ? why : "");
+	http_respond_text(&r, status, text);
+}
+
+/*
+ * A request conn.c read whole: checks and decodes the target, strips the
+ * URL prefix, then hands the request to a registered handler or serves
+ * it from the snapshot (the fast path: one lookup).
+ */
+void http_on_request(struct conn *c)
+{
+	struct worker *w = c->w;
 	struct http_server *srv = w->srv;
 	struct http_request r;
 	const struct handler *h;
@@ -728,21 +656,14 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	size_t ulen;
 	long n;
 
-	memset(&r, 0, sizeof(r));
-	r.start_ms = clock_ms();
-	buf_reset(&w->hdr);
-	r.w = w;
-	r.ev = ev;
-	/* refused until a handler, a page or a miss answers (each sets its kind) */
-	r.kind = K_ERROR;
-	set_method(&r);
-	r.head = r.method == HTTP_HEAD;
-	r.uri = evhttp_request_get_uri(ev);
-	if (!r.uri) {
+	request_init(&r, c);
+	r.uri = c->rp.base + c->rp.url;
+	if (!c->rp.url_len) {
 		http_respond_text(&r, 400, "Bad Request\n");
 		return;
 	}
-	if ((why = http_framing_error(ev)) || (why = http_host_error(hosts, host_values(ev, hosts)))) {
+	if ((why = http_framing_error(&c->rp)) ||
+	    (why = http_host_error(hosts, host_values(&c->rp, hosts)))) {
 		char text[160];
 		snprintf(text, sizeof(text), "Bad Request: %s\n", why);
 		r.close = 1;
@@ -752,11 +673,6 @@ void http_on_request(struct evhttp_request *ev, void *arg)
 	ulen = strlen(r.uri);
 	if (ulen > srv->max_uri) {
 		http_respond_text(&r, 414, "URI Too Long\n");
-		return;
-	}
-	if (header_bytes(ev) > srv->opt.max_header_size) {
-		r.close = 1;
-		http_respond_text(&r, 431, "Request Header Fields Too Large\n");
 		return;
 	}
 	if (r.uri[0] != '/' && (strncasecmp(r.uri, "http://", 7) == 0 ||

@@ -1,14 +1,10 @@
 /*
- * http_respond.c: writing responses, and the reply half of the handler API.
+ * respond.c: writing responses, and the reply half of the handler API.
  *
- * evhttp parses requests (keep-alive, pipelining, bodies, limits); the
- * response side is ours (see http_respond()): the status line and headers are
- * written in one block, and the response is written from the request
- * callback and finished at once with evhttp_send_reply_end() when it fits
- * in the socket. Both came from profiles (bench/http-vs-nginx.sh): evhttp's
- * header lists and its wait for EPOLLOUT with epoll_ctl calls around every
- * request cost about a third of the server's CPU. What is left is mostly
- * the kernel's send path, which nginx pays too.
+ * The status line and headers are written into the loop's head buffer in
+ * one pass (no header list: a tenth of the server's time when evhttp
+ * kept one), and http_conn_send() writes head and body with one writev() at
+ * once, when the socket takes it (conn.c).
  *
  * Every answer, from the snapshot, a handler or a deferred reply, goes
  * through http_respond(), which also adds the security headers, counts the
@@ -16,8 +12,8 @@
  * histogram of its kind, and for the sync API and WebDAV its method and
  * status) and writes its access log line (buffered per loop, flushed at
  * 32 KiB and once a second). A request's duration runs from its dispatch
- * (http_on_request(), once evhttp has read it whole) to its answer's head:
- * two reads of the monotonic clock per request, and no allocation.
+ * (http_on_request(), once its head and body are read) to its answer's
+ * head: two reads of the monotonic clock per request, and no allocation.
  */
 #include "http/http.h"
 #include "http/http-int.h"
@@ -33,12 +29,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/http_struct.h> /* the request's major/minor version */
-#include <event2/keyvalq_struct.h>
 
 #define LOG_FLUSH_SIZE (32 * 1024)
 
@@ -56,22 +46,6 @@ char *http_fmt_u64(char *out, uint64_t v)
 		out[i] = tmp[n - 1 - i];
 	out[n] = '\0';
 	return out;
-}
-
-const char *http_method_name(enum evhttp_cmd_type t)
-{
-	switch (t) {
-	case EVHTTP_REQ_GET: return "GET";
-	case EVHTTP_REQ_HEAD: return "HEAD";
-	case EVHTTP_REQ_POST: return "POST";
-	case EVHTTP_REQ_PUT: return "PUT";
-	case EVHTTP_REQ_DELETE: return "DELETE";
-	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-	case EVHTTP_REQ_TRACE: return "TRACE";
-	case EVHTTP_REQ_CONNECT: return "CONNECT";
-	case EVHTTP_REQ_PATCH: return "PATCH";
-	default: return "-";
-	}
 }
 
 void http_flush_log(struct worker *w)
@@ -115,40 +89,41 @@ static void add_clf(struct buf *b, const char *s)
 	}
 }
 
-/* The Host, Referer and User-Agent headers of ev (NULL when absent), in one walk. */
-static void log_headers(struct evhttp_request *ev, const char **host, const char **ref,
+/* The Host, Referer and User-Agent headers of the request (NULL when absent), in one walk. */
+static void log_headers(const struct http_request *r, const char **host, const char **ref,
 			const char **ua)
 {
-	const struct evkeyvalq *hs = evhttp_request_get_input_headers(ev);
-	const struct evkeyval *kv;
+	const struct reqparse *rp = r->c ? &r->c->rp : NULL;
+	unsigned i;
 
 	*host = *ref = *ua = NULL;
-	for (kv = hs->tqh_first; kv; kv = kv->next.tqe_next) {
-		switch (kv->key[0] | 0x20) {
+	for (i = 0; rp && i < rp->nh; i++) {
+		const char *k = rp->base + rp->h[i].name, *v = rp->base + rp->h[i].value;
+		switch (k[0] | 0x20) {
 		case 'h':
-			if (!*host && strcasecmp(kv->key, "Host") == 0)
-				*host = kv->value;
+			if (!*host && strcasecmp(k, "Host") == 0)
+				*host = v;
 			break;
 		case 'r':
-			if (!*ref && strcasecmp(kv->key, "Referer") == 0)
-				*ref = kv->value;
+			if (!*ref && strcasecmp(k, "Referer") == 0)
+				*ref = v;
 			break;
 		case 'u':
-			if (!*ua && strcasecmp(kv->key, "User-Agent") == 0)
-				*ua = kv->value;
+			if (!*ua && strcasecmp(k, "User-Agent") == 0)
+				*ua = v;
 			break;
 		}
 	}
 }
 
 /* "HTTP/1.1\" 200 " (with json: "HTTP/1.1\",\"status\":200"), without printf. */
-static void add_proto_status(struct buf *b, const struct evhttp_request *ev, int status,
+static void add_proto_status(struct buf *b, const struct http_request *r, int status,
 			     int json)
 {
 	char p[10] = { 'H', 'T', 'T', 'P', '/', '0', '.', '0', '"' };
 
-	p[5] = (char)('0' + (ev->major >= 0 && ev->major <= 9 ? ev->major : 0));
-	p[7] = (char)('0' + (ev->minor >= 0 && ev->minor <= 9 ? ev->minor : 0));
+	p[5] = (char)('0' + (r->major >= 0 && r->major <= 9 ? r->major : 0));
+	p[7] = (char)('0' + (r->minor >= 0 && r->minor <= 9 ? r->minor : 0));
 	buf_add(b, p, 9);
 	buf_adds(b, json ? ",\"status\":" : " ");
 	buf_addc(b, '0' + status / 100 % 10);
@@ -189,14 +164,10 @@ static void log_request(struct http_request *r, int status, size_t bytes, uint64
 {
 	struct worker *w = r->w;
 	struct buf *b = &w->log;
-	struct evhttp_connection *con = evhttp_request_get_connection(r->ev);
-	const char *host, *ref, *ua;
-	char *peer = NULL, num[24];
-	ev_uint16_t port = 0;
+	const char *host, *ref, *ua, *peer = r->c && r->c->peer[0] ? r->c->peer : NULL;
+	char num[24];
 
-	if (con)
-		evhttp_connection_get_peer(con, &peer, &port);
-	log_headers(r->ev, &host, &ref, &ua);
+	log_headers(r, &host, &ref, &ua);
 	if (w->srv->log_json) {
 		buf_adds(b, "{\"time\":\"");
 		buf_adds(b, w->iso_date);
@@ -207,7 +178,7 @@ static void log_request(struct http_request *r, int status, size_t bytes, uint64
 		add_json_field(b, "method", r->method_name ? r->method_name : "-");
 		add_json_field(b, "target", r->uri ? r->uri : "-");
 		buf_adds(b, ",\"protocol\":\"");
-		add_proto_status(b, r->ev, status, 1);
+		add_proto_status(b, r, status, 1);
 		buf_adds(b, ",\"bytes\":");
 		buf_adds(b, http_fmt_u64(num, bytes));
 		add_json_field(b, "referer", ref);
@@ -224,7 +195,7 @@ static void log_request(struct http_request *r, int status, size_t bytes, uint64
 		buf_addc(b, ' ');
 		add_clf(b, r->uri);
 		buf_addc(b, ' ');
-		add_proto_status(b, r->ev, status, 0);
+		add_proto_status(b, r, status, 0);
 		buf_addc(b, ' ');
 		buf_adds(b, http_fmt_u64(num, bytes));
 		buf_add(b, " \"", 2);
@@ -242,10 +213,7 @@ static void log_request(struct http_request *r, int status, size_t bytes, uint64
 }
 
 /*
- * Response headers. evhttp keeps headers as a list of three malloc'd
- * pieces each and prints them one printf at a time; the profile showed
- * that at a tenth of the server's time. We write the header block
- * ourselves instead: lines accumulate in the loop's http_hdr buffer while the
+ * Response headers. No list of headers: lines accumulate in the loop's http_hdr buffer while the
  * request is handled, and http_respond() puts the status line, Date and the
  * lines in the connection's output with one copy.
  */
@@ -271,7 +239,7 @@ void http_set_length(struct http_request *r, uint64_t len)
 	http_hdr(r, "Content-Length", http_fmt_u64(num, len));
 }
 
-static const char *reason(int status)
+const char *http_reason(int status)
 {
 	switch (status) {
 	case 200: return "OK";
@@ -327,71 +295,6 @@ static const char *reason(int status)
 		     "frame-ancestors 'none'\r\n" NOSNIFF
 
 /*
- * Sends the response whose header lines are in the loop's http_hdr buffer and
- * whose body is in the request's output buffer; every response of ours
- * goes through here.
- *
- * The response is written at once rather than on the next loop iteration,
- * and when it all fits in the socket, evhttp_send_reply_end() finishes the
- * request right away: the connection goes back to reading within the same
- * iteration, so a keep-alive request costs no EPOLLOUT round trip and,
- * with the epoll changelist, the write event's add and remove cancel out
- * (the first profile had epoll_ctl at a fifth of the server's time; the
- * one call left per request is evhttp turning reads off and on again).
- * What does not fit is left to the bufferevent, set up as
- * evhttp_write_buffer() would (reads off but close detection on), and the
- * request finishes when the rest is written.
- *
- * The request (and the connection) may be freed when this returns, so r's
- * libevent pointers are cleared.
- */
-/* A connection to close once its answer is out; see close_after_connect(). */
-struct closing_conn {
-	struct worker *w;
-	struct evhttp_connection *con;
-	int tries;
-};
-
-static void close_later(evutil_socket_t fd, short what, void *arg)
-{
-	static const struct timeval again = { 0, 10000 };
-	struct closing_conn *cc = arg;
-	struct conn *c;
-	struct bufferevent *bev;
-
-	for (c = cc->w->conns; c && c->con != cc->con; c = c->next)
-		;
-	if (!c) { /* closed already */
-		free(cc);
-		return;
-	}
-	bev = evhttp_connection_get_bufferevent(cc->con);
-	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > 0 && cc->tries++ < 500 &&
-	    event_base_once(cc->w->base, -1, EV_TIMEOUT, close_later, cc, &again) == 0)
-		return;
-	evhttp_connection_free(cc->con); /* on_close frees c */
-	free(cc);
-}
-
-/*
- * evhttp never reads another request after a CONNECT, nor closes the
- * connection (it would be a tunnel), whatever the headers say: the
- * connection would sit idle until its timeout. It is closed here once the
- * answer (always an error: quire is not a proxy) has been written.
- */
-static void close_after_connect(struct worker *w, struct evhttp_connection *con)
-{
-	static const struct timeval now = { 0, 0 };
-	struct closing_conn *cc = xmalloc(sizeof(*cc));
-
-	cc->w = w;
-	cc->con = con;
-	cc->tries = 0;
-	if (!con || event_base_once(w->base, -1, EV_TIMEOUT, close_later, cc, &now) < 0)
-		free(cc);
-}
-
-/*
  * The head of a response into w->head (status line, Date, Connection,
  * the gathered lines, the security headers, the blank line), counted and
  * logged with blen body bytes. Returns whether the connection closes after.
@@ -399,20 +302,11 @@ static void close_after_connect(struct worker *w, struct evhttp_connection *con)
 static void build_head(struct http_request *r, int status, size_t blen)
 {
 	struct worker *w = r->w;
-	struct evhttp_request *ev = r->ev;
+	struct conn *c = r->c;
 	struct buf *h = &w->head;
-	const char *c = in_header(ev, "Connection");
-	int v10 = ev->major < 1 || (ev->major == 1 && ev->minor == 0);
+	int v10 = r->major < 1 || (r->major == 1 && r->minor == 0);
 	int cls = status / 100 - 2, closing;
 
-	/*
-	 * evhttp keeps a chunked request's flag on the request and, finishing
-	 * the reply, would append a last chunk ("0\r\n\r\n") after our
-	 * Content-Length body: bytes a client reads as the next response.
-	 * The request's body is read by now; a streamed response frames its
-	 * own chunks (http_respond_stream_head()).
-	 */
-	ev->chunked = 0;
 	http_refresh_dates(w);
 	buf_reset(h);
 	buf_add(h, "HTTP/1.1 ", 9);
@@ -420,25 +314,17 @@ static void build_head(struct http_request *r, int status, size_t blen)
 	buf_addc(h, '0' + status / 10 % 10);
 	buf_addc(h, '0' + status % 10);
 	buf_addc(h, ' ');
-	buf_adds(h, reason(status));
+	buf_adds(h, http_reason(status));
 	buf_add(h, "\r\nDate: ", 8);
 	buf_add(h, w->date, HTTP_DATE_SIZE - 1);
 	buf_add(h, "\r\n", 2);
-	/* the same tests evhttp makes to decide whether to close afterwards */
-	if (r->absolute) {
-		c = in_header(ev, "Proxy-Connection");
-		v10 = 1;
-	}
-	closing = w->stopping || r->close || (c && strcasecmp(c, "close") == 0) ||
-		  (v10 && !(c && strncasecmp(c, "keep-alive", 10) == 0));
+	/* a CONNECT would be a tunnel: quire is none, and what follows is not HTTP */
+	closing = w->stopping || r->close || !c || c->close_after || !c->keep_alive ||
+		  (r->method_name && strcmp(r->method_name, "CONNECT") == 0);
 	if (closing) {
 		buf_add(h, "Connection: close\r\n", 19);
-		/*
-		 * evhttp decides from its own headers whether to close: tell it,
-		 * or a CONNECT asking to close (say) would stay open.
-		 */
-		if (evhttp_add_header(evhttp_request_get_output_headers(ev), "Connection", "close") < 0)
-			log_warn("http: cannot mark the connection for closing");
+		if (c)
+			c->close_after = 1;
 	} else if (v10) {
 		buf_add(h, "Connection: keep-alive\r\n", 24);
 	}
@@ -491,106 +377,74 @@ int http_status_of_slot(int slot)
 	return slot >= 0 && slot < HTTP_STATUSES - 1 ? counted_statuses[slot] : 0;
 }
 
-/* Writes what out holds now to the socket, and has the bufferevent write the rest. */
-static void push_out(struct bufferevent *bev, struct evbuffer *out)
-{
-	evutil_socket_t fd = bufferevent_getfd(bev);
-	int n;
-
-	evbuffer_unfreeze(out, 1); /* the socket bufferevent drains it only in its write callback */
-	n = fd >= 0 ? evbuffer_write(out, fd) : -1;
-	evbuffer_freeze(out, 1);
-	(void)n; /* errors show up again when the bufferevent writes */
-	if (evbuffer_get_length(out) > 0) {
-		bufferevent_data_cb wcb;
-		bufferevent_event_cb ecb;
-		void *arg;
-
-		bufferevent_getcb(bev, NULL, &wcb, &ecb, &arg);
-		bufferevent_setcb(bev, NULL, wcb, ecb, arg);
-		if (bufferevent_enable(bev, EV_READ | EV_WRITE) < 0)
-			log_warn("http: cannot wait for the socket");
-	}
-}
-
-/* Hands the request back to evhttp, its answer queued: it is done with once written. */
-static void finish(struct worker *w, struct evhttp_request *ev, struct bufferevent *bev)
-{
-	struct evhttp_connection *con = evhttp_request_get_connection(ev);
-	int connect;
-
-	if (!bev) {
-		evhttp_send_reply_end(ev); /* no connection: frees the request */
-		return;
-	}
-	w->inflight++;
-	evhttp_request_set_on_complete_cb(ev, http_on_complete, w);
-	push_out(bev, bufferevent_get_output(bev));
-	connect = evhttp_request_get_command(ev) == EVHTTP_REQ_CONNECT;
-	evhttp_send_reply_end(ev);
-	if (connect)
-		close_after_connect(w, con);
-}
-
+/*
+ * Sends the response whose header lines are in the loop's hdr buffer and
+ * whose body is r's (http_set_body(), or a file); every response of ours
+ * goes through here. The request (and the connection) may be freed when
+ * this returns, so r's pointers into it are cleared.
+ */
 void http_respond(struct http_request *r, int status)
 {
-	struct worker *w = r->w;
-	struct evhttp_request *ev = r->ev;
-	struct evhttp_connection *con = evhttp_request_get_connection(ev);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct evbuffer *body = evhttp_request_get_output_buffer(ev);
+	struct conn *c = r->c;
 
-	build_head(r, status, evbuffer_get_length(body));
+	build_head(r, status, r->out_fd >= 0 ? (size_t)r->out_len : (r->out ? r->out_len : 0));
 	r->replied = 1;
-	r->ev = NULL;
+	r->c = NULL;
 	r->uri = NULL;
 	r->query = NULL;
-	if (bev && (evbuffer_add(bufferevent_get_output(bev), w->head.ptr, w->head.len) < 0 ||
-		    evbuffer_add_buffer(bufferevent_get_output(bev), body) < 0))
-		log_warn("http: cannot queue a response");
-	finish(w, ev, bev);
+	if (!c) {
+		/* its client has gone: the body is dropped */
+		if (r->out_release)
+			r->out_release(r->out, r->out_len, r->out_arg);
+		if (r->out_fd >= 0)
+			close(r->out_fd);
+		return;
+	}
+	http_conn_send(c, r->w->head.ptr, r->w->head.len, r->out,
+		       r->out || r->out_fd >= 0 ? r->out_len : 0, r->out_release, r->out_arg,
+		       r->out_fd, r->out_off);
+	http_conn_answered(c);
 }
 
-struct evbuffer *http_respond_stream_head(struct http_request *r, int status)
+/* The answer's body: len bytes, copied when sent unless release takes them over. */
+void http_set_body(struct http_request *r, const void *bytes, size_t len,
+		   evbuffer_ref_cleanup_cb release, void *arg)
 {
-	struct evhttp_connection *con = evhttp_request_get_connection(r->ev);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct evbuffer *out;
+	r->out = bytes;
+	r->out_len = len;
+	r->out_release = release;
+	r->out_arg = arg;
+}
+
+void http_respond_stream_head(struct http_request *r, int status)
+{
+	struct conn *c = r->c;
 
 	HDR_CONST(r, "Transfer-Encoding: chunked\r\n");
 	build_head(r, status, 0);
-	if (!bev)
-		return NULL;
-	out = bufferevent_get_output(bev);
-	if (evbuffer_add(out, r->w->head.ptr, r->w->head.len) < 0)
-		log_warn("http: cannot queue a response");
-	push_out(bev, out);
-	return out;
+	if (c)
+		http_conn_write(c, r->w->head.ptr, r->w->head.len);
 }
 
-void http_respond_stream_chunk(struct evhttp_request *ev, const void *data, size_t len)
+void http_respond_stream_chunk(struct conn *c, const void *data, size_t len)
 {
-	struct evhttp_connection *con = evhttp_request_get_connection(ev);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-	struct evbuffer *out;
+	char size[24];
+	int n;
 
-	if (!bev || !len)
+	if (!c || !len)
 		return;
-	out = bufferevent_get_output(bev);
-	if (evbuffer_add_printf(out, "%zx\r\n", len) < 0 || evbuffer_add(out, data, len) < 0 ||
-	    evbuffer_add(out, "\r\n", 2) < 0)
-		log_warn("http: cannot queue a chunk");
-	push_out(bev, out);
+	n = snprintf(size, sizeof(size), "%zx\r\n", len);
+	evbuffer_add(c->out, size, (size_t)n);
+	evbuffer_add(c->out, data, len);
+	http_conn_write(c, "\r\n", 2);
 }
 
-void http_respond_stream_end(struct worker *w, struct evhttp_request *ev)
+void http_respond_stream_end(struct conn *c)
 {
-	struct evhttp_connection *con = evhttp_request_get_connection(ev);
-	struct bufferevent *bev = con ? evhttp_connection_get_bufferevent(con) : NULL;
-
-	if (bev && evbuffer_add(bufferevent_get_output(bev), "0\r\n\r\n", 5) < 0)
-		log_warn("http: cannot queue the last chunk");
-	finish(w, ev, bev);
+	if (!c)
+		return;
+	http_conn_write(c, "0\r\n\r\n", 5);
+	http_conn_answered(c);
 }
 
 /* A short plain-text answer (errors, 405, 503). */
@@ -600,8 +454,8 @@ void http_respond_text(struct http_request *r, int status, const char *text)
 
 	HDR_CONST(r, "Content-Type: text/plain; charset=utf-8\r\nCache-Control: no-store\r\n");
 	http_set_length(r, len);
-	if (!r->head && evbuffer_add(evhttp_request_get_output_buffer(r->ev), text, len) < 0)
-		log_warn("http: cannot queue a response");
+	if (!r->head)
+		http_set_body(r, text, len, NULL, NULL);
 	http_respond(r, status);
 }
 
@@ -637,9 +491,8 @@ void http_reply(struct http_request *req, int status, const char *content_type,
 	if (content_type)
 		http_hdr(req, "Content-Type", content_type);
 	http_set_length(req, len);
-	if (!req->head && len > 0 &&
-	    evbuffer_add(evhttp_request_get_output_buffer(req->ev), body, len) < 0)
-		log_warn("http: cannot queue response");
+	if (!req->head && len > 0)
+		http_set_body(req, body, len, NULL, NULL);
 	http_respond(req, status);
 }
 
@@ -668,10 +521,6 @@ void http_reply_buf(struct http_request *req, int status, const char *content_ty
 		http_hdr(req, "Content-Type", content_type);
 	http_set_length(req, len);
 	bytes = buf_detach(body, NULL);
-	if (evbuffer_add_reference(evhttp_request_get_output_buffer(req->ev), bytes, len,
-				   http_free_bytes, bytes) < 0) {
-		free(bytes);
-		log_warn("http: cannot queue response");
-	}
+	http_set_body(req, bytes, len, http_free_bytes, bytes);
 	http_respond(req, status);
 }

@@ -39,8 +39,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/http.h>
 
 /* A qvalue in thousandths; invalid gives 0 (not acceptable). */
 static int parse_qvalue(const char *p)
@@ -155,14 +153,14 @@ static int etag_list_match(const char *list, const char *etag)
 }
 
 /* True when a conditional GET/HEAD should be answered with 304. */
-int http_not_modified(struct evhttp_request *ev, const char *etag, time_t mtime)
+int http_not_modified(const struct http_request *r, const char *etag, time_t mtime)
 {
-	const char *inm = in_header(ev, "If-None-Match"), *ims;
+	const char *inm = in_header(r, "If-None-Match"), *ims;
 	time_t t;
 
 	if (inm)
 		return etag[0] && etag_list_match(inm, etag);
-	ims = in_header(ev, "If-Modified-Since");
+	ims = in_header(r, "If-Modified-Since");
 	return ims && mtime > 0 && http_parse_http_date(ims, &t) == 0 && mtime <= t;
 }
 
@@ -299,19 +297,18 @@ static void page_header(struct http_request *r, const struct page *p)
  */
 void serve_bytes(struct http_request *r, struct page *p, int status)
 {
-	struct evhttp_request *ev = r->ev;
 	const char *ae, *etag = p->etag, *body = p->body;
 	size_t len = p->body_len;
 	int gz = 0;
 
 	r->tags = p->tags;
-	if (p->gz && (ae = in_header(ev, "Accept-Encoding")) && http_accepts_gzip(ae)) {
+	if (p->gz && (ae = in_header(r, "Accept-Encoding")) && http_accepts_gzip(ae)) {
 		gz = 1;
 		etag = p->gz_etag;
 		body = p->gz;
 		len = p->gz_len;
 	}
-	if (status == 200 && http_not_modified(ev, etag, p->mtime)) {
+	if (status == 200 && http_not_modified(r, etag, p->mtime)) {
 		http_hdr(r, "ETag", etag);
 		http_cache_control(r, p->immutable);
 		page_header(r, p);
@@ -336,13 +333,13 @@ void serve_bytes(struct http_request *r, struct page *p, int status)
 	if (!r->head && len > 0 && !body) {
 		/* only gzip is kept (page_keep_identity): inflated for this client */
 		const char *bytes = page_bytes(p);
-		if (!bytes || evbuffer_add(evhttp_request_get_output_buffer(ev), bytes, len) < 0)
-			log_warn("http: cannot queue %s", p->path);
-	} else if (!r->head && len > 0 &&
-		   evbuffer_add_reference(evhttp_request_get_output_buffer(ev), body, len,
-					  unref_page, page_ref(p)) < 0) {
-		page_unref(p);
-		log_warn("http: cannot queue %s", p->path);
+		if (bytes)
+			http_set_body(r, bytes, len, NULL, NULL); /* copied as it is sent */
+		else
+			log_warn("http: cannot inflate %s", p->path);
+	} else if (!r->head && len > 0) {
+		/* by reference: the page outlives a snapshot published mid-write */
+		http_set_body(r, body, len, unref_page, page_ref(p));
 	}
 	http_respond(r, status);
 }
@@ -395,8 +392,6 @@ static int runs_as_document(const char *type)
  */
 static void serve_file(struct http_request *r, struct page *p)
 {
-	struct evhttp_request *ev = r->ev;
-	struct evbuffer *out = evhttp_request_get_output_buffer(ev);
 	const char *range, *ir;
 	uint64_t off = 0, len, size;
 	struct stat st;
@@ -419,7 +414,7 @@ static void serve_file(struct http_request *r, struct page *p)
 	}
 	size = (uint64_t)st.st_size;
 	len = size;
-	if (http_not_modified(ev, p->etag, p->mtime)) {
+	if (http_not_modified(r, p->etag, p->mtime)) {
 		close(fd);
 		http_hdr(r, "ETag", p->etag);
 		http_cache_control(r, p->immutable);
@@ -432,8 +427,8 @@ static void serve_file(struct http_request *r, struct page *p)
 	if (p->mtime > 0)
 		http_hdr(r, "Last-Modified", http_last_modified(r->w, p->mtime));
 	http_cache_control(r, p->immutable);
-	range = in_header(ev, "Range");
-	ir = in_header(ev, "If-Range");
+	range = in_header(r, "Range");
+	ir = in_header(r, "If-Range");
 	if (range && (!ir || http_if_range_ok(ir, p->etag, p->mtime))) {
 		rc = http_parse_range(range, size, &off, &len);
 		if (rc < 0) {
@@ -457,16 +452,10 @@ static void serve_file(struct http_request *r, struct page *p)
 	if (r->head || len == 0) {
 		close(fd);
 	} else {
-		/* chains added to a buffer that drains to a socket keep sendfile */
-		if (evbuffer_set_flags(out, EVBUFFER_FLAG_DRAINS_TO_FD) < 0)
-			log_warn("http: %s: no sendfile for this response", p->path);
-		if (evbuffer_add_file(out, fd, (ev_off_t)off, (ev_off_t)len) < 0) {
-			close(fd);
-			log_warn("http: %s: cannot queue the file", p->path);
-			buf_reset(&r->w->hdr);
-			http_respond_text(r, 500, "Internal Server Error\n");
-			return;
-		}
+		/* sent with sendfile after the head (http_conn_send()), and closed then */
+		r->out_fd = fd;
+		r->out_off = off;
+		r->out_len = len;
 	}
 	http_set_length(r, len);
 	http_respond(r, status);
