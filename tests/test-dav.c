@@ -37,7 +37,7 @@
 #define BEARER "Authorization: Bearer " TOKEN "\r\n"
 #define SECRET "secret words of a private note"
 #define MAX_UPLOAD (4 * 1024 * 1024)
-#define SPOOLED (3 * 1024 * 1024) /* over the HTTP server's small_body_size (64 KiB): spooled */
+#define SPOOLED 3000001 /* over the HTTP server's small_body_size (64 KiB): spooled; no whole number of hashing pieces */
 
 static char *vault;
 static struct site_server srv;
