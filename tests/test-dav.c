@@ -36,6 +36,8 @@
 #define WRONG "Authorization: Basic ZWRpdG9yOndyb25nLXRva2VuLTAxMjM0NTY3ODlhYg==\r\n"
 #define BEARER "Authorization: Bearer " TOKEN "\r\n"
 #define SECRET "secret words of a private note"
+#define MAX_UPLOAD (4 * 1024 * 1024)
+#define SPOOLED 3000001 /* over the HTTP server's small_body_size (64 KiB): spooled; no whole number of hashing pieces */
 
 static char *vault;
 static struct site_server srv;
@@ -46,12 +48,12 @@ static int port;
 
 static void start_server(void)
 {
-	struct site_server_options o = {.threads = 2, .max_body_size = 1024 * 1024, .sync = &so};
+	struct site_server_options o = {.threads = 2, .max_body_size = MAX_UPLOAD, .sync = &so};
 
 	memset(&so, 0, sizeof(so));
 	so.vault = vault;
 	so.token = TOKEN;
-	so.max_upload = 1024 * 1024;
+	so.max_upload = MAX_UPLOAD;
 	so.threads = 3;
 	so.auth_failures = 100000; /* the unauthenticated tests send many */
 	site_server_start(&srv, vault, &o);
@@ -309,6 +311,100 @@ static void test_preconditions(void)
 	CHECK_INT(r.status, 304);
 	resp_free(&r);
 	buf_release(&b);
+}
+
+/* A PUT of n bytes to /dav/<path>; the status, with the ETag in etag ("" when none). */
+static int put_bytes(const char *path, const char *extra, const char *data, size_t n,
+		     char etag[SHA256_HEX_SIZE + 2])
+{
+	struct buf h = BUF_INIT, t = BUF_INIT;
+	struct resp r;
+	int status;
+
+	buf_addf(&h, BASIC "%s", extra ? extra : "");
+	buf_addf(&t, "/dav/%s", path);
+	status = fetch_request(port, "PUT", t.ptr, h.ptr, data, n, &r) == 0 ? r.status : -1;
+	snprintf(etag, SHA256_HEX_SIZE + 2, "%s", hdr(&r, "ETag") ? hdr(&r, "ETag") : "");
+	resp_free(&r);
+	buf_release(&h);
+	buf_release(&t);
+	return status;
+}
+
+/* Whether the vault file rel holds exactly data (n bytes). */
+static int holds(const char *rel, const char *data, size_t n)
+{
+	struct buf b = BUF_INIT;
+	int same;
+
+	tv_read(vault, rel, &b);
+	same = b.len == n && memcmp(b.ptr, data, n) == 0;
+	buf_release(&b);
+	return same;
+}
+
+/*
+ * A PUT larger than the HTTP server's small_body_size comes as the file
+ * the server spooled it to and is renamed into place: byte for byte, its
+ * hash as the ETag, a stale If-Match refused with the file untouched, and
+ * nothing left in the spool. An XML body that large (a PROPFIND) is read
+ * from the spool as before.
+ */
+static void test_spooled(void)
+{
+	char *data = xmalloc(SPOOLED), *other = xmalloc(SPOOLED);
+	char etag[SHA256_HEX_SIZE + 2], want[SHA256_HEX_SIZE], tag[SHA256_HEX_SIZE + 2];
+	struct syncapi_stats st0, st1;
+	struct buf xml = BUF_INIT;
+	struct resp r;
+
+	tv_random_bytes(data, SPOOLED, 11);
+	tv_random_bytes(other, SPOOLED, 12);
+	hash_sha256_hex(data, SPOOLED, want);
+	snprintf(tag, sizeof(tag), "\"%s\"", want);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	syncapi_get_stats(srv.sync, &st0);
+	CHECK_INT(put_bytes("notes/blob.bin", NULL, data, SPOOLED, etag), 201);
+	CHECK_STR(etag, tag);
+	CHECK(holds("notes/blob.bin", data, SPOOLED));
+	syncapi_get_stats(srv.sync, &st1);
+	CHECK_INT(st1.uploads_renamed - st0.uploads_renamed, 1);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	CHECK_INT(tv_count_tmp(vault, "."), 0);
+
+	/* a stale If-Match: 412, the file untouched, the spool empty */
+	CHECK_INT(put_bytes("notes/blob.bin",
+			    "If-Match: \"0000000000000000000000000000000000000000000000000000000000000000\"\r\n",
+			    other, SPOOLED, etag),
+		  412);
+	CHECK(holds("notes/blob.bin", data, SPOOLED));
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	/* the right tag: replaced */
+	{
+		char hdrs[SHA256_HEX_SIZE + 32];
+		snprintf(hdrs, sizeof(hdrs), "If-Match: %s\r\n", tag);
+		CHECK_INT(put_bytes("notes/blob.bin", hdrs, other, SPOOLED, etag), 204);
+	}
+	hash_sha256_hex(other, SPOOLED, want);
+	snprintf(tag, sizeof(tag), "\"%s\"", want);
+	CHECK_STR(etag, tag);
+	CHECK(holds("notes/blob.bin", other, SPOOLED));
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+
+	/* a PROPFIND body over small_body_size (spooled) is read as XML all the same */
+	buf_adds(&xml, "<?xml version=\"1.0\"?>\n<D:propfind xmlns:D=\"DAV:\"><D:allprop/>");
+	while (xml.len < 100 * 1024)
+		buf_adds(&xml, "<!-- padding padding padding padding padding padding -->\n");
+	buf_adds(&xml, "</D:propfind>\n");
+	CHECK(dav("PROPFIND", "notes/blob.bin", "Depth: 0\r\n", xml.ptr, &r) == 0);
+	CHECK_INT(r.status, 207);
+	CHECK(r.body.ptr && strstr(r.body.ptr, "getetag"));
+	resp_free(&r);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	CHECK_INT(status_of("DELETE", "notes/blob.bin", NULL, NULL), 204);
+	buf_release(&xml);
+	free(data);
+	free(other);
 }
 
 static void test_errors(void)
@@ -670,7 +766,7 @@ static int until_note_limit(size_t want)
 /* A PUT of a note over max_note_size (quire.yml) is refused, as through the API. */
 static void test_note_size_limit(void)
 {
-	char big[3001];
+	char big[3001], *huge, etag[SHA256_HEX_SIZE + 2];
 	struct resp r;
 
 	memset(big, 'q', sizeof(big) - 1);
@@ -684,6 +780,13 @@ static void test_note_size_limit(void)
 	CHECK(r.body.ptr && strstr(r.body.ptr, "3000 bytes, over max_note_size (2048"));
 	resp_free(&r);
 	CHECK(!tv_exists(vault, "notes/big.md"));
+	/* spooled (over small_body_size), refused all the same, and the spool left empty */
+	huge = xmalloc(SPOOLED);
+	memset(huge, 'q', SPOOLED);
+	CHECK_INT(put_bytes("notes/huge.md", NULL, huge, SPOOLED, etag), 413);
+	free(huge);
+	CHECK(!tv_exists(vault, "notes/huge.md"));
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
 	CHECK(dav("PUT", "notes/big.txt", NULL, big, &r) == 0);
 	CHECK_INT(r.status, 201);
 	resp_free(&r);
@@ -710,6 +813,7 @@ int main(void)
 	RUN(test_unauthenticated);
 	RUN(test_put_get);
 	RUN(test_preconditions);
+	RUN(test_spooled);
 	RUN(test_errors);
 	RUN(test_copy_move);
 	RUN(test_propfind);

@@ -33,7 +33,8 @@
 
 #define TOKEN "s3cret-token-0123456"
 #define AUTH "Authorization: Bearer " TOKEN "\r\n"
-#define MAX_UPLOAD (256 * 1024)
+#define MAX_UPLOAD (4 * 1024 * 1024)
+#define SPOOLED 3000001 /* over the HTTP server's small_body_size (64 KiB): spooled; no whole number of hashing pieces */
 #define AUTH_FAILURES 5
 
 static char *vault;
@@ -243,6 +244,149 @@ static void test_spares(void)
 	free(victim);
 	free(link_path);
 	buf_release(&b);
+}
+
+/* The umask of this process (as the server's files get it). */
+static mode_t our_umask(void)
+{
+	mode_t m = umask(022);
+
+	umask(m);
+	return m;
+}
+
+/* A PUT of n bytes of data to path on the server at p; the status, with the ETag's hash in sha. */
+static int put_big(int p, const char *path, const char *extra, const char *data, size_t n,
+		   char sha[SHA256_HEX_SIZE])
+{
+	struct buf h = BUF_INIT, t = BUF_INIT;
+	const char *etag;
+	struct resp r;
+	int status;
+
+	buf_addf(&h, AUTH "%s", extra ? extra : "");
+	buf_addf(&t, "/api/v1/files/%s", path);
+	status = fetch_request(p, "PUT", t.ptr, h.ptr, data, n, &r) == 0 ? r.status : -1;
+	etag = hdr(&r, "ETag");
+	sha[0] = '\0';
+	if (etag && strlen(etag) == SHA256_HEX_SIZE + 1)
+		snprintf(sha, SHA256_HEX_SIZE, "%s", etag + 1);
+	if (status == 200 || status == 201) {
+		struct buf s = BUF_INIT;
+		CHECK(body_str(r.body.ptr, "sha256", &s) == 0 && strcmp(s.ptr, sha) == 0);
+		CHECK(body_u64(r.body.ptr, "size") == (long long)n);
+		buf_release(&s);
+	}
+	resp_free(&r);
+	buf_release(&h);
+	buf_release(&t);
+	return status;
+}
+
+/*
+ * An upload larger than the HTTP server's small_body_size comes as the
+ * file the server spooled it to, and is renamed from the spool into
+ * place: byte for byte, with its hash, the mode a new file gets (or the
+ * replaced file's), a stale If-Match refused before anything moves, and
+ * nothing left in the spool.
+ */
+static void test_spooled(void)
+{
+	char *data = xmalloc(SPOOLED), *other = xmalloc(SPOOLED);
+	char sha[SHA256_HEX_SIZE], want[SHA256_HEX_SIZE], hdr_line[128];
+	struct syncapi_stats st0, st1;
+	struct buf b = BUF_INIT;
+	struct stat st;
+	char *p = disk_path("spool/blob.bin");
+
+	tv_random_bytes(data, SPOOLED, 1);
+	tv_random_bytes(other, SPOOLED, 2);
+	sha_of(data, SPOOLED, want);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	syncapi_get_stats(srv.sync, &st0);
+	CHECK_INT(put_big(port, "spool/blob.bin", NULL, data, SPOOLED, sha), 201);
+	CHECK_STR(sha, want);
+	CHECK(read_back("spool/blob.bin", &b) == 0 && b.len == SPOOLED &&
+	      memcmp(b.ptr, data, SPOOLED) == 0);
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == (0644 & ~our_umask()));
+	syncapi_get_stats(srv.sync, &st1);
+	CHECK_INT(st1.uploads_renamed - st0.uploads_renamed, 1); /* renamed, not copied */
+	CHECK_INT(st1.uploads_copied - st0.uploads_copied, 0);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	CHECK_INT(tv_count_tmp(vault, "."), 0);
+
+	/* a stale If-Match: 412, the file untouched, the spool empty */
+	snprintf(hdr_line, sizeof(hdr_line), "If-Match: \"%064d\"\r\n", 0);
+	CHECK_INT(put_big(port, "spool/blob.bin", hdr_line, other, SPOOLED, sha), 412);
+	CHECK(read_back("spool/blob.bin", &b) == 0 && b.len == SPOOLED &&
+	      memcmp(b.ptr, data, SPOOLED) == 0);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+
+	/* the right one: replaced, keeping the file's mode */
+	CHECK(chmod(p, 0600) == 0);
+	snprintf(hdr_line, sizeof(hdr_line), "If-Match: \"%s\"\r\n", want);
+	CHECK_INT(put_big(port, "spool/blob.bin", hdr_line, other, SPOOLED, sha), 200);
+	sha_of(other, SPOOLED, want);
+	CHECK_STR(sha, want);
+	CHECK(read_back("spool/blob.bin", &b) == 0 && b.len == SPOOLED &&
+	      memcmp(b.ptr, other, SPOOLED) == 0);
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 07777) == 0600);
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
+	free(p);
+	free(data);
+	free(other);
+	buf_release(&b);
+}
+
+/*
+ * A data folder on another file system than the vault: the spooled
+ * upload cannot be renamed into place, so it is copied into a temporary
+ * file of the target's folder, and still leaves nothing in the spool.
+ */
+static void test_spooled_elsewhere(void)
+{
+	struct site_server other;
+	struct syncapi_options so;
+	struct site_server_options o = { .threads = 1, .max_body_size = MAX_UPLOAD + 4096,
+					 .sync = &so };
+	char data_tmpl[] = "/dev/shm/quire-spool-XXXXXX";
+	char *dir = tv_new(), *data = xmalloc(SPOOLED), *data_dir;
+	char sha[SHA256_HEX_SIZE], want[SHA256_HEX_SIZE];
+	struct syncapi_stats stats;
+	struct stat a, b;
+	struct buf disk = BUF_INIT, path = BUF_INIT;
+
+	data_dir = mkdtemp(data_tmpl);
+	if (!data_dir || stat(dir, &a) < 0 || stat(data_dir, &b) < 0 || a.st_dev == b.st_dev) {
+		fprintf(stderr, "  spool on another file system: skipped (needs /dev/shm on "
+				"another file system than the temporary vault)\n");
+		if (data_dir)
+			rmdir(data_dir);
+		tv_remove(dir);
+		free(data);
+		return;
+	}
+	tv_random_bytes(data, SPOOLED, 3);
+	sha_of(data, SPOOLED, want);
+	sync_options(&so, dir, 1);
+	so.data_dir = data_dir;
+	site_server_start(&other, dir, &o);
+	CHECK_INT(put_big(other.port, "far/blob.bin", NULL, data, SPOOLED, sha), 201);
+	CHECK_STR(sha, want);
+	buf_addf(&path, "%s/far/blob.bin", dir);
+	CHECK(read_file(path.ptr, &disk) == 0 && disk.len == SPOOLED &&
+	      memcmp(disk.ptr, data, SPOOLED) == 0);
+	syncapi_get_stats(other.sync, &stats);
+	CHECK_INT(stats.uploads_copied, 1);
+	CHECK_INT(stats.uploads_renamed, 0);
+	CHECK_INT(tv_count_entries(data_dir, "spool"), 0);
+	CHECK_INT(tv_count_tmp(dir, "."), 0);
+	site_server_stop(&other);
+	tv_rmtree(data_dir);
+	tv_remove(dir);
+	free(data);
+	buf_release(&disk);
+	buf_release(&path);
 }
 
 /* ---- tests ---- */
@@ -571,6 +715,7 @@ static void test_size_limit(void)
 	CHECK(body_has(&r, "larger"));
 	resp_free(&r);
 	CHECK(!exists("big.bin"));
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0); /* the spooled body went */
 	/* exactly the limit is fine */
 	CHECK(put("big.bin", NULL, big, MAX_UPLOAD, &r) == 0);
 	CHECK_INT(r.status, 201);
@@ -598,7 +743,7 @@ static void test_size_limit(void)
 static void test_note_size_limit(void)
 {
 	struct resp r;
-	char big[3000];
+	char big[3000], *huge;
 	long long v;
 
 	memset(big, 'q', sizeof(big));
@@ -613,6 +758,16 @@ static void test_note_size_limit(void)
 	CHECK(body_has(&r, "notes/big.md"));
 	resp_free(&r);
 	CHECK(!exists("notes/big.md"));
+	/* spooled (over small_body_size), refused all the same, and the spool left empty */
+	huge = xmalloc(SPOOLED);
+	memset(huge, 'q', SPOOLED);
+	CHECK(put("notes/huge.md", NULL, huge, SPOOLED, &r) == 0);
+	CHECK_INT(r.status, 413);
+	CHECK(body_has(&r, "3000001 bytes, over max_note_size (2048"));
+	resp_free(&r);
+	free(huge);
+	CHECK(!exists("notes/huge.md"));
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
 	CHECK(put("notes/big.txt", NULL, big, sizeof(big), &r) == 0);
 	CHECK_INT(r.status, 201);
 	resp_free(&r);
@@ -1185,7 +1340,7 @@ static void test_manifest(void)
 	}
 }
 
-/* Restarting the API: the hash cache comes back, leftovers go. */
+/* Restarting the API: the hash cache comes back, leftovers (in the vault, in the spool) go. */
 static void test_restart(void)
 {
 	struct syncapi_stats st;
@@ -1197,8 +1352,10 @@ static void test_restart(void)
 	resp_free(&r);
 	stop_server();
 	tv_write(vault, "media/.quire-tmp-123-9", "partial");
+	tv_write(vault, ".quire/spool/upload-123-9", "a body spooled before a crash");
 	start_server();
 	CHECK(!exists("media/.quire-tmp-123-9"));
+	CHECK_INT(tv_count_entries(vault, ".quire/spool"), 0);
 	CHECK(get("/api/v1/manifest", &r) == 0);
 	CHECK_INT(r.status, 200);
 	tv_check_manifest(vault, r.body.ptr, r.body.len, NULL);
@@ -1231,6 +1388,8 @@ int main(void)
 	RUN(test_note_size_limit);
 	RUN(test_put);
 	RUN(test_spares);
+	RUN(test_spooled);
+	RUN(test_spooled_elsewhere);
 	RUN(test_preconditions);
 	RUN(test_race);
 	RUN(test_delete);

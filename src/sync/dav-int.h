@@ -28,6 +28,7 @@
 struct http_deferred;
 struct job;
 struct syncapi;
+struct upload;
 
 #define DAV_PREFIX "/dav/"
 #define DAV_MAX_BODY (1024 * 1024) /* the largest XML body taken */
@@ -293,7 +294,8 @@ struct dav_req {
 	int depth;  /* 0, 1, -1 for infinity */
 	int overwrite;
 	char *if_hdr, *if_match, *if_none_match, *lock_token, *timeout; /* or NULL */
-	struct buf body;
+	struct buf body;             /* in memory (an XML body always is by dav_run()) */
+	struct upload *up;           /* or spooled (a PUT's large body), else NULL */
 	const char *method_name;     /* static, for the log */
 	struct change_origin origin; /* the client and when its request came */
 };

@@ -20,6 +20,7 @@
 #include "sync/dav.h"
 #include "sync/dav-int.h"
 #include "http/http.h"
+#include "util/files.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -29,16 +30,28 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEFAULT_TIMEOUT 600L
 #define MAX_TIMEOUT (7L * 24 * 3600)
 
 /* ---- answers ---- */
 
+/*
+ * A PUT's spooled body that no write took (refused, failed) goes before
+ * the answer: the spool is empty once the client hears.
+ */
+static void drop_upload(struct dav_req *r)
+{
+	if (r->up)
+		syncapi_upload_drop(r->up);
+}
+
 static void reply(struct dav_req *r, int status, const char *msg)
 {
 	struct buf b = BUF_INIT;
 
+	drop_upload(r);
 	if (status >= 400 && dav_method_writes(r->method))
 		syncapi_log_refusal(1, r->method_name, status, msg ? msg : "refused", r->path,
 				    r->dest, r->origin.client);
@@ -55,6 +68,7 @@ static void reply_locked(struct dav_req *r, const char *path)
 {
 	struct buf b = BUF_INIT;
 
+	drop_upload(r);
 	if (dav_method_writes(r->method))
 		syncapi_log_refusal(1, r->method_name, 423, "locked", path, NULL, r->origin.client);
 
@@ -253,10 +267,13 @@ out:
 /* ---- PUT, DELETE, MKCOL ---- */
 
 /*
- * Writes body to path durably through the sync API, for r's request; the
- * outcome's status (>= 300 on failure).
+ * Writes body, or the spooled upload up (may be NULL), to path durably
+ * through the sync API, for r's request; both are taken (up is left not
+ * spooled, its file renamed into place or removed). The outcome's status
+ * (>= 300 on failure).
  */
-static int put_file(struct dav_req *r, const char *path, struct buf *body, struct outcome *out)
+static int put_file(struct dav_req *r, const char *path, struct buf *body, struct upload *up,
+		    struct outcome *out)
 {
 	struct syncapi *api = r->dav->api;
 	struct job w;
@@ -268,7 +285,12 @@ static int put_file(struct dav_req *r, const char *path, struct buf *body, struc
 	w.path = (char *)path;
 	w.body = *body;
 	buf_init(body, 0);
+	if (up) {
+		w.up = *up;
+		up->spooled = 0;
+	}
 	syncapi_put(api, &w, out);
+	syncapi_upload_drop(&w.up);
 	buf_release(&w.body);
 	return out->status;
 }
@@ -296,7 +318,7 @@ static void do_put(struct dav_req *r, const struct if_header *ifh)
 	}
 	if (write_refused(r, ifh, 0, k == DAV_NONE))
 		return;
-	if (put_file(r, r->path, &r->body, &out) >= 300) {
+	if (put_file(r, r->path, &r->body, r->up, &out) >= 300) {
 		reply(r, out.status, out.error);
 		return;
 	}
@@ -691,7 +713,7 @@ static void do_lock(struct dav_req *r, const struct if_header *ifh)
 	/* a lock on an unmapped URL makes an empty resource (RFC 4918 §7.3) */
 	if (kind == DAV_NONE) {
 		struct buf empty = BUF_INIT;
-		if (put_file(r, r->path, &empty, &out) >= 300) {
+		if (put_file(r, r->path, &empty, NULL, &out) >= 300) {
 			dav_locks_remove(r->dav->locks, r->path, k.token);
 			reply(r, out.status, out.error);
 			goto out;
@@ -723,12 +745,34 @@ static void do_unlock(struct dav_req *r)
 
 /* ---- the job ---- */
 
+/*
+ * The body of a method other than PUT into r->body: an XML body (held to
+ * DAV_MAX_BODY before it was queued) the HTTP layer spooled is read here,
+ * off the loops. 0, or -1 answered.
+ */
+static int body_in_memory(struct dav_req *r)
+{
+	int rc;
+
+	if (r->method == HTTP_PUT || !r->up)
+		return 0;
+	rc = lseek(r->up->file.fd, 0, SEEK_SET) < 0 ? -1 : read_fd(r->up->file.fd, &r->body);
+	syncapi_upload_drop(r->up);
+	if (rc < 0) {
+		log_error("dav: %s: cannot read the request's body: %s", r->path, strerror(errno));
+		reply(r, 500, "cannot read the request's body");
+	}
+	return rc;
+}
+
 void dav_run(struct syncapi *api, struct job *j)
 {
 	struct dav_req *r = j->ctx;
 	struct if_header ifh;
 	int claimed = 0;
 
+	if (body_in_memory(r) < 0)
+		return;
 	memset(&ifh, 0, sizeof(ifh));
 	if (r->if_hdr && dav_if_parse(r->if_hdr, &ifh, dav_resolve_url, r->dav) < 0) {
 		dav_if_release(&ifh);

@@ -5,8 +5,8 @@
  * Requests. A handler on the loops checks the credentials (HTTP Basic with
  * the token as password, or Bearer; failures counted by the sync API's
  * limiter), answers OPTIONS, checks the path and copies what the method
- * needs (headers, the body moved out of libevent's buffer) into a struct
- * dav_req, defers the request and queues it on the sync API's pool as a
+ * needs (headers, the body moved out of libevent's buffer, or a large
+ * one as the file the HTTP layer spooled it to) into a struct dav_req, defers the request and queues it on the sync API's pool as a
  * J_CALL job. Everything that touches the disk runs there
  * (dav-methods.c), holding its paths as the sync API's writes do
  * (syncapi_claim()), so WebDAV and the sync API never write one path at
@@ -140,6 +140,15 @@ int dav_resolve_url(void *ctx, const char *url, struct buf *out)
 
 /* ---- requests ---- */
 
+/* Removes r's spooled body, if any (before an answer: the spool is empty once the client hears). */
+static void drop_upload(struct dav_req *r)
+{
+	if (r->up)
+		syncapi_upload_drop(r->up);
+	free(r->up);
+	r->up = NULL;
+}
+
 static void req_free(void *ctx)
 {
 	struct dav_req *r = ctx;
@@ -154,6 +163,7 @@ static void req_free(void *ctx)
 	free(r->lock_token);
 	free(r->timeout);
 	buf_release(&r->body);
+	drop_upload(r);
 	free(r);
 }
 
@@ -282,6 +292,7 @@ static struct dav_req *read_request(struct dav *dav, struct http_request *req)
 	struct dav_req *r = xcalloc(1, sizeof(*r));
 	const char *target = http_request_target(req);
 	struct buf path = BUF_INIT;
+	unsigned long long len;
 	int status;
 
 	r->dav = dav;
@@ -313,15 +324,24 @@ static struct dav_req *read_request(struct dav *dav, struct http_request *req)
 	r->if_none_match = header_copy(req, "If-None-Match");
 	r->lock_token = header_copy(req, "Lock-Token");
 	r->timeout = header_copy(req, "Timeout");
-	if (http_request_take_body(req, &r->body) > dav->api->max_upload) {
+	r->up = xmalloc(sizeof(*r->up));
+	len = syncapi_take_body(dav->api, req, &r->body, r->up);
+	if (!r->up->spooled) {
+		free(r->up);
+		r->up = NULL;
+	}
+	if (len > dav->api->max_upload) {
+		drop_upload(r);
 		reply_text(req, 413, "the body is larger than the server accepts");
 		goto fail;
 	}
-	if (m == HTTP_PUT && syncapi_note_too_big(dav->api, r->path, r->body.len, &path)) {
+	if (m == HTTP_PUT && syncapi_note_too_big(dav->api, r->path, len, &path)) {
+		drop_upload(r);
 		reply_text(req, 413, path.ptr);
 		goto fail;
 	}
-	if (m != HTTP_PUT && r->body.len > DAV_MAX_BODY) {
+	if (m != HTTP_PUT && len > DAV_MAX_BODY) {
+		drop_upload(r);
 		reply_text(req, 413, "XML bodies are limited to 1 MiB");
 		goto fail;
 	}
@@ -409,6 +429,8 @@ struct dav *dav_new(struct syncapi *api, const char *url_prefix)
 
 int dav_register(struct dav *dav, struct http_server *srv)
 {
+	if (dav->api->spool_fd >= 0) /* the sync API's spool: PUT takes a large body as a file */
+		http_server_set_body_spool(srv, dav->api->spool_fd);
 	http_server_set_body_policy(srv, "/dav", body_policy, dav);
 	if (http_server_add_handler(srv, "/dav", handle, dav) < 0 ||
 	    http_server_add_handler(srv, DAV_PREFIX, handle, dav) < 0)

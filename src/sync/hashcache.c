@@ -6,8 +6,8 @@
  * after a header line; paths holding '\n' are not saved. Text keeps the
  * file inspectable and a damaged line just fails to parse.
  *
- * Files are read whole into memory and hashed with hash_sha256_hex();
- * memory is one file at a time per caller.
+ * Files are hashed in pieces (hash_sha256_fd()): memory is one piece at
+ * a time per caller, whatever the file's size (an upload may be 1 GB).
  * Rejected: mmap (a file truncated by another program while it is hashed
  * raises SIGBUS in the server).
  */
@@ -245,7 +245,6 @@ out:
 int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const char *path,
 		    char sha[SHA256_HEX_SIZE], struct stat *st_out)
 {
-	struct buf b = BUF_INIT;
 	struct entry *e;
 	struct stat st;
 	int64_t t0;
@@ -254,7 +253,7 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 	/*
 	 * Opening a vault file to hash it: read-only, relative to the caller's
 	 * folder descriptor, following a final symlink (the scanner has already
-	 * refused those leaving the vault), and read whole.
+	 * refused those leaving the vault), and read in pieces.
 	 * Rejected: mmap (see the top of this file).
 	 */
 	fd = openat(dirfd, disk, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -278,10 +277,8 @@ int hash_cache_file(struct hash_cache *c, int dirfd, const char *disk, const cha
 		goto out;
 
 	t0 = hash_cache_now_ns();
-	buf_grow(&b, (size_t)st.st_size);
-	if (read_fd(fd, &b) < 0)
+	if (hash_sha256_fd(fd, sha, NULL) < 0)
 		goto out;
-	hash_sha256_hex(b.ptr, b.len, sha);
 	e = xcalloc(1, sizeof(*e));
 	e->path = xstrdup(path);
 	fill(e, &st);
@@ -301,7 +298,6 @@ out:
 	}
 	if (ret < 0)
 		hash_cache_remove(c, path);
-	buf_release(&b);
 	errno = saved;
 	return ret;
 }

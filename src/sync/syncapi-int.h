@@ -17,6 +17,7 @@
 #error "include sync/syncapi.h before sync/syncapi-int.h: a module's private header does not include its public one (no include circle)"
 #endif
 
+#include "http/http.h"
 #include "site/loader.h"
 #include "util/buf.h"
 #include "util/hash.h"
@@ -39,12 +40,25 @@ enum job_kind { J_PUT, J_DELETE, J_MOVE, J_MANIFEST, J_CALL, J_GET };
 
 enum cond { C_NONE, C_MATCH, C_MATCH_ANY };
 
+/*
+ * A PUT's body taken as a file in the spool folder (http_request_take_body_file(),
+ * "Uploads" in syncapi-write.c), or none (spooled 0: the body is in memory).
+ * Whoever holds it either renames file.name out of the spool or drops it
+ * (syncapi_upload_drop()): nothing is left in the spool.
+ */
+struct upload {
+	int spooled;
+	int dir;                  /* the spool folder, borrowed */
+	struct http_body_file file; /* fd -1 and name "" once the write took them */
+};
+
 struct job {
 	enum job_kind kind;
 	struct http_deferred *d;
 	char *path;               /* NFC, checked; the source of a move */
 	char *to;                 /* a move's target */
-	struct buf body;          /* a PUT's bytes */
+	struct buf body;          /* a PUT's bytes, when in memory */
+	struct upload up;         /* a PUT's bytes, when spooled */
 	enum cond if_match;
 	char match[SHA256_HEX_SIZE];
 	int if_none_match;        /* If-None-Match: * */
@@ -115,10 +129,13 @@ struct syncapi {
 	pthread_mutex_t save_lock;    /* one save of the hash cache at a time */
 	atomic_uint tmp_counter;
 	int spares_fd;                /* <data dir>/spares, or -1 */
+	int spool_fd;                 /* <data dir>/spool (large bodies as they arrive), or -1 */
+	mode_t new_mode;              /* a new file's: 0644 less the umask */
 	struct spare spares[SPARES_MAX]; /* under lock */
 	size_t nspares;
 
 	_Atomic uint64_t puts, deletes, moves, manifests, gets, hashed, auth_failures, limited;
+	_Atomic uint64_t uploads_renamed, uploads_copied;
 };
 
 static inline void count(_Atomic uint64_t *c)
@@ -172,6 +189,14 @@ int syncapi_parse_tag(const char *v, enum cond *kind, char out[SHA256_HEX_SIZE])
 int syncapi_check_path_dots(const char *path, size_t len, struct buf *out, const char **why,
 			    int allow_dot);
 
+/*
+ * Takes req's body: into up when the HTTP layer spooled it (the caller
+ * then owns the file, see struct upload), else into body. Returns its
+ * length.
+ */
+unsigned long long syncapi_take_body(struct syncapi *api, struct http_request *req,
+				     struct buf *body, struct upload *up);
+
 /* ---- syncapi-auth.c ---- */
 
 /* 1 when the request may go on; otherwise it has been answered (401 or 429). */
@@ -211,8 +236,10 @@ void syncapi_claim(struct syncapi *api, const char *a, const char *b);
 void syncapi_release(struct syncapi *api, const char *a, const char *b);
 
 /*
- * syncapi_put: the file at j->path becomes j->body, durably (missing
- * folders are made). 201 when new, 200 when replaced.
+ * syncapi_put: the file at j->path becomes j->body or j->up, durably
+ * (missing folders are made). 201 when new, 200 when replaced. A spooled
+ * upload is renamed into place when it can be (j->up then holds nothing);
+ * whatever is left in j->up is the caller's to drop.
  */
 void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out);
 void syncapi_delete(struct syncapi *api, struct job *j, struct outcome *out);
@@ -241,18 +268,26 @@ uint64_t syncapi_notify(struct syncapi *api, const struct change_origin *origin,
  * unpublished, so neither the API nor WebDAV stores it (413). 1 with the
  * message in why, else 0.
  */
-int syncapi_note_too_big(struct syncapi *api, const char *path, size_t len, struct buf *why);
+int syncapi_note_too_big(struct syncapi *api, const char *path, unsigned long long len,
+			 struct buf *why);
 
 /* An errno of a failed write as an HTTP status (409, 404, 507, 400, 500) and a message. */
 int syncapi_errno_status(int err);
 const char *syncapi_errno_message(int err);
 
 /*
- * Opens <data dir>/spares for spares (see "Spares" in syncapi-write.c),
- * made if missing and emptied of what an earlier run left; -1 (writes then
- * create their files) when it cannot be.
+ * Opens a folder of the data folder that holds only files of this run
+ * (<data dir>/spares, see "Spares" in syncapi-write.c; <data dir>/spool,
+ * "Uploads"), made if missing and emptied of what an earlier run left; -1
+ * (writes then do without it) when it cannot be.
  */
-int syncapi_open_spares(const char *path);
+int syncapi_open_scratch(const char *path);
+
+/*
+ * Closes and removes a spooled upload (accepts one not spooled, or taken
+ * by a write), leaving up not spooled.
+ */
+void syncapi_upload_drop(struct upload *up);
 
 /* Deletes the temporary files a crash left in the vault's folders (.git and .quire skipped). */
 void syncapi_remove_leftovers(struct syncapi *api);

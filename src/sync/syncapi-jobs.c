@@ -50,9 +50,23 @@ void syncapi_job_free(struct job *j)
 	free(j->path);
 	free(j->to);
 	buf_release(&j->body);
+	syncapi_upload_drop(&j->up);
 	if (j->ctx_free)
 		j->ctx_free(j->ctx);
 	free(j);
+}
+
+/*
+ * Drops what j carries (a spooled body, a front's context) before j is
+ * answered without being run: the spool is empty once the client hears.
+ */
+static void shed(struct job *j)
+{
+	syncapi_upload_drop(&j->up);
+	if (j->ctx_free)
+		j->ctx_free(j->ctx);
+	j->ctx_free = NULL;
+	j->ctx = NULL;
 }
 
 /* Queues j (whose request is deferred); answers 503 itself when the queue is full. */
@@ -61,6 +75,7 @@ void syncapi_enqueue(struct syncapi *api, struct job *j)
 	pthread_mutex_lock(&api->lock);
 	if (api->queued >= MAX_QUEUED || api->stop) {
 		pthread_mutex_unlock(&api->lock);
+		shed(j);
 		http_deferred_header(j->d, "Retry-After", "1");
 		syncapi_dreply_error(j->d, 503, "too much work queued; try again", NULL);
 		syncapi_job_free(j);
@@ -299,6 +314,7 @@ static void run_job(struct syncapi *api, struct job *j)
 	case J_PUT:
 		syncapi_claim(api, j->path, NULL);
 		syncapi_put(api, j, &out);
+		syncapi_upload_drop(&j->up); /* what the write did not take, before the answer */
 		syncapi_release(api, j->path, NULL);
 		break;
 	case J_DELETE:
@@ -351,6 +367,7 @@ void *syncapi_worker_main(void *arg)
 		api->queued--;
 		if (api->stop) {
 			pthread_mutex_unlock(&api->lock);
+			shed(j);
 			syncapi_dreply_error(j->d, 503, "the server is stopping", NULL);
 		} else {
 			pthread_mutex_unlock(&api->lock);

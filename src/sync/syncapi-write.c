@@ -30,9 +30,24 @@
  * with no other link (its name could have been swapped for a hard link to
  * another file).
  *
+ * Uploads. A body larger than the HTTP server's small_body_size arrives
+ * as a file the server wrote to <data dir>/spool as it came (struct
+ * upload). The write hashes it by reading it back in pieces, gives it the
+ * mode the file it replaces had (a new file's: 0644 less the umask),
+ * fsyncs it and renames it from the spool over the target: no byte of it
+ * is copied, and none is held in memory, whatever its size. The data
+ * folder is <vault>/.quire by default, on the vault's file system; when
+ * it is on another (rename says EXDEV, or the devices differ), the file is
+ * copied in pieces into a temporary file of the target's folder as a
+ * body in memory is written. Every path out of a write that did not
+ * rename the file removes it: nothing stays in the spool.
+ * Rejected: linking the file into the target's folder first (one more
+ * metadata operation per upload, for a failure the rename reports anyway).
+ *
  * Leftovers. A crash can leave temporary files; their names start with '.'
  * so the scanner, the watcher and the manifest never see them, and
- * syncapi_new() deletes them (syncapi_remove_leftovers(), at the end).
+ * syncapi_new() deletes them (syncapi_remove_leftovers(), at the end);
+ * it empties the spool and the spares folder too (syncapi_open_scratch()).
  */
 #include "sync/syncapi.h"
 #include "sync/syncapi-int.h"
@@ -41,6 +56,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -378,56 +394,162 @@ static int link_spare(struct syncapi *api, int dirfd, const char *leaf, struct s
 	return linked;
 }
 
+void syncapi_upload_drop(struct upload *up)
+{
+	if (!up->spooled)
+		return;
+	if (up->file.fd >= 0)
+		close(up->file.fd); /* read only from here on: nothing to lose */
+	if (up->file.name[0] && unlinkat(up->dir, up->file.name, 0) < 0)
+		log_warn("sync: cannot remove spooled upload %s: %s", up->file.name, strerror(errno));
+	up->spooled = 0;
+	up->file.fd = -1;
+	up->file.name[0] = '\0';
+}
+
+/*
+ * The hash and size of j's bytes into out: from memory, or read back from
+ * the spooled file in pieces. 0, or -1 with the outcome set.
+ */
+static int hash_body(const struct job *j, struct outcome *out)
+{
+	unsigned long long len;
+
+	if (!j->up.spooled) {
+		hash_sha256_hex(j->body.ptr, j->body.len, out->sha);
+		out->size = (off_t)j->body.len;
+		return 0;
+	}
+	if (hash_sha256_fd(j->up.file.fd, out->sha, &len) < 0) {
+		io_failed(j, out, "read the spooled upload");
+		return -1;
+	}
+	out->size = (off_t)len;
+	return 0;
+}
+
+/* Whether the folders a and b are on one device (a rename between them may work). */
+static int same_device(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev;
+}
+
+/*
+ * The temporary file of a write into dirfd, holding j's bytes, fsynced,
+ * with mode: the spooled upload itself when it may be renamed from the
+ * spool (unless copy), else a spare or a new file written from memory or
+ * copied from the spool. *fd is the file (-1: none was made), its name in
+ * tmp in the folder *tmp_dir. Returns 1 when it is the spooled upload
+ * (j->up no longer holds it), 0 for another file, -1 with the outcome set.
+ */
+static int stage(struct syncapi *api, struct job *j, int dirfd, mode_t mode, int copy,
+		 struct buf *tmp, int *tmp_dir, int *fd, struct outcome *out)
+{
+	struct upload *up = &j->up;
+	int rc;
+
+	buf_reset(tmp);
+	if (up->spooled && !copy && same_device(up->dir, dirfd)) {
+		*fd = up->file.fd;
+		*tmp_dir = up->dir;
+		buf_adds(tmp, up->file.name);
+		up->file.fd = -1;
+		up->file.name[0] = '\0';
+		if (fchmod(*fd, mode) < 0 || fsync(*fd) < 0) {
+			io_failed(j, out, "fsync");
+			return -1;
+		}
+		return 1;
+	}
+	*fd = create_tmp(api, dirfd, mode, tmp, tmp_dir);
+	if (*fd < 0) {
+		io_failed(j, out, "create");
+		return -1;
+	}
+	rc = up->spooled ? copy_fd(up->file.fd, *fd) : write_fd(*fd, j->body.ptr, j->body.len);
+	if (rc < 0 || fsync(*fd) < 0) {
+		io_failed(j, out, "write");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Puts the spooled upload that stage() took (fd, named tmp) back into
+ * j->up, for it to be copied instead: the rename from the spool crossed a
+ * mount point.
+ */
+static void unstage(struct job *j, int fd, const struct buf *tmp)
+{
+	j->up.file.fd = fd;
+	snprintf(j->up.file.name, sizeof(j->up.file.name), "%s", tmp->ptr);
+}
+
+/*
+ * The current file at leaf in dirfd, for a write over it: 1 (with its
+ * hash in out->current and its stat in st), 0 missing, -1 with the
+ * outcome set. An empty folder where the file goes is what a client
+ * leaves when it deletes the last file of a folder that becomes a file:
+ * it holds nothing, so the file takes its place (a folder with anything
+ * in it stays a 409).
+ */
+static int replaced_file(struct syncapi *api, struct job *j, int dirfd, const char *leaf,
+			 struct outcome *out, struct stat *st)
+{
+	int exists = current_file(api, dirfd, leaf, j->path, out, st);
+
+	if (exists < 0 && out->status == 409 && S_ISDIR(st->st_mode) &&
+	    unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0) {
+		out->status = 0;
+		out->error = NULL;
+		exists = 0;
+	}
+	return exists;
+}
+
 void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out)
 {
 	struct buf tmp = BUF_INIT;
 	struct spare kept;
 	const char *leaf;
 	struct stat st;
-	int dirfd = -1, fd = -1, tmp_dir = -1, exists, created = 0, renamed = 0, linked = 0;
-	mode_t mode = 0644;
+	int dirfd = -1, fd = -1, tmp_dir = -1, exists, staged, copy = 0, created = 0, renamed = 0,
+	    linked = 0;
+	mode_t mode = api->new_mode;
 
-	hash_sha256_hex(j->body.ptr, j->body.len, out->sha);
-	out->size = (off_t)j->body.len;
+	if (hash_body(j, out) < 0)
+		goto out;
 	dirfd = syncapi_open_parent(api, j->path, 1, &leaf);
 	if (dirfd < 0) {
 		out->status = dir_status(errno);
 		out->error = dir_error(errno);
 		goto out;
 	}
-	exists = current_file(api, dirfd, leaf, j->path, out, &st);
-	/*
-	 * An empty folder where the file goes is what a client leaves when it
-	 * deletes the last file of a folder that becomes a file: it holds
-	 * nothing, so the file takes its place (a folder with anything in it
-	 * stays a 409).
-	 */
-	if (exists < 0 && out->status == 409 && S_ISDIR(st.st_mode) &&
-	    unlinkat(dirfd, leaf, AT_REMOVEDIR) == 0) {
-		out->status = 0;
-		out->error = NULL;
-		exists = 0;
-	}
+	exists = replaced_file(api, j, dirfd, leaf, out, &st);
 	if (exists < 0 || preconditions(j, exists, out) < 0)
 		goto out;
 	if (exists)
 		mode = st.st_mode & 07777;
-	fd = create_tmp(api, dirfd, mode, &tmp, &tmp_dir);
-	if (fd < 0) {
-		io_failed(j, out, "create");
-		goto out;
-	}
-	created = 1;
-	if (write_fd(fd, j->body.ptr, j->body.len) < 0 || fsync(fd) < 0) {
-		io_failed(j, out, "write");
-		goto out;
-	}
-	/* the file replaced keeps its inode as a spare (EXDEV: the data folder is elsewhere) */
-	if (exists && api->spares_fd >= 0)
-		linked = link_spare(api, dirfd, leaf, &kept);
-	if (renameat(tmp_dir, tmp.ptr, dirfd, leaf) < 0) {
-		io_failed(j, out, "rename");
-		goto out;
+	for (;;) {
+		staged = stage(api, j, dirfd, mode, copy, &tmp, &tmp_dir, &fd, out);
+		created = fd >= 0;
+		if (staged < 0)
+			goto out;
+		/* the file replaced keeps its inode as a spare (EXDEV: the data folder is elsewhere) */
+		if (exists && api->spares_fd >= 0 && !linked)
+			linked = link_spare(api, dirfd, leaf, &kept);
+		if (renameat(tmp_dir, tmp.ptr, dirfd, leaf) == 0)
+			break;
+		if (errno != EXDEV || staged != 1) {
+			io_failed(j, out, "rename");
+			goto out;
+		}
+		unstage(j, fd, &tmp); /* a mount point between the spool and the folder */
+		fd = -1;
+		created = 0;
+		copy = 1;
 	}
 	renamed = 1;
 	if (fsync(dirfd) < 0 || fstat(fd, &st) < 0) {
@@ -444,6 +566,8 @@ void syncapi_put(struct syncapi *api, struct job *j, struct outcome *out)
 	out->version = syncapi_notify(api, &j->origin, j->path, NULL);
 	out->status = exists ? 200 : 201;
 	count(&api->puts);
+	if (j->up.spooled)
+		count(staged == 1 ? &api->uploads_renamed : &api->uploads_copied);
 	if (linked && keep_spare(api, &kept) == 0)
 		linked = 0;
 out:
@@ -594,11 +718,11 @@ out:
 /* ---- leftovers of an earlier run ---- */
 
 /*
- * Opens <data dir>/spares for spares (see "Spares" at the top), made if
- * missing and emptied of what an earlier run left; -1 (writes then create
- * their files) when it cannot be.
+ * Opens a folder of the data folder that holds only this run's files (the
+ * spares, the spool: see the top), made if missing and emptied of what an
+ * earlier run left; -1 when it cannot be.
  */
-int syncapi_open_spares(const char *path)
+int syncapi_open_scratch(const char *path)
 {
 	struct dirent *de;
 	DIR *d;

@@ -5,8 +5,9 @@
  * front would refuse with a bare 400 gets a JSON error naming the
  * problem). It checks the address against the failure limiter, the
  * token, the route and the path, copies what the work needs (the path, the
- * preconditions, the body, moved out of libevent's buffer), defers the
- * request and queues a job. Nothing on a loop touches the disk.
+ * preconditions, the body moved out of libevent's buffer, or a large one
+ * as the file the HTTP layer spooled it to), defers the request and
+ * queues a job. Nothing on a loop touches the disk.
  *
  * This file holds the requests (routes, handlers, path checks, JSON
  * errors) and the API's life (syncapi_new() to syncapi_free()). The rest
@@ -216,6 +217,7 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	enum http_method m = http_request_method(req);
 	const char *why, *im, *inm;
 	struct buf path = BUF_INIT;
+	unsigned long long size = 0;
 	struct job *j;
 
 	if (m != HTTP_PUT && m != HTTP_DELETE && m != HTTP_GET) {
@@ -250,13 +252,17 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	}
 	buf_init(&j->body, 0);
 	syncapi_origin(req, CHANGE_SYNC, &j->origin);
-	if (j->kind == J_PUT && http_request_take_body(req, &j->body) > api->max_upload) {
+	if (j->kind == J_PUT)
+		size = syncapi_take_body(api, req, &j->body, &j->up);
+	if (size > api->max_upload) {
+		syncapi_upload_drop(&j->up); /* gone before the client hears */
 		syncapi_reply_error(req, 413, "the file is larger than the server accepts",
 				    j->path);
 		syncapi_job_free(j);
 		return;
 	}
-	if (j->kind == J_PUT && syncapi_note_too_big(api, j->path, j->body.len, &path)) {
+	if (j->kind == J_PUT && syncapi_note_too_big(api, j->path, size, &path)) {
+		syncapi_upload_drop(&j->up);
 		syncapi_reply_error(req, 413, path.ptr, j->path);
 		buf_release(&path);
 		syncapi_job_free(j);
@@ -266,16 +272,35 @@ static void handle_file(struct syncapi *api, struct http_request *req, const cha
 	syncapi_enqueue(api, j);
 }
 
-int syncapi_note_too_big(struct syncapi *api, const char *path, size_t len, struct buf *why)
+int syncapi_note_too_big(struct syncapi *api, const char *path, unsigned long long len,
+			 struct buf *why)
 {
 	size_t max = api->loader ? loader_max_note_size(api->loader) : 0;
 
 	if (!max || len <= max || !vault_is_note_path(path))
 		return 0;
 	buf_reset(why);
-	buf_addf(why, "the note is %zu bytes, over max_note_size (%zu; quire.yml sets it): "
+	buf_addf(why, "the note is %llu bytes, over max_note_size (%zu; quire.yml sets it): "
 		 "it would not be published", len, max);
 	return 1;
+}
+
+/*
+ * Taking a body as a file: a body the HTTP layer spooled stays there, and
+ * the write renames it into place, so that an upload of any size is never
+ * whole in memory here ("Uploads" in syncapi-write.c).
+ */
+unsigned long long syncapi_take_body(struct syncapi *api, struct http_request *req,
+				     struct buf *body, struct upload *up)
+{
+	memset(up, 0, sizeof(*up));
+	up->file.fd = -1;
+	up->dir = api->spool_fd;
+	if (api->spool_fd >= 0 && http_request_take_body_file(req, &up->file) == 1) {
+		up->spooled = 1;
+		return up->file.len;
+	}
+	return http_request_take_body(req, body);
 }
 
 int syncapi_parse_move(const char *body, size_t len, struct buf *from, struct buf *to,
@@ -426,6 +451,29 @@ static const char *token_unusable(const char *token, int loopback)
 	return NULL;
 }
 
+/*
+ * The process's umask, which a file created with openat() gets and a
+ * spooled upload renamed into place must be given (fchmod ignores it):
+ * read from /proc (Linux 4.7 and later), 022 when it cannot be.
+ * Rejected: umask() to read it (it sets it too, for every thread at once).
+ */
+static mode_t process_umask(void)
+{
+	char line[128];
+	unsigned int mask;
+	mode_t m = 022;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Umask: %o", &mask) == 1) {
+			m = (mode_t)(mask & 0777);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return m;
+}
+
 struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *loader)
 {
 	struct syncapi *api = xcalloc(1, sizeof(*api));
@@ -435,6 +483,7 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 
 	api->root_fd = -1;
 	api->spares_fd = -1;
+	api->spool_fd = -1;
 	api->loader = loader;
 	pthread_mutex_init(&api->block_lock, NULL);
 	pthread_mutex_init(&api->lock, NULL);
@@ -475,8 +524,14 @@ struct syncapi *syncapi_new(const struct syncapi_options *opt, struct loader *lo
 	}
 	api->data_dir = xstrdup(dir.ptr);
 	buf_adds(&dir, "/spares");
-	api->spares_fd = syncapi_open_spares(dir.ptr);
+	api->spares_fd = syncapi_open_scratch(dir.ptr);
 	buf_setlen(&dir, dir.len - strlen("/spares"));
+	buf_adds(&dir, "/spool");
+	api->spool_fd = syncapi_open_scratch(dir.ptr);
+	if (api->spool_fd < 0)
+		log_warn("sync: %s: %s: large uploads are held in memory", dir.ptr, strerror(errno));
+	buf_setlen(&dir, dir.len - strlen("/spool"));
+	api->new_mode = 0644 & ~process_umask();
 	buf_adds(&dir, "/hashes");
 	api->hashes_file = buf_detach(&dir, NULL);
 	if (hash_cache_load(api->cache, api->hashes_file) < 0)
@@ -506,6 +561,8 @@ fail:
 
 int syncapi_register(struct syncapi *api, struct http_server *srv)
 {
+	if (api->spool_fd >= 0)
+		http_server_set_body_spool(srv, api->spool_fd);
 	http_server_set_body_policy(srv, API_PREFIX, syncapi_body_policy, api);
 	return http_server_add_raw_handler(srv, API_PREFIX, handle, api);
 }
@@ -518,6 +575,8 @@ void syncapi_get_stats(struct syncapi *api, struct syncapi_stats *out)
 	out->manifests = atomic_load(&api->manifests);
 	out->gets = atomic_load(&api->gets);
 	out->hashed = atomic_load(&api->hashed);
+	out->uploads_renamed = atomic_load(&api->uploads_renamed);
+	out->uploads_copied = atomic_load(&api->uploads_copied);
 	out->auth_failures = atomic_load(&api->auth_failures);
 	out->limited = atomic_load(&api->limited);
 }
@@ -547,6 +606,8 @@ void syncapi_free(struct syncapi *api)
 		unlinkat(api->spares_fd, api->spares[i].name, 0);
 	if (api->spares_fd >= 0)
 		close(api->spares_fd);
+	if (api->spool_fd >= 0)
+		close(api->spool_fd);
 	if (api->root_fd >= 0 && close(api->root_fd) < 0)
 		log_warn("sync: %s: %s", api->vault, strerror(errno));
 	hash_cache_free(api->cache);

@@ -14,8 +14,10 @@
  * Retry-After), even with the right token, until its bucket refills.
  *
  * A 2xx to a write means the bytes are durable: written to a temporary
- * dot-file in the target's folder (never scanned, never served), fsynced,
- * renamed over the target, the folder fsynced. The change is then queued
+ * dot-file in the target's folder (never scanned, never served), or for a
+ * body larger than the HTTP server's small_body_size the file the server
+ * spooled it to in <data dir>/spool, fsynced, renamed over the target,
+ * the folder fsynced. The change is then queued
  * to the loader, and the answer carries the snapshot version that will
  * include it, for /api/v1/wait.
  *
@@ -59,6 +61,8 @@ struct syncapi_options {
 struct syncapi_stats {
 	uint64_t puts, deletes, moves, manifests, gets;
 	uint64_t hashed;         /* files read and hashed to answer manifests */
+	uint64_t uploads_renamed; /* spooled bodies renamed from the spool into place */
+	uint64_t uploads_copied;  /* spooled bodies copied: the spool is on another file system */
 	uint64_t auth_failures, limited;
 };
 

@@ -1,10 +1,12 @@
 /* files.c: see files.h. */
 #include "util/files.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -101,6 +103,31 @@ int write_fd(int fd, const void *data, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int copy_fd(int from, int to)
+{
+	enum { PIECE = 128 * 1024 };
+	char *piece = xmalloc(PIECE);
+	off_t off = 0;
+	int ret = -1, saved;
+
+	for (;;) {
+		ssize_t got = pread(from, piece, PIECE, off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			ret = got < 0 ? -1 : 0;
+			break;
+		}
+		if (write_fd(to, piece, (size_t)got) < 0)
+			break;
+		off += got;
+	}
+	saved = errno;
+	free(piece);
+	errno = saved;
+	return ret;
 }
 
 int write_file(const char *path, const void *data, size_t len)

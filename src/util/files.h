@@ -3,7 +3,7 @@
  *
  * The few ways quire reads and writes files outside the vault's walk: a
  * whole file into a buffer, a buffer onto a descriptor (short writes and
- * EINTR handled), a buffer as a new file.
+ * EINTR handled), a file onto another in pieces, a buffer as a new file.
  */
 #ifndef QUIRE_FILES_H
 #define QUIRE_FILES_H
@@ -38,6 +38,13 @@ int read_fd(int fd, struct buf *out);
  * 0, or -1 with errno set (EIO when write() wrote nothing).
  */
 int write_fd(int fd, const void *data, size_t len);
+
+/*
+ * Copies the whole file from (read from its start with pread(), in pieces
+ * of 128 KiB: any size costs one piece of memory) to to's current offset,
+ * again after short writes and EINTR. Returns 0, or -1 with errno set.
+ */
+int copy_fd(int from, int to);
 
 /*
  * Creates or truncates path (mode 0644) and writes data to it, without

@@ -27,6 +27,14 @@ void hash_hex16(const void *data, size_t len, char out[17]);
 /* SHA-256 as 64 lowercase hex digits + NUL. */
 #define SHA256_HEX_SIZE 65
 void hash_sha256_hex(const void *data, size_t len, char out[SHA256_HEX_SIZE]);
+/*
+ * SHA-256 (as hash_sha256_hex()) of the whole file fd, read from its start
+ * with pread() in pieces of HASH_PIECE bytes, so that a file of any size
+ * costs one piece of memory; fd's offset is left as it was. 0 with the
+ * number of bytes hashed in *len (unless NULL), or -1 with errno set.
+ */
+#define HASH_PIECE (128 * 1024)
+int hash_sha256_fd(int fd, char out[SHA256_HEX_SIZE], unsigned long long *len);
 
 /* SHA-256 in base64 (44 characters + NUL), as a Content-Security-Policy hash source wants it. */
 #define SHA256_B64_SIZE 45

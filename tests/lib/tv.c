@@ -91,16 +91,24 @@ int tv_exists(const char *dir, const char *rel)
 	return r;
 }
 
-int tv_count_tmp(const char *dir, const char *rel)
+/* The folder dir/rel opened, or NULL. */
+static DIR *open_rel(const char *dir, const char *rel)
 {
 	struct buf p = BUF_INIT;
-	struct dirent *de;
 	DIR *d;
-	int n = 0;
 
 	buf_addf(&p, "%s/%s", dir, rel);
 	d = opendir(p.ptr);
 	buf_release(&p);
+	return d;
+}
+
+int tv_count_tmp(const char *dir, const char *rel)
+{
+	DIR *d = open_rel(dir, rel);
+	struct dirent *de;
+	int n = 0;
+
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
@@ -115,6 +123,34 @@ int tv_count_tmp(const char *dir, const char *rel)
 	}
 	closedir(d);
 	return n;
+}
+
+int tv_count_entries(const char *dir, const char *rel)
+{
+	DIR *d = open_rel(dir, rel);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+void tv_random_bytes(void *out, size_t n, unsigned long long seed)
+{
+	unsigned char *p = out;
+	unsigned long long x = seed * 2654435761u + 88172645463325252ull;
+	size_t i;
+
+	for (i = 0; i < n; i++) { /* xorshift64 */
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		p[i] = (unsigned char)(x >> 32);
+	}
 }
 
 /* nftw passes no context: the copy in progress */

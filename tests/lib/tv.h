@@ -40,6 +40,12 @@ int tv_exists(const char *dir, const char *rel);
  */
 int tv_count_tmp(const char *dir, const char *rel);
 
+/* The entries of the folder dir/rel (not below it; "." and ".." aside); -1 when it is not one. */
+int tv_count_entries(const char *dir, const char *rel);
+
+/* n bytes of a pseudo-random sequence fixed by seed (the same every run) into out. */
+void tv_random_bytes(void *out, size_t n, unsigned long long seed);
+
 /*
  * Checks a sync API manifest (the JSON body of GET /api/v1/manifest)
  * against the vault in dir: every entry is a file there whose SHA-256
