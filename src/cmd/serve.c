@@ -52,7 +52,8 @@ const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--log-format FORMAT] [--log-file FILE]\n"
 	"                   [--metrics-public] [--max-connections N]\n"
-	"                   [--max-per-address N]\n"
+	"                   [--max-per-address N] [--trusted-proxy ADDR[/BITS]]...\n"
+	"                   [--header-timeout SECONDS]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
 	"                   [--search-rate N] [--no-live] [--verbose]\n"
 	"\n"
@@ -74,7 +75,12 @@ const char serve_usage[] =
 	"                        one, or refuse it when none is idle (default 10000)\n"
 	"  --max-per-address N   connections one client address may hold (default: an\n"
 	"                        eighth of --max-connections; behind a reverse proxy every\n"
-	"                        client has its address)\n"
+	"                        client has its address: see --trusted-proxy)\n"
+	"  --trusted-proxy ADDR[/BITS]  an address or network (10.0.0.0/8, ::1) whose\n"
+	"                        connections --max-per-address does not cap: a reverse\n"
+	"                        proxy in front opens many for many clients (repeatable)\n"
+	"  --header-timeout SECONDS  a request's head must arrive whole within this of\n"
+	"                        its first byte, or the connection is closed (default 10)\n"
 	"  --no-watch            do not watch the vault for changes\n"
 	"  --base-url URL        overrides base_url of quire.yml\n"
 	"  --token-file FILE     enables the sync API (/api/v1/) and WebDAV (/dav/, the\n"
@@ -106,6 +112,8 @@ const struct option serve_options[] = {
 	{ "metrics-public", no_argument, NULL, 'm' },
 	{ "max-connections", required_argument, NULL, 'c' },
 	{ "max-per-address", required_argument, NULL, 'A' },
+	{ "trusted-proxy", required_argument, NULL, 'P' },
+	{ "header-timeout", required_argument, NULL, 'H' },
 	{ "no-watch", no_argument, NULL, 'w' },
 	{ "base-url", required_argument, NULL, 'b' },
 	{ "token-file", required_argument, NULL, 'k' },
@@ -194,6 +202,7 @@ struct serve_args {
 	int watching, search_rate, live;
 	enum log_format log_format;
 	const char *log_file;
+	struct buf trusted;   /* the --trusted-proxy values, separated by spaces */
 };
 
 /* Parses the command line into a: 0, 1 when --help was printed, or 2 (usage printed). */
@@ -202,6 +211,7 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	buf_init(&a->trusted, 0);
 	a->vault = ".";
 	a->max_upload = SYNCAPI_DEFAULT_MAX_UPLOAD;
 	a->watching = 1;
@@ -238,6 +248,15 @@ static int parse_args(int argc, char **argv, struct serve_args *a)
 		case 'A':
 			if (parse_int(optarg, "--max-per-address", 1, 1000000,
 				      &a->ho.max_per_address) < 0)
+				return 2;
+			break;
+		case 'P':
+			buf_adds(&a->trusted, optarg);
+			buf_addc(&a->trusted, ' ');
+			a->ho.trusted_proxies = a->trusted.ptr;
+			break;
+		case 'H':
+			if (parse_int(optarg, "--header-timeout", 1, 3600, &a->ho.header_timeout_s) < 0)
 				return 2;
 			break;
 		case 'w': a->watching = 0; break;
@@ -542,6 +561,7 @@ out:
 	live_free(sv.live);     /* the same; the front's stop ended its streams */
 	progress_stop(sv.shown);
 	snapshot_slot_release(&sv.slot);
+	buf_release(&sv.args.trusted);
 	if (sv.token) {
 		memset(sv.token, 0, strlen(sv.token));
 		free(sv.token);

@@ -391,6 +391,20 @@ static void drop_input(struct conn *c, size_t to, size_t from)
 	c->in_pos = to;
 }
 
+/* The spool file could not be made or written (errno): 507, saying why. */
+static int spool_failed(struct conn *c, const char *what)
+{
+	int err = errno;
+
+	log_error("http: spool %s: %s: %s", c->spool_name, what, strerror(err));
+	snprintf(c->why, sizeof(c->why), "the server cannot store the body: %s", strerror(err));
+	for (char *p = c->why; *p; p++)
+		*p = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
+	c->rp.status = 507;
+	c->rp.why = c->why;
+	return -1;
+}
+
 /* A body's bytes, as llhttp frames them: to memory, or past the small size to the spool. */
 static int take_body(void *ctx, const char *at, size_t len)
 {
@@ -415,12 +429,8 @@ static int take_body(void *ctx, const char *at, size_t len)
 			if (c->spool_fd >= 0 || errno != EEXIST)
 				break;
 		}
-		if (c->spool_fd < 0) {
-			log_error("http: spool: %s", strerror(errno));
-			c->rp.status = 507;
-			c->rp.why = "the server cannot store the body";
-			return -1;
-		}
+		if (c->spool_fd < 0)
+			return spool_failed(c, "create");
 		if (c->body.len && write_fd(c->spool_fd, c->body.ptr, c->body.len) < 0)
 			goto failed;
 		buf_release(&c->body);
@@ -433,10 +443,7 @@ static int take_body(void *ctx, const char *at, size_t len)
 	buf_add(&c->body, at, len);
 	return 0;
 failed:
-	log_error("http: spool %s: %s", c->spool_name, strerror(errno));
-	c->rp.status = 507;
-	c->rp.why = "the server cannot store the body";
-	return -1;
+	return spool_failed(c, "write");
 }
 
 /* The head is read: size the body, and say 100 Continue to a client that waits for it. */

@@ -128,6 +128,7 @@ struct conn {
 	struct buf body;          /* a body in memory */
 	int spool_fd;             /* or spooled (http_server_set_body_spool), or -1 */
 	char spool_name[64];
+	char why[96];             /* a refusal's reason made for this request */
 	int keep_alive;           /* the request allows the connection to stay open */
 	int close_after;          /* close once the output is written */
 	int broken;               /* the socket failed: close at the next chance */
