@@ -13,7 +13,10 @@
 # Besides requests per second, the table shows each server's CPU time per
 # request (user + system, from /proc/PID/stat, softirq work done in its
 # syscalls included): on a shared or noisy machine that figure holds still
-# when throughput does not.
+# when throughput does not. The last column is quire's allocations per
+# request over the run (jemalloc's count, read from the bench server's
+# /allocs before and after): the connections' own, made once each, over
+# the requests they carried.
 #
 # Environment: DURATION (seconds per run, default 5), CONNS (default
 # "1 64 512"), REPEAT (runs per cell, best kept, default 1), SERVER_CORE
@@ -158,12 +161,19 @@ cpu_ticks() {
 	awk '{ print $14 + $15 }' "/proc/$1/stat"
 }
 
-# run PORT PID CONNS GZIP: "req/s µs-per-request", best of REPEAT runs
+# allocs PORT: quire's allocations so far (jemalloc's count, /allocs), or "-"
+allocs() {
+	[ "$1" = "$quire_port" ] && curl -sf "http://127.0.0.1:$1/allocs" | grep -E '^[0-9]+$' || echo -
+}
+
+# run PORT PID CONNS GZIP: "req/s µs-per-request allocations-per-request", best of REPEAT runs
 run() {
 	best=0
 	best_us=
+	per=-
 	r=0
 	while [ $r -lt "$REPEAT" ]; do
+		a0=$(allocs "$1")
 		t0=$(cpu_ticks "$2")
 		if [ "$4" = yes ]; then
 			out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$3" -d"${DURATION}s" \
@@ -173,33 +183,36 @@ run() {
 				"http://127.0.0.1:$1/page")
 		fi
 		t1=$(cpu_ticks "$2")
+		a1=$(allocs "$1")
 		errors=$(echo "$out" | awk '/Non-2xx|Socket errors/ { print }')
 		[ -n "$errors" ] && echo "  (port $1, $3 conns, gzip $4: $errors)" >&2
 		v=$(echo "$out" | awk '/Requests\/sec/ { printf "%d", $2 }')
 		us=$(echo "$out" | awk -v t=$((t1 - t0)) -v tck="$tck" \
 			'/requests in/ { if ($1 > 0) printf "%.2f", t / tck * 1e6 / $1 }')
+		[ "$a0" != - ] && [ "$a1" != - ] && per=$(echo "$out" | awk -v a=$((a1 - a0)) \
+			'/requests in/ { if ($1 > 0) printf "%.4f", a / $1 }')
 		[ "${v:-0}" -gt "$best" ] && best=$v
 		if [ -z "$best_us" ] || awk -v a="$us" -v b="$best_us" 'BEGIN { exit !(a < b) }'; then
 			best_us=$us
 		fi
 		r=$((r + 1))
 	done
-	echo "$best $best_us"
+	echo "$best $best_us $per"
 }
 
 # warm up both
 taskset -c "$CLIENT_CORE" wrk -t1 -c16 -d1s "http://127.0.0.1:$quire_port/page" >/dev/null
 taskset -c "$CLIENT_CORE" wrk -t1 -c16 -d1s "http://127.0.0.1:$nginx_port/page" >/dev/null
 
-printf '%-11s %-4s %11s %11s %6s   %12s %12s\n' connections gzip "quire req/s" "nginx req/s" ratio \
-	"quire us/req" "nginx us/req"
+printf '%-11s %-4s %11s %11s %6s   %12s %12s %12s\n' connections gzip "quire req/s" "nginx req/s" ratio \
+	"quire us/req" "nginx us/req" "quire allocs"
 for c in $CONNS; do
 	for gz in no yes; do
 		set -- $(run "$quire_port" "$quire_pid" "$c" "$gz")
-		q=$1 qus=$2
+		q=$1 qus=$2 qa=$3
 		set -- $(run "$nginx_port" "$nginx_worker" "$c" "$gz")
 		n=$1 nus=$2
 		ratio=$(awk -v q="$q" -v n="$n" 'BEGIN { if (n > 0) printf "%.2f", q / n; else print "-" }')
-		printf '%-11s %-4s %11s %11s %6s   %12s %12s\n' "$c" "$gz" "$q" "$n" "$ratio" "$qus" "$nus"
+		printf '%-11s %-4s %11s %11s %6s   %12s %12s %12s\n' "$c" "$gz" "$q" "$n" "$ratio" "$qus" "$nus" "$qa"
 	done
 done

@@ -254,7 +254,7 @@ void http_conn_accept(struct worker *w, int fd, const struct sockaddr *sa, int s
 	}
 	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
 		log_debug("http: TCP_NODELAY: %s", strerror(errno));
-	c->last = clock_ms();
+	c->now = c->last = clock_ms();
 	idle_append(w, c);
 	want_read(c, 1);
 	arm_timer(c);
@@ -495,7 +495,7 @@ static void step(struct conn *c)
 
 	c->in_step++;
 	while (!c->broken && c->state != C_BUSY && (c->in_pos < c->in_len || again) &&
-	       evbuffer_get_length(c->out) < PIPELINE_OUT && !c->close_after) {
+	       (!c->pending || evbuffer_get_length(c->out) < PIPELINE_OUT) && !c->close_after) {
 		size_t used;
 		enum rp_result r;
 
@@ -503,14 +503,14 @@ static void step(struct conn *c)
 		if (c->state == C_IDLE) {
 			c->state = C_HEAD;
 			c->head_start = c->in_pos;
-			c->since = clock_ms();
+			c->since = c->now;
 			idle_unlink(c->w, c);
 		}
 		r = reqparse_feed(&c->rp, c->in, c->in_pos, c->in_len - c->in_pos, &used);
 		c->in_pos += used;
 		if (r == RP_HEAD) {
 			c->state = C_BODY;
-			c->last = clock_ms();
+			c->last = c->now;
 			if (head_read(c) < 0)
 				r = RP_ERROR;
 			else {
@@ -557,7 +557,7 @@ void http_conn_answered(struct conn *c)
 	buf_reset(&c->body);
 	drop_input(c, 0, c->in_pos);
 	c->state = C_IDLE;
-	c->last = clock_ms();
+	c->last = c->in_step ? c->now : clock_ms();
 	if (c->in_len == 0)
 		idle_append(c->w, c);
 	if (!c->in_step)
@@ -607,8 +607,9 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	c->in_len += (size_t)n;
+	c->now = clock_ms(); /* once a read: the requests it completes start now */
 	if (c->state == C_BODY)
-		c->last = clock_ms();
+		c->last = c->now;
 	http_conn_settle(c);
 }
 
@@ -618,7 +619,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	const struct http_server *srv = c->w->srv;
-	double now = clock_ms(), age;
+	double now = c->now = clock_ms(), age;
 	struct timeval rest;
 	long ms;
 

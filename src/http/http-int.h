@@ -122,6 +122,7 @@ struct conn {
 	struct reqparse rp;
 	char *in;                 /* the input: the current head, then what follows */
 	size_t in_len, in_cap, in_pos, head_start, head_end;
+	double now;               /* clock_ms() at the last read */
 	double since;             /* clock_ms() at the current request's first byte */
 	double last;              /* clock_ms() at the last read of a body, or the last answer */
 	uint64_t body_got, body_limit;

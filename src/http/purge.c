@@ -33,8 +33,13 @@ static void key_of(char tag, const char *host, const char *path, size_t len,
 	uint64_t h = host && *host ? hash64_seeded(path, len, hash64(host, strlen(host)))
 				   : hash64(path, len);
 
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
 	out[0] = tag;
-	snprintf(out + 1, PURGE_KEY_SIZE - 1, "%016llx", (unsigned long long)h);
+	for (i = 16; i >= 1; i--, h >>= 4) /* by hand: printf was a percent of a request */
+		out[i] = hex[h & 15];
+	out[17] = '\0';
 }
 
 void purge_key(const char *host, const char *path, size_t len, char out[PURGE_KEY_SIZE])

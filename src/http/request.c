@@ -604,7 +604,7 @@ static size_t host_values(const struct reqparse *rp, const char *values[2])
 static void request_init(struct http_request *r, struct conn *c)
 {
 	memset(r, 0, sizeof(*r));
-	r->start_ms = clock_ms();
+	r->start_ms = c->now; /* the read that completed it */
 	buf_reset(&c->w->hdr);
 	r->w = c->w;
 	r->c = c;
