@@ -3,9 +3,9 @@
  * and the registry's connections as the front's deferred streams (live.h
  * says what and why; http.h how a parked, streamed request works).
  *
- * Thin on purpose: everything that is not evhttp's deferred requests
- * (the index, the events, the limits) is in live.c, which quire's own
- * HTTP/1.1 connections (issue 34) will keep. A stream is parked
+ * Thin on purpose: everything that is not the front's deferred requests
+ * (the index, the events, the limits) is in live.c, which knows nothing
+ * of the front. A stream is parked
  * (http_request_park()): a stop does not wait for it, and the guard
  * never counts it idle (a request is in progress on its connection), so
  * it is not closed for a new client at max_connections; the registry's
