@@ -57,16 +57,23 @@ static void health(struct http_request *req, void *ctx)
 {
 	struct http_server *srv = ctx;
 	struct snapshot *s = req->snap;
-	struct buf b = BUF_INIT;
+	struct buf *b = &req->w->body; /* the loop's: no allocation a probe */
+	char num[24];
 
 	http_reply_header(req, "Cache-Control", "no-store");
-	buf_addf(&b, "{\"status\":\"ok\",\"version\":%llu,\"notes\":%zu,\"attachments\":%zu,"
-		     "\"uptime_s\":%lld",
-		 (unsigned long long)s->version, s->nnotes, s->nattachments,
-		 (long long)(time(NULL) - srv->started));
-	health_config(s, &b);
-	buf_adds(&b, "}\n");
-	http_reply_buf(req, 200, "application/json", &b);
+	http_refresh_dates(req->w);
+	buf_reset(b);
+	buf_adds(b, "{\"status\":\"ok\",\"version\":");
+	buf_adds(b, http_fmt_u64(num, s->version));
+	buf_adds(b, ",\"notes\":");
+	buf_adds(b, http_fmt_u64(num, s->nnotes));
+	buf_adds(b, ",\"attachments\":");
+	buf_adds(b, http_fmt_u64(num, s->nattachments));
+	buf_adds(b, ",\"uptime_s\":");
+	buf_adds(b, http_fmt_u64(num, (uint64_t)(req->w->date_sec - srv->started)));
+	health_config(s, b);
+	buf_adds(b, "}\n");
+	http_reply(req, 200, "application/json", b->ptr, b->len); /* copied only if it waits */
 }
 
 /*

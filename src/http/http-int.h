@@ -236,6 +236,7 @@ struct worker {
 	struct buf hdr;           /* header lines of the response being built */
 	struct buf head;          /* its status line and header block */
 	struct buf log;           /* access log lines not yet written */
+	struct buf body;          /* a small answer built on the loop (/healthz) */
 	struct counters c;
 };
 

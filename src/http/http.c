@@ -471,6 +471,7 @@ static void worker_free(struct worker *w)
 	if (w->log.len && w->srv->log_fd >= 0)
 		http_flush_log(w);
 	buf_release(&w->log);
+	buf_release(&w->body);
 	buf_release(&w->hdr);
 	buf_release(&w->head);
 	free(w->scratch);
