@@ -75,6 +75,9 @@
 #define PIPELINE_OUT (64 * 1024)
 /* A body's timer: its rate and its last byte are checked this often. */
 #define BODY_TICK_MS 1000
+/* A refused request's connection reads (and drops) what follows for this long, or this much. */
+#define LINGER_S 2
+#define LINGER_MAX (1024 * 1024)
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -538,6 +541,7 @@ static void step(struct conn *c)
 		if (r == RP_ERROR) {
 			http_refuse(c, c->rp.status ? c->rp.status : 400, c->rp.why);
 			c->close_after = 1;
+			c->linger = 1; /* what the client still sends must not reset the answer */
 			break;
 		}
 		c->keep_alive = reqparse_keep_alive(&c->rp);
@@ -564,14 +568,43 @@ void http_conn_answered(struct conn *c)
 		http_conn_settle(c); /* an answer given later: on to the next request */
 }
 
+/*
+ * Closes c after a refusal the way nginx's lingering_close does: a close
+ * with unread bytes in the socket sends a reset, which can destroy the
+ * answer before the client reads it (a 413 to an upload still being
+ * sent). So the sending side is shut, and what the client still sends is
+ * read and dropped until it closes, for LINGER_S or LINGER_MAX at most.
+ */
+static void linger(struct conn *c)
+{
+	struct timeval tv = { LINGER_S, 0 };
+
+	if (shutdown(c->fd, SHUT_WR) < 0) {
+		http_conn_close(c);
+		return;
+	}
+	c->lingering = 1;
+	c->in_len = c->in_pos = 0;
+	idle_unlink(c->w, c);
+	want_read(c, 1);
+	if (event_add(&c->timer, &tv) < 0)
+		log_warn("http: cannot arm a connection's timer");
+	c->tstate = -1;
+}
+
 void http_conn_settle(struct conn *c)
 {
 	struct worker *w = c->w;
 
-	if (c->in_step)
+	if (c->in_step || c->lingering)
 		return;
 	if (!c->broken)
 		step(c);
+	if (!c->broken && c->close_after && c->state != C_BUSY && !c->pending &&
+	    (c->linger || c->in_len > c->in_pos)) {
+		linger(c);
+		return;
+	}
 	if (c->broken || (c->close_after && c->state != C_BUSY && !c->pending) ||
 	    (w->stopping && c->state == C_IDLE && !c->pending)) {
 		http_conn_close(c);
@@ -588,6 +621,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	(void)what;
+	if (c->lingering) {
+		n = read(fd, c->in, c->in_cap);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+			return;
+		c->in_len += n > 0 ? (size_t)n : 0; /* counts what was dropped */
+		if (n <= 0 || c->in_len > LINGER_MAX)
+			http_conn_close(c);
+		return;
+	}
 	if (c->in_len == c->in_cap) {
 		want_read(c, 0);
 		return;
@@ -626,6 +668,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	c->tstate = -1;
+	if (c->lingering) {
+		http_conn_close(c);
+		return;
+	}
 	switch (c->state) {
 	case C_IDLE:
 		age = now - c->last;

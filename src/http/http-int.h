@@ -133,6 +133,7 @@ struct conn {
 	int keep_alive;           /* the request allows the connection to stay open */
 	int close_after;          /* close once the output is written */
 	int broken;               /* the socket failed: close at the next chance */
+	int linger, lingering;    /* close after a refusal by reading what follows (linger()) */
 	int pending;              /* output waiting: counted in w->inflight */
 	int in_step;              /* conn.c's step is on the stack */
 	struct evbuffer *out;     /* the output not yet written */
