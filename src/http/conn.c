@@ -46,11 +46,13 @@
  * (http.c's accept), so idle clients holding every slot cannot lock new
  * ones out.
  */
+#define _GNU_SOURCE /* sync_file_range() */
 #include "http/http.h"
 #include "http/http-int.h"
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/files.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -75,6 +77,8 @@
 #define PIPELINE_OUT (64 * 1024)
 /* A body's timer: its rate and its last byte are checked this often. */
 #define BODY_TICK_MS 1000
+/* A spooled body is handed to writeback every this many bytes (see spool_write()). */
+#define SPOOL_WRITEBACK (8 * 1024 * 1024)
 /* A refused request's connection reads (and drops) what follows for this long, or this much. */
 #define LINGER_S 2
 #define LINGER_MAX (1024 * 1024)
@@ -167,6 +171,8 @@ static void arm_timer(struct conn *c)
 
 static void drop_spool(struct conn *c)
 {
+	hash_sha256_end(c->spool_hash, NULL);
+	c->spool_hash = NULL;
 	if (c->spool_fd < 0)
 		return;
 	close(c->spool_fd);
@@ -408,6 +414,30 @@ static int spool_failed(struct conn *c, const char *what)
 	return -1;
 }
 
+/*
+ * Appends to the spool file and its hash. Every SPOOL_WRITEBACK bytes the
+ * kernel is asked to start writing them out (sync_file_range, which does
+ * not wait): the fsync the sync API makes before the rename then finds
+ * most of a large upload on disk already, and the dirty pages never pile
+ * up to the whole body.
+ */
+static int spool_write(struct conn *c, const void *at, size_t len)
+{
+	off_t written;
+
+	if (write_fd(c->spool_fd, at, len) < 0)
+		return -1;
+	hash_sha256_add(c->spool_hash, at, len);
+	written = (off_t)(c->body_got);
+	if ((uint64_t)written - c->spool_synced >= SPOOL_WRITEBACK) {
+		if (sync_file_range(c->spool_fd, (off_t)c->spool_synced,
+				    written - (off_t)c->spool_synced, SYNC_FILE_RANGE_WRITE) < 0)
+			log_debug("http: sync_file_range: %s", strerror(errno));
+		c->spool_synced = (uint64_t)written;
+	}
+	return 0;
+}
+
 /* A body's bytes, as llhttp frames them: to memory, or past the small size to the spool. */
 static int take_body(void *ctx, const char *at, size_t len)
 {
@@ -434,12 +464,15 @@ static int take_body(void *ctx, const char *at, size_t len)
 		}
 		if (c->spool_fd < 0)
 			return spool_failed(c, "create");
-		if (c->body.len && write_fd(c->spool_fd, c->body.ptr, c->body.len) < 0)
+		c->spool_synced = 0;
+		if (!(c->spool_hash = hash_sha256_begin()))
+			return spool_failed(c, "hash");
+		if (c->body.len && spool_write(c, c->body.ptr, c->body.len) < 0)
 			goto failed;
 		buf_release(&c->body);
 	}
 	if (c->spool_fd >= 0) {
-		if (write_fd(c->spool_fd, at, len) < 0)
+		if (spool_write(c, at, len) < 0)
 			goto failed;
 		return 0;
 	}

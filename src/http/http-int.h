@@ -129,6 +129,8 @@ struct conn {
 	struct buf body;          /* a body in memory */
 	int spool_fd;             /* or spooled (http_server_set_body_spool), or -1 */
 	char spool_name[64];
+	struct hash_sha256 *spool_hash; /* of the spooled bytes, as they arrive */
+	uint64_t spool_synced;    /* bytes handed to writeback (sync_file_range) */
 	char why[96];             /* a refusal's reason made for this request */
 	int keep_alive;           /* the request allows the connection to stay open */
 	int close_after;          /* close once the output is written */

@@ -281,6 +281,7 @@ struct http_body_file {
 	int fd;           /* open for reading and writing; read it with pread() */
 	char name[64];    /* its name in the spool folder */
 	unsigned long long len;
+	char sha256[65];  /* its SHA-256, hex, computed as it arrived */
 };
 /*
  * Takes a spooled body over: 1 with *out filled, and the caller then

@@ -17,6 +17,7 @@
 #include "site/hosts.h"
 #include "util/buf.h"
 #include "util/clock.h"
+#include "util/hash.h"
 #include "util/log.h"
 #include "util/unicode.h"
 #include "util/xalloc.h"
@@ -249,6 +250,8 @@ int http_request_take_body_file(struct http_request *req, struct http_body_file 
 	out->fd = c->spool_fd;
 	memcpy(out->name, c->spool_name, sizeof(out->name));
 	out->len = c->body_got;
+	hash_sha256_end(c->spool_hash, out->sha256);
+	c->spool_hash = NULL;
 	c->spool_fd = -1; /* the caller's now */
 	return 1;
 }

@@ -65,6 +65,38 @@ void hash_sha256_hex(const void *data, size_t len, char out[SHA256_HEX_SIZE])
 	sha256_to_hex(md, out);
 }
 
+struct hash_sha256 *hash_sha256_begin(void)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	if (ctx && !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		EVP_MD_CTX_free(ctx);
+		ctx = NULL;
+	}
+	return (struct hash_sha256 *)ctx;
+}
+
+void hash_sha256_add(struct hash_sha256 *h, const void *data, size_t len)
+{
+	if (!EVP_DigestUpdate((EVP_MD_CTX *)h, data, len))
+		abort(); /* only fails when libcrypto cannot allocate */
+}
+
+void hash_sha256_end(struct hash_sha256 *h, char out[SHA256_HEX_SIZE])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	if (!h)
+		return;
+	if (out) {
+		if (!EVP_DigestFinal_ex((EVP_MD_CTX *)h, md, &n) || n != 32)
+			abort();
+		sha256_to_hex(md, out);
+	}
+	EVP_MD_CTX_free((EVP_MD_CTX *)h);
+}
+
 /*
  * Hashing a file in pieces: libcrypto's incremental digest (EVP_DigestInit,
  * Update, Final) over pread() pieces, which leave the offset alone.

@@ -36,6 +36,17 @@ void hash_sha256_hex(const void *data, size_t len, char out[SHA256_HEX_SIZE]);
 #define HASH_PIECE (128 * 1024)
 int hash_sha256_fd(int fd, char out[SHA256_HEX_SIZE], unsigned long long *len);
 
+/*
+ * SHA-256 of bytes that arrive in pieces (an upload as it is spooled):
+ * hash_sha256_begin() (NULL only when libcrypto cannot allocate), any
+ * number of hash_sha256_add(), then hash_sha256_end(), which frees it.
+ */
+struct hash_sha256;
+struct hash_sha256 *hash_sha256_begin(void);
+void hash_sha256_add(struct hash_sha256 *h, const void *data, size_t len);
+/* Writes the hex digest into out unless it is NULL (an upload dropped), and frees h. */
+void hash_sha256_end(struct hash_sha256 *h, char out[SHA256_HEX_SIZE]);
+
 /* SHA-256 in base64 (44 characters + NUL), as a Content-Security-Policy hash source wants it. */
 #define SHA256_B64_SIZE 45
 void hash_sha256_base64(const void *data, size_t len, char out[SHA256_B64_SIZE]);
