@@ -1236,6 +1236,34 @@ static void test_slowloris(void)
 }
 
 /*
+ * Sends bytes[0, len) on c a byte every half second until all are sent
+ * or the server closes c (an end of file or a reset): the bytes sent, and
+ * in *answer how many the server sent back meanwhile.
+ */
+static size_t trickle(struct conn *c, const char *bytes, size_t len, size_t *answer)
+{
+	size_t sent = 0;
+	char b[256];
+
+	*answer = 0;
+	while (sent < len) {
+		struct pollfd p = { c->fd, POLLIN, 0 };
+
+		if (send(c->fd, bytes + sent, 1, MSG_NOSIGNAL) != 1)
+			break; /* a reset: closed by the server */
+		sent++;
+		/* half a second for the next byte, or the server's close */
+		if (poll(&p, 1, 500) > 0) {
+			ssize_t n = recv(c->fd, b, sizeof(b), 0);
+			if (n <= 0)
+				break;
+			*answer += (size_t)n;
+		}
+	}
+	return sent;
+}
+
+/*
  * The header deadline (header_timeout_s, nginx's client_header_timeout):
  * a client that sends its head a byte every half second, never pausing
  * near the read timeout, is closed once the head is header_timeout_s old,
@@ -1251,9 +1279,7 @@ static void test_header_deadline(void)
 	struct http_options opt = { 0 };
 	struct test_server s;
 	struct conn c;
-	size_t sent = 0, answer = 0;
-	int closed = 0;
-	char b[256];
+	size_t sent, answer;
 
 	CHECK_INT(sizeof(head) - 1, 80);
 	opt.header_timeout_s = 2;
@@ -1262,30 +1288,56 @@ static void test_header_deadline(void)
 		return;
 	CHECK_INT(metric_of(s.port, "quire_connections_slow_total"), 0);
 	CHECK(conn_open(&c, s.port) >= 0);
-	while (sent < sizeof(head) - 1 && !closed) {
-		struct pollfd p = { c.fd, POLLIN, 0 };
-
-		if (send(c.fd, head + sent, 1, MSG_NOSIGNAL) != 1) {
-			closed = 1; /* a reset: closed by the server */
-			break;
-		}
-		sent++;
-		/* half a second for the next byte, or the server's close */
-		if (poll(&p, 1, 500) > 0) {
-			ssize_t n = recv(c.fd, b, sizeof(b), 0);
-			if (n > 0)
-				answer += (size_t)n;
-			else
-				closed = 1;
-		}
-	}
+	sent = trickle(&c, head, sizeof(head) - 1, &answer);
 	fprintf(stderr, "  header deadline: closed after %zu of %zu bytes of the head\n", sent,
 		sizeof(head) - 1);
-	CHECK(closed);
+	CHECK(sent < sizeof(head) - 1); /* closed before the head was whole */
 	CHECK_INT(answer, 0);
 	/* after the head began (more than one byte came), well before it ended */
 	CHECK(sent >= 2);
 	CHECK(sent < (sizeof(head) - 1) / 2);
+	conn_close(&c);
+	CHECK_INT(metric_of(s.port, "quire_connections_slow_total"), 1);
+	stop(&s);
+}
+
+/*
+ * The body's deadline (nginx's client_body_timeout): a body of 80 bytes
+ * sent a byte every half second (2 bytes a second, under the 256 of
+ * min_request_rate) is closed once it is slow_after_s (2 s) old,
+ * unanswered and counted slow, though a byte came well within every read
+ * timeout; the same body sent at once is answered.
+ */
+static void test_body_deadline(void)
+{
+	static const char head[] = "POST /robots.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 80\r\n\r\n";
+	struct http_options opt = { 0 };
+	struct test_server s;
+	struct conn c;
+	struct resp r;
+	size_t sent, answer;
+	char body[80];
+
+	memset(body, 'b', sizeof(body));
+	opt.slow_after_s = 2;
+	opt.read_timeout_s = 30;
+	if (start(&s, &opt) < 0)
+		return;
+	CHECK(conn_open(&c, s.port) >= 0);
+	CHECK(send_all(c.fd, head, sizeof(head) - 1) == 0);
+	CHECK(send_all(c.fd, body, sizeof(body)) == 0);
+	CHECK(read_resp(&c, &r, 0) == 0 && r.status == 405);
+	resp_free(&r);
+	conn_close(&c);
+	CHECK(conn_open(&c, s.port) >= 0);
+	CHECK(send_all(c.fd, head, sizeof(head) - 1) == 0);
+	sent = trickle(&c, body, sizeof(body), &answer);
+	fprintf(stderr, "  body deadline: closed after %zu of %zu bytes of the body\n", sent,
+		sizeof(body));
+	CHECK(sent < sizeof(body));
+	CHECK_INT(answer, 0);
+	CHECK(sent >= 2);
+	CHECK(sent < sizeof(body) / 2);
 	conn_close(&c);
 	CHECK_INT(metric_of(s.port, "quire_connections_slow_total"), 1);
 	stop(&s);
@@ -2123,6 +2175,7 @@ int main(void)
 	RUN(test_max_connections);
 	RUN(test_slowloris);
 	RUN(test_header_deadline);
+	RUN(test_body_deadline);
 	RUN(test_no_snapshot);
 	RUN(test_prefix);
 	RUN(test_handlers);
