@@ -54,7 +54,7 @@ static double churn_seconds(void)
 /* Starts `quire serve` on vault (with the sync API when token_file is set); returns its pid. */
 static pid_t start_server(const char *vault, const char *token_file)
 {
-	struct serveproc_options o = { quire_bin, vault, token_file, 1, 0 };
+	struct serveproc_options o = { quire_bin, vault, token_file, 1, 0, NULL };
 
 	return serveproc_start(&o, &port);
 }

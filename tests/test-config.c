@@ -218,7 +218,7 @@ static int await(int port, const char *path, int status, const char *want)
 /* Starts `quire serve` on v with its stderr in the file log. */
 static pid_t serve_logged(const char *v, const char *log, int *port)
 {
-	struct serveproc_options o = { quire_bin, v, NULL, 1, 0 };
+	struct serveproc_options o = { quire_bin, v, NULL, 1, 0, NULL };
 	int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid;
 

@@ -80,7 +80,7 @@ static uint64_t rnd(void)
 
 static pid_t start_server(void)
 {
-	struct serveproc_options o = { quire_bin, vault, token_file, 2, 1 };
+	struct serveproc_options o = { quire_bin, vault, token_file, 2, 1, NULL };
 
 	return serveproc_start(&o, &port);
 }

@@ -52,7 +52,7 @@ const char serve_usage[] =
 	"usage: quire serve [--vault DIR] [--listen ADDR:PORT] [--threads N] [--data-dir DIR]\n"
 	"                   [--access-log FILE] [--log-format FORMAT] [--log-file FILE]\n"
 	"                   [--metrics-public] [--max-connections N]\n"
-	"                   [--max-per-address N] [--trusted-proxy ADDR[/BITS]]...\n"
+	"                   [--max-per-address N] [--trusted-proxy ADDR[/BITS]]\n"
 	"                   [--header-timeout SECONDS]\n"
 	"                   [--no-watch] [--base-url URL] [--token-file FILE] [--max-upload BYTES]\n"
 	"                   [--search-rate N] [--no-live] [--verbose]\n"

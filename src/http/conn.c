@@ -35,7 +35,7 @@
  * request (checked against its last answer, so a busy keep-alive
  * connection re-arms nothing); a head must arrive whole within
  * header_timeout_s of its first byte (nginx's client_header_timeout):
- * 408 and close; a body must bring a byte every read_timeout_s and
+ * else it is closed without an answer (as nginx does); a body must bring a byte every read_timeout_s and
  * average min_request_rate once slow_after_s old (client_body_timeout).
  * A connection waiting for its answer (a handler, a long poll, a stream)
  * has no read deadline; output that makes no progress for

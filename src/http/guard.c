@@ -181,7 +181,8 @@ int http_guard_admit(struct worker *w, struct conn *c, const struct sockaddr *sa
 	size_t len;
 
 	c->addr[0] = '\0';
-	if (!srv->per_address || trusted(srv, sa) ||
+	c->trusted = trusted(srv, sa);
+	if (!srv->per_address || c->trusted ||
 	    http_client_key(sa, c->addr, sizeof(c->addr)) < 0) {
 		c->addr[0] = '\0';
 		return 0;

@@ -119,6 +119,7 @@ struct conn {
 	int idle;
 	char addr[48];            /* the client's address, as counted (guard.c), or "" */
 	char peer[48];            /* its address as text */
+	int trusted;              /* the address is a trusted proxy's (guard.c) */
 	struct reqparse rp;
 	char *in;                 /* the input: the current head, then what follows */
 	size_t in_len, in_cap, in_pos, head_start, head_end;

@@ -50,7 +50,8 @@ struct http_options {
 					  must average once it is slow_after_s old; 0 = 256 */
 	int slow_after_s;              /* 0 = 10 s */
 	int header_timeout_s;          /* 0 = 10 s: a request's head must arrive whole
-					  within this of its first byte (408 and close) */
+					  within this of its first byte, or the connection
+					  is closed without an answer */
 	const char *trusted_proxies;   /* addresses and networks max_per_address does not
 					  apply to ("10.0.0.0/8 ::1"), or NULL */
 	size_t max_header_size;        /* 0 = 8 KiB (request line included) */
@@ -299,6 +300,8 @@ int http_request_take_body_file(struct http_request *req, struct http_body_file 
  */
 int http_query_param(const char *query, const char *name, struct buf *out);
 
+/* True when the peer is one of the trusted proxies (http_options.trusted_proxies). */
+int http_request_peer_trusted(const struct http_request *req);
 /* True when the peer connected from a loopback address. */
 int http_request_peer_is_loopback(const struct http_request *req);
 /* The snapshot this request is served from, borrowed for the handler's call. */

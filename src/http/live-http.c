@@ -114,7 +114,10 @@ static void on_live(struct http_request *req, void *ctx)
 		http_reply_buf(req, 404, "text/plain; charset=utf-8", &msg);
 		goto out;
 	}
-	client_key(http_request_peer(req), key, sizeof(key));
+	if (http_request_peer_trusted(req))
+		key[0] = '\0'; /* a trusted proxy's streams are many readers': only the total caps them */
+	else
+		client_key(http_request_peer(req), key, sizeof(key));
 	d = http_request_park(req);
 	if (!d)
 		goto out;

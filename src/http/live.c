@@ -179,7 +179,7 @@ struct live_sub *live_subscribe(struct live *lv, const char *host, const char *p
 	c = map_gets(&lv->clients, client);
 	if (lv->nsubs >= lv->o.max_total)
 		*why = LIVE_FULL;
-	else if (c && c->n >= lv->o.max_per_address)
+	else if (c && *client && c->n >= lv->o.max_per_address) /* "": a trusted proxy's */
 		*why = LIVE_FULL_ADDRESS;
 	if (*why != LIVE_OK) {
 		lv->refused++;

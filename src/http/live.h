@@ -96,7 +96,7 @@ enum live_refusal {
 /*
  * Subscribes conn to host ("" for the main site) and path (decoded,
  * without the URL prefix), counted against client (the guard's key of its
- * address): starts its stream and writes the retry and hello (etag: the
+ * address; "" for a trusted proxy's, which only the total caps): starts its stream and writes the retry and hello (etag: the
  * page's, or "") lines. Returns the subscriber, with a reference for the
  * caller, who gives it back with live_unsubscribe() once conn is done; or
  * NULL with *why, and conn untouched.

@@ -291,6 +291,11 @@ double http_request_start_ms(const struct http_request *req)
 	return req->start_ms;
 }
 
+int http_request_peer_trusted(const struct http_request *req)
+{
+	return req->c && req->c->trusted;
+}
+
 int http_request_peer_is_loopback(const struct http_request *req)
 {
 	return req->c && http_addr_is_loopback(req->c->peer);

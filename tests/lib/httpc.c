@@ -258,6 +258,18 @@ static int exchange(int port, const char *raw, size_t len, int head, struct resp
 	return rc;
 }
 
+int conn_ask(struct conn *c, const char *req)
+{
+	struct resp r;
+	int status = -1;
+
+	memset(&r, 0, sizeof(r));
+	if (send_all(c->fd, req, strlen(req)) == 0 && read_resp(c, &r, 0) == 0)
+		status = r.status;
+	resp_free(&r);
+	return status;
+}
+
 int fetch(int port, const char *raw, struct resp *r)
 {
 	return exchange(port, raw, strlen(raw), strncmp(raw, "HEAD ", 5) == 0, r);

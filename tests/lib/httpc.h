@@ -89,6 +89,9 @@ int hdr_count(const struct resp *r, const char *name);
  */
 int closed_by_server(struct conn *c);
 
+/* Sends req on c and reads its answer: the status, or -1 when the connection is gone. */
+int conn_ask(struct conn *c, const char *req);
+
 /* Sends raw (a whole request) on a fresh connection; returns read_resp's result. */
 int fetch(int port, const char *raw, struct resp *r);
 

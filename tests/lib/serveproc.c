@@ -20,7 +20,9 @@
 /* In the child: exec the server with stdout on out (does not return). */
 static void exec_server(const struct serveproc_options *o, int out)
 {
+	const char *argv[64];
 	char threads[16];
+	int n = 0, i;
 
 	snprintf(threads, sizeof(threads), "%d", o->threads);
 	/* the server goes with the test, however the test ends */
@@ -31,12 +33,22 @@ static void exec_server(const struct serveproc_options *o, int out)
 		if (devnull < 0 || dup2(devnull, 2) < 0)
 			_exit(126);
 	}
-	if (o->token_file)
-		execl(o->bin, o->bin, "serve", "--vault", o->vault, "--listen", "127.0.0.1:0",
-		      "--threads", threads, "--token-file", o->token_file, (char *)NULL);
-	else
-		execl(o->bin, o->bin, "serve", "--vault", o->vault, "--listen", "127.0.0.1:0",
-		      "--threads", threads, (char *)NULL);
+	argv[n++] = o->bin;
+	argv[n++] = "serve";
+	argv[n++] = "--vault";
+	argv[n++] = o->vault;
+	argv[n++] = "--listen";
+	argv[n++] = "127.0.0.1:0";
+	argv[n++] = "--threads";
+	argv[n++] = threads;
+	if (o->token_file) {
+		argv[n++] = "--token-file";
+		argv[n++] = o->token_file;
+	}
+	for (i = 0; o->args && o->args[i] && n < 63; i++)
+		argv[n++] = o->args[i];
+	argv[n] = NULL;
+	execv(o->bin, (char *const *)argv);
 	_exit(127);
 }
 

@@ -3,7 +3,7 @@
  * test, on 127.0.0.1 and a port the kernel picks, for the tests that kill
  * it or want it to survive what the test does to its vault.
  *
- *	struct serveproc_options o = { quire_bin, vault, token_file, 2, 1 };
+ *	struct serveproc_options o = { quire_bin, vault, token_file, 2, 1, NULL };
  *	int port;
  *	pid_t pid = serveproc_start(&o, &port);
  *	...
@@ -20,6 +20,7 @@ struct serveproc_options {
 	const char *token_file; /* --token-file (the sync API), or NULL */
 	int threads;            /* --threads */
 	int quiet;              /* the server's stderr goes to /dev/null */
+	const char *const *args; /* more arguments (NULL-terminated), or NULL */
 };
 
 /*

@@ -21,6 +21,18 @@
 #include <stdio.h>
 #include <string.h>
 
+/* 1 in a build with AddressSanitizer (where a test may make its work smaller), else 0. */
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 extern int test_passed, test_failed, test_skipped, test_current_failed, test_current_skipped;
 extern const char *test_current_name;
 
