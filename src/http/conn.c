@@ -34,9 +34,10 @@
  * connection (no request begun) is closed after read_timeout_s with no
  * request (checked against its last answer, so a busy keep-alive
  * connection re-arms nothing); a head must arrive whole within
- * header_timeout_s of its first byte (nginx's client_header_timeout):
- * else it is closed without an answer (as nginx does); a body must bring a byte every read_timeout_s and
- * average min_request_rate once slow_after_s old (client_body_timeout).
+ * header_timeout_s of its first byte (nginx's client_header_timeout),
+ * else it is closed without an answer, as nginx does; a body must bring a
+ * byte every read_timeout_s and average min_request_rate once
+ * slow_after_s old (client_body_timeout).
  * A connection waiting for its answer (a handler, a long poll, a stream)
  * has no read deadline; output that makes no progress for
  * write_timeout_s closes it.
