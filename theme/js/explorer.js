@@ -36,7 +36,12 @@ const treeRoot = body.dataset.tree || '';
 const treeBase = treeRoot.replace(/\.json$/, '');
 const docs = new Map();
 const docUrl = (path) => (path ? treeBase + '/' + path.split('/').map(encodeURIComponent).join('/') + '.json' : treeRoot);
-const getJson = (url) => fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(r.status)));
+/*
+ * A JSON document; a request that fails on the network (a connection the
+ * server closed as the browser reused it) is made once more.
+ */
+const getJson = (url, again = true) => fetch(url).then((r) => (r.ok ? r.json() : Promise.reject(r.status)),
+  (e) => (again ? new Promise((ok) => setTimeout(ok, 250)).then(() => getJson(url, false)) : Promise.reject(e)));
 /* "more": the other pages' URLs; "sizes": how many notes each holds */
 const pageList = (d) => (Array.isArray(d.more)
   ? d.more.map((url, i) => ({ url, n: Array.isArray(d.sizes) ? d.sizes[i] | 0 : 0 })).filter((m) => typeof m.url === 'string')
@@ -58,7 +63,8 @@ function folderDoc(url, whole) {
 }
 function treeDoc(path, whole) {
   const key = (whole ? '+' : '-') + path;
-  if (!docs.has(key)) docs.set(key, folderDoc(docUrl(path), whole).catch(() => ({ children: [] })));
+  /* a failure is not kept: the next look asks again */
+  if (!docs.has(key)) docs.set(key, folderDoc(docUrl(path), whole).catch(() => { docs.delete(key); return { children: [] }; }));
   return docs.get(key);
 }
 
