@@ -23,12 +23,25 @@
  * transfer coding other than chunked last are all errors (the smuggling
  * cases RFC 9112 11.2 names). http_framing_error() checks the same again
  * on the parsed head (request.c), as the evhttp front did.
+ *
+ * One more is checked here: llhttp 8.1.0 (Debian 12's) takes a CR
+ * followed by any byte as a line end in four places - the empty line
+ * that ends a head, a chunk-size line, the CRLF after a chunk's data and
+ * the empty line after the last chunk - so that "\r\n\rX" ends a head
+ * and "0\rX" a chunked body where a proxy in front sees neither (the
+ * smuggling of CVE-2023-30589, fixed in llhttp 8.1.1). The parser pauses
+ * at each of those ends (on_headers_complete, on_chunk_header,
+ * on_chunk_complete, on_message_complete of a chunked message) and the
+ * two bytes before must be CR LF: 400 otherwise. Those bytes may belong
+ * to an earlier feed whose body bytes the connection dropped, so the last
+ * two bytes of each feed are kept (tail). Found by fuzz-http.
  */
 #include "http/parse.h"
 
 #include <llhttp.h>
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -48,6 +61,14 @@ static const llhttp_t *cll(const struct reqparse *rp)
 {
 	return (const llhttp_t *)(const void *)rp->ll;
 }
+
+/* Why llhttp paused: what reqparse_feed() checks, and whether it returns. */
+enum {
+	STOP_HEAD,      /* the head is complete: CR LF before, and RP_HEAD */
+	STOP_CHUNK,     /* a chunk's line or data ended: CR LF before, and on */
+	STOP_DONE,      /* the message is complete: RP_DONE */
+	STOP_DONE_CRLF, /* a chunked one: CR LF before, and RP_DONE */
+};
 
 static uint32_t off_of(const struct reqparse *rp, const char *at)
 {
@@ -127,8 +148,13 @@ static int on_head(llhttp_t *p)
 	struct reqparse *rp = rp_of(p);
 	unsigned i;
 
-	if (rp->url_len)
+	if (rp->url_len) {
 		rp->base[rp->url + rp->url_len] = '\0';
+	} else {
+		/* llhttp takes "CONNECT \n" for a request with no target: base + url is no string */
+		rp->status = 400;
+		rp->why = "an empty request target";
+	}
 	for (i = 0; i < rp->nh; i++) {
 		struct rp_header *h = &rp->h[i];
 		char *v = rp->base + h->value;
@@ -147,6 +173,14 @@ static int on_head(llhttp_t *p)
 		}
 		v[h->value_len] = '\0';
 	}
+	rp->stop = STOP_HEAD;
+	return HPE_PAUSED;
+}
+
+/* A chunk-size line or a chunk's data ended: the feed checks the line end. */
+static int on_chunk_end(llhttp_t *p)
+{
+	rp_of(p)->stop = STOP_CHUNK;
 	return HPE_PAUSED;
 }
 
@@ -159,7 +193,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 
 static int on_done(llhttp_t *p)
 {
-	(void)p;
+	rp_of(p)->stop = p->flags & F_CHUNKED ? STOP_DONE_CRLF : STOP_DONE;
 	return HPE_PAUSED;
 }
 
@@ -175,6 +209,8 @@ static void init_settings(void)
 	settings.on_header_value = on_value;
 	settings.on_headers_complete = on_head;
 	settings.on_body = on_body;
+	settings.on_chunk_header = on_chunk_end;
+	settings.on_chunk_complete = on_chunk_end;
 	settings.on_message_complete = on_done;
 }
 
@@ -227,31 +263,79 @@ static void refuse(struct reqparse *rp, llhttp_errno_t err)
 	}
 }
 
+/* The byte k before pos, pos in [start, ...): from this feed, or from the last two kept. */
+static char byte_before(const struct reqparse *rp, const char *start, const char *pos, size_t k)
+{
+	size_t in = (size_t)(pos - start);
+
+	return k <= in ? pos[-(ptrdiff_t)k] : rp->tail[2 - (k - in)];
+}
+
+/* Keeps the last two bytes of start[0, used) (with those before) for the next feed. */
+static void keep_tail(struct reqparse *rp, const char *start, size_t used)
+{
+	char t0 = byte_before(rp, start, start + used, 2), t1 = byte_before(rp, start, start + used, 1);
+
+	rp->tail[0] = t0;
+	rp->tail[1] = t1;
+}
+
+/*
+ * llhttp paused at pos (rp->stop says why): 1 to parse on from pos, 0 to
+ * return, -1 for a line end llhttp took that is not CR LF.
+ */
+static int paused(struct reqparse *rp, const char *start, const char *pos)
+{
+	if (rp->stop != STOP_DONE &&
+	    (byte_before(rp, start, pos, 2) != '\r' || byte_before(rp, start, pos, 1) != '\n')) {
+		rp->status = 400;
+		rp->why = "a line ending in CR without LF";
+		return -1;
+	}
+	return rp->stop == STOP_CHUNK;
+}
+
 enum rp_result reqparse_feed(struct reqparse *rp, char *base, size_t from, size_t len,
 			     size_t *used)
 {
 	llhttp_errno_t err;
-	const char *start = base + from;
+	const char *start = base + from, *p = start, *end = start + len, *pos;
+	int on;
 
 	rp->base = base;
 	*used = len;
 	if (rp->status)
 		return RP_ERROR;
-	err = llhttp_execute(ll(rp), start, len);
-	if (err == HPE_OK)
+	for (;;) {
+		err = llhttp_execute(ll(rp), p, (size_t)(end - p));
+		if (err != HPE_PAUSED)
+			break;
+		pos = llhttp_get_error_pos(cll(rp));
+		llhttp_resume(ll(rp));
+		if (rp->status) {
+			*used = (size_t)(pos - start);
+			return RP_ERROR;
+		}
+		on = paused(rp, start, pos);
+		if (on > 0) {
+			p = pos;
+			continue;
+		}
+		*used = (size_t)(pos - start);
+		keep_tail(rp, start, *used);
+		if (on < 0)
+			return RP_ERROR;
+		rp->head_seen = !rp->head_seen;
+		return rp->head_seen ? RP_HEAD : RP_DONE;
+	}
+	if (err == HPE_OK) {
+		keep_tail(rp, start, len);
 		return RP_MORE;
+	}
 	if (err == HPE_PAUSED_UPGRADE) {
 		/* after an Upgrade or CONNECT message: what follows is not HTTP */
 		*used = 0;
 		return RP_END;
-	}
-	if (err == HPE_PAUSED) {
-		*used = (size_t)(llhttp_get_error_pos(cll(rp)) - start);
-		llhttp_resume(ll(rp));
-		if (rp->status)
-			return RP_ERROR;
-		rp->head_seen = !rp->head_seen;
-		return rp->head_seen ? RP_HEAD : RP_DONE;
 	}
 	*used = (size_t)(llhttp_get_error_pos(cll(rp)) - start);
 	refuse(rp, err);

@@ -35,6 +35,8 @@ struct reqparse {
 	struct rp_header h[HTTP_MAX_HEADERS];
 	unsigned nh;
 	int in_value, too_many, head_seen;
+	int stop;                 /* why llhttp paused (parse.c) */
+	char tail[2];             /* the last two bytes fed before this feed's (parse.c) */
 	int status;               /* the answer to a refused request, or 0 */
 	const char *why;          /* and its reason (static) */
 	int (*body)(void *ctx, const char *at, size_t len);
