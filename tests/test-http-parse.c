@@ -86,8 +86,9 @@ static void release(struct outcome *o)
 static void test_well_formed(void)
 {
 	static const char req[] = POST_CHUNKED "5;ext=\"a b\"\r\nhello\r\n6\r\n world\r\n"
-				  "0\r\nX-Trailer: 1\r\n\r\n"
-				  "PUT /cl HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\na\rb" NEXT;
+				  "0\r\nX-Trailer: 1\r\nX-Empty:\r\n\r\n"
+				  "PUT /cl HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nContent-Length: 3\r\n\r\na\rb"
+				  NEXT;
 	size_t piece;
 	struct outcome o;
 
@@ -131,6 +132,12 @@ static void test_cr_without_lf(void)
 		POST_CHUNKED "0\rX\r\n" NEXT,                      /* the last chunk */
 		POST_CHUNKED "0\r!\n" NEXT,
 		POST_CHUNKED "3\r\nabc\r\n0\r\n\rX" NEXT,         /* the empty line after it */
+		POST_CHUNKED "0\r\nX:\r\r\n" NEXT,                 /* after an empty trailer */
+		POST_CHUNKED "0\r\nX:\rYZ: 1\r\n\r\n" NEXT,
+		/* after a header with an empty value: a Content-Length a proxy does not see */
+		"POST /a HTTP/1.1\r\nHost: h\r\nX:\rYContent-Length: 5\r\n\r\nabcde" NEXT,
+		"GET /a HTTP/1.1\r\nX: \rY: 1\r\n\r\n" NEXT,
+		"GET /a HTTP/1.1\r\nHost: h\r\nX:\r\r\n" NEXT,    /* and the head's end after it */
 	};
 
 	check_refused(reqs, sizeof(reqs) / sizeof(reqs[0]), 3, "a line ending in CR without LF");
@@ -139,7 +146,7 @@ static void test_cr_without_lf(void)
 /* llhttp takes "CONNECT " and a LF for a request with no target: refused, as no string */
 static void test_empty_target(void)
 {
-	static const char *const reqs[] = { "CONNECT \n\r\n" NEXT, "CONNECT \nHost: h\r\n\r\n" };
+	static const char *const reqs[] = { "CONNECT \n\r\n" NEXT, "CONNECT \n\r\n" };
 
 	check_refused(reqs, sizeof(reqs) / sizeof(reqs[0]), 1, "an empty request target");
 }

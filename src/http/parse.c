@@ -25,16 +25,20 @@
  * on the parsed head (request.c), as the evhttp front did.
  *
  * One more is checked here: llhttp 8.1.0 (Debian 12's) takes a CR
- * followed by any byte as a line end in four places - the empty line
- * that ends a head, a chunk-size line, the CRLF after a chunk's data and
- * the empty line after the last chunk - so that "\r\n\rX" ends a head
- * and "0\rX" a chunked body where a proxy in front sees neither (the
- * smuggling of CVE-2023-30589, fixed in llhttp 8.1.1). The parser pauses
- * at each of those ends (on_headers_complete, on_chunk_header,
- * on_chunk_complete, on_message_complete of a chunked message) and the
- * two bytes before must be CR LF: 400 otherwise. Those bytes may belong
- * to an earlier feed whose body bytes the connection dropped, so the last
- * two bytes of each feed are kept (tail). Found by fuzz-http.
+ * followed by any byte as a line end in five places - the empty line
+ * that ends a head or the trailers, a header line with an empty value
+ * ("X:\rYContent-Length: 5" is a Content-Length to llhttp and none to a
+ * proxy that reads CR LF), a chunk-size line, the CRLF after a chunk's
+ * data - so that a proxy in front and quire disagree on where a body or
+ * a request ends (the smuggling of CVE-2023-30589, fixed in llhttp
+ * 8.1.1). So a header name (or a trailer's) must follow CR LF, the parser
+ * pauses where a chunk's line or data ends (on_chunk_header,
+ * on_chunk_complete) and the two bytes before must be CR LF, and a head
+ * or a chunked message must end with CR LF CR LF (a head's last CR is the
+ * NUL of its last value by then, so LF CR LF is checked): 400 otherwise. Those
+ * bytes may belong to an earlier feed whose body bytes the connection
+ * dropped, so the last four bytes of each feed are kept (tail). Found by
+ * fuzz-http.
  */
 #include "http/parse.h"
 
@@ -64,11 +68,38 @@ static const llhttp_t *cll(const struct reqparse *rp)
 
 /* Why llhttp paused: what reqparse_feed() checks, and whether it returns. */
 enum {
-	STOP_HEAD,      /* the head is complete: CR LF before, and RP_HEAD */
+	STOP_HEAD,      /* the head is complete: LF CR LF before (the CR is a NUL now), RP_HEAD */
 	STOP_CHUNK,     /* a chunk's line or data ended: CR LF before, and on */
 	STOP_DONE,      /* the message is complete: RP_DONE */
-	STOP_DONE_CRLF, /* a chunked one: CR LF before, and RP_DONE */
+	STOP_DONE_CRLF, /* a chunked one: CR LF CR LF before, and RP_DONE */
 };
+
+/* The byte k (1 to 4) before pos, pos in [start, ...): from this feed, or from the last kept. */
+static char byte_before(const struct reqparse *rp, const char *start, const char *pos, size_t k)
+{
+	size_t in = (size_t)(pos - start);
+
+	return k <= in ? pos[-(ptrdiff_t)k] : rp->tail[4 - (k - in)];
+}
+
+/* Whether the n bytes before pos (up to 4) end CR LF CR LF. */
+static int crlf_before(const struct reqparse *rp, const char *start, const char *pos, size_t n)
+{
+	size_t k;
+
+	for (k = 1; k <= n; k++)
+		if (byte_before(rp, start, pos, k) != (k % 2 ? '\n' : '\r'))
+			return 0;
+	return 1;
+}
+
+/* A line end that llhttp took but is not CR LF: the request is refused. */
+static int bad_line_end(struct reqparse *rp)
+{
+	rp->status = 400;
+	rp->why = "a line ending in CR without LF";
+	return -1;
+}
 
 static uint32_t off_of(const struct reqparse *rp, const char *at)
 {
@@ -85,6 +116,7 @@ static int on_begin(llhttp_t *p)
 	rp->too_many = 0;
 	rp->status = 0;
 	rp->why = NULL;
+	rp->field_open = 0;
 	return 0;
 }
 
@@ -103,6 +135,12 @@ static int on_field(llhttp_t *p, const char *at, size_t len)
 	struct reqparse *rp = rp_of(p);
 	struct rp_header *h;
 
+	if (!rp->field_open) {
+		/* a name's first byte: llhttp takes CR and any byte as the line end before it */
+		if (!crlf_before(rp, rp->start, at, 2))
+			return bad_line_end(rp);
+		rp->field_open = 1;
+	}
 	if (rp->head_seen)
 		return 0; /* a trailer, after a chunked body: not kept */
 	if (rp->nh == 0 || rp->in_value) {
@@ -128,6 +166,7 @@ static int on_value(llhttp_t *p, const char *at, size_t len)
 	struct reqparse *rp = rp_of(p);
 	struct rp_header *h;
 
+	rp->field_open = 0;
 	if (rp->too_many || rp->nh == 0 || rp->head_seen)
 		return 0;
 	h = &rp->h[rp->nh - 1];
@@ -263,21 +302,15 @@ static void refuse(struct reqparse *rp, llhttp_errno_t err)
 	}
 }
 
-/* The byte k before pos, pos in [start, ...): from this feed, or from the last two kept. */
-static char byte_before(const struct reqparse *rp, const char *start, const char *pos, size_t k)
-{
-	size_t in = (size_t)(pos - start);
-
-	return k <= in ? pos[-(ptrdiff_t)k] : rp->tail[2 - (k - in)];
-}
-
-/* Keeps the last two bytes of start[0, used) (with those before) for the next feed. */
+/* Keeps the last four bytes of start[0, used) (with those before) for the next feed. */
 static void keep_tail(struct reqparse *rp, const char *start, size_t used)
 {
-	char t0 = byte_before(rp, start, start + used, 2), t1 = byte_before(rp, start, start + used, 1);
+	char t[4];
+	size_t k;
 
-	rp->tail[0] = t0;
-	rp->tail[1] = t1;
+	for (k = 1; k <= 4; k++)
+		t[4 - k] = byte_before(rp, start, start + used, k);
+	memcpy(rp->tail, t, 4);
 }
 
 /*
@@ -286,12 +319,10 @@ static void keep_tail(struct reqparse *rp, const char *start, size_t used)
  */
 static int paused(struct reqparse *rp, const char *start, const char *pos)
 {
-	if (rp->stop != STOP_DONE &&
-	    (byte_before(rp, start, pos, 2) != '\r' || byte_before(rp, start, pos, 1) != '\n')) {
-		rp->status = 400;
-		rp->why = "a line ending in CR without LF";
-		return -1;
-	}
+	static const size_t n[] = { [STOP_HEAD] = 3, [STOP_CHUNK] = 2, [STOP_DONE_CRLF] = 4 };
+
+	if (rp->stop != STOP_DONE && !crlf_before(rp, start, pos, n[rp->stop]))
+		return bad_line_end(rp);
 	return rp->stop == STOP_CHUNK;
 }
 
@@ -303,6 +334,7 @@ enum rp_result reqparse_feed(struct reqparse *rp, char *base, size_t from, size_
 	int on;
 
 	rp->base = base;
+	rp->start = start;
 	*used = len;
 	if (rp->status)
 		return RP_ERROR;
