@@ -23,12 +23,29 @@
  * transfer coding other than chunked last are all errors (the smuggling
  * cases RFC 9112 11.2 names). http_framing_error() checks the same again
  * on the parsed head (request.c), as the evhttp front did.
+ *
+ * One more is checked here: llhttp 8.1.0 (Debian 12's) takes a CR
+ * followed by any byte as a line end in five places - the empty line
+ * that ends a head or the trailers, a header line with an empty value
+ * ("X:\rYContent-Length: 5" is a Content-Length to llhttp and none to a
+ * proxy that reads CR LF), a chunk-size line, the CRLF after a chunk's
+ * data - so that a proxy in front and quire disagree on where a body or
+ * a request ends (the smuggling of CVE-2023-30589, fixed in llhttp
+ * 8.1.1). So a header name (or a trailer's) must follow CR LF, the parser
+ * pauses where a chunk's line or data ends (on_chunk_header,
+ * on_chunk_complete) and the two bytes before must be CR LF, and a head
+ * or a chunked message must end with CR LF CR LF (a head's last CR is the
+ * NUL of its last value by then, so LF CR LF is checked): 400 otherwise. Those
+ * bytes may belong to an earlier feed whose body bytes the connection
+ * dropped, so the last four bytes of each feed are kept (tail). Found by
+ * fuzz-http.
  */
 #include "http/parse.h"
 
 #include <llhttp.h>
 
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 #include <strings.h>
 
@@ -49,6 +66,41 @@ static const llhttp_t *cll(const struct reqparse *rp)
 	return (const llhttp_t *)(const void *)rp->ll;
 }
 
+/* Why llhttp paused: what reqparse_feed() checks, and whether it returns. */
+enum {
+	STOP_HEAD,      /* the head is complete: LF CR LF before (the CR is a NUL now), RP_HEAD */
+	STOP_CHUNK,     /* a chunk's line or data ended: CR LF before, and on */
+	STOP_DONE,      /* the message is complete: RP_DONE */
+	STOP_DONE_CRLF, /* a chunked one: CR LF CR LF before, and RP_DONE */
+};
+
+/* The byte k (1 to 4) before pos, pos in [start, ...): from this feed, or from the last kept. */
+static char byte_before(const struct reqparse *rp, const char *start, const char *pos, size_t k)
+{
+	size_t in = (size_t)(pos - start);
+
+	return k <= in ? pos[-(ptrdiff_t)k] : rp->tail[4 - (k - in)];
+}
+
+/* Whether the n bytes before pos (up to 4) end CR LF CR LF. */
+static int crlf_before(const struct reqparse *rp, const char *start, const char *pos, size_t n)
+{
+	size_t k;
+
+	for (k = 1; k <= n; k++)
+		if (byte_before(rp, start, pos, k) != (k % 2 ? '\n' : '\r'))
+			return 0;
+	return 1;
+}
+
+/* A line end that llhttp took but is not CR LF: the request is refused. */
+static int bad_line_end(struct reqparse *rp)
+{
+	rp->status = 400;
+	rp->why = "a line ending in CR without LF";
+	return -1;
+}
+
 static uint32_t off_of(const struct reqparse *rp, const char *at)
 {
 	return (uint32_t)(at - rp->base);
@@ -64,6 +116,7 @@ static int on_begin(llhttp_t *p)
 	rp->too_many = 0;
 	rp->status = 0;
 	rp->why = NULL;
+	rp->field_open = 0;
 	return 0;
 }
 
@@ -82,6 +135,12 @@ static int on_field(llhttp_t *p, const char *at, size_t len)
 	struct reqparse *rp = rp_of(p);
 	struct rp_header *h;
 
+	if (!rp->field_open) {
+		/* a name's first byte: llhttp takes CR and any byte as the line end before it */
+		if (!crlf_before(rp, rp->start, at, 2))
+			return bad_line_end(rp);
+		rp->field_open = 1;
+	}
 	if (rp->head_seen)
 		return 0; /* a trailer, after a chunked body: not kept */
 	if (rp->nh == 0 || rp->in_value) {
@@ -107,6 +166,7 @@ static int on_value(llhttp_t *p, const char *at, size_t len)
 	struct reqparse *rp = rp_of(p);
 	struct rp_header *h;
 
+	rp->field_open = 0;
 	if (rp->too_many || rp->nh == 0 || rp->head_seen)
 		return 0;
 	h = &rp->h[rp->nh - 1];
@@ -127,8 +187,13 @@ static int on_head(llhttp_t *p)
 	struct reqparse *rp = rp_of(p);
 	unsigned i;
 
-	if (rp->url_len)
+	if (rp->url_len) {
 		rp->base[rp->url + rp->url_len] = '\0';
+	} else {
+		/* llhttp takes "CONNECT \n" for a request with no target: base + url is no string */
+		rp->status = 400;
+		rp->why = "an empty request target";
+	}
 	for (i = 0; i < rp->nh; i++) {
 		struct rp_header *h = &rp->h[i];
 		char *v = rp->base + h->value;
@@ -147,6 +212,14 @@ static int on_head(llhttp_t *p)
 		}
 		v[h->value_len] = '\0';
 	}
+	rp->stop = STOP_HEAD;
+	return HPE_PAUSED;
+}
+
+/* A chunk-size line or a chunk's data ended: the feed checks the line end. */
+static int on_chunk_end(llhttp_t *p)
+{
+	rp_of(p)->stop = STOP_CHUNK;
 	return HPE_PAUSED;
 }
 
@@ -159,7 +232,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 
 static int on_done(llhttp_t *p)
 {
-	(void)p;
+	rp_of(p)->stop = p->flags & F_CHUNKED ? STOP_DONE_CRLF : STOP_DONE;
 	return HPE_PAUSED;
 }
 
@@ -175,6 +248,8 @@ static void init_settings(void)
 	settings.on_header_value = on_value;
 	settings.on_headers_complete = on_head;
 	settings.on_body = on_body;
+	settings.on_chunk_header = on_chunk_end;
+	settings.on_chunk_complete = on_chunk_end;
 	settings.on_message_complete = on_done;
 }
 
@@ -227,31 +302,72 @@ static void refuse(struct reqparse *rp, llhttp_errno_t err)
 	}
 }
 
+/* Keeps the last four bytes of start[0, used) (with those before) for the next feed. */
+static void keep_tail(struct reqparse *rp, const char *start, size_t used)
+{
+	char t[4];
+	size_t k;
+
+	for (k = 1; k <= 4; k++)
+		t[4 - k] = byte_before(rp, start, start + used, k);
+	memcpy(rp->tail, t, 4);
+}
+
+/*
+ * llhttp paused at pos (rp->stop says why): 1 to parse on from pos, 0 to
+ * return, -1 for a line end llhttp took that is not CR LF.
+ */
+static int paused(struct reqparse *rp, const char *start, const char *pos)
+{
+	static const size_t n[] = { [STOP_HEAD] = 3, [STOP_CHUNK] = 2, [STOP_DONE_CRLF] = 4 };
+
+	if (rp->stop != STOP_DONE && !crlf_before(rp, start, pos, n[rp->stop]))
+		return bad_line_end(rp);
+	return rp->stop == STOP_CHUNK;
+}
+
 enum rp_result reqparse_feed(struct reqparse *rp, char *base, size_t from, size_t len,
 			     size_t *used)
 {
 	llhttp_errno_t err;
-	const char *start = base + from;
+	const char *start = base + from, *p = start, *end = start + len, *pos;
+	int on;
 
 	rp->base = base;
+	rp->start = start;
 	*used = len;
 	if (rp->status)
 		return RP_ERROR;
-	err = llhttp_execute(ll(rp), start, len);
-	if (err == HPE_OK)
+	for (;;) {
+		err = llhttp_execute(ll(rp), p, (size_t)(end - p));
+		if (err != HPE_PAUSED)
+			break;
+		pos = llhttp_get_error_pos(cll(rp));
+		llhttp_resume(ll(rp));
+		if (rp->status) {
+			*used = (size_t)(pos - start);
+			return RP_ERROR;
+		}
+		on = paused(rp, start, pos);
+		if (on > 0) {
+			p = pos;
+			continue;
+		}
+		*used = (size_t)(pos - start);
+		keep_tail(rp, start, *used);
+		if (on < 0)
+			return RP_ERROR;
+		rp->head_seen = !rp->head_seen;
+		return rp->head_seen ? RP_HEAD : RP_DONE;
+	}
+	if (err == HPE_OK) {
+		keep_tail(rp, start, len);
 		return RP_MORE;
+	}
 	if (err == HPE_PAUSED_UPGRADE) {
 		/* after an Upgrade or CONNECT message: what follows is not HTTP */
 		*used = 0;
 		return RP_END;
-	}
-	if (err == HPE_PAUSED) {
-		*used = (size_t)(llhttp_get_error_pos(cll(rp)) - start);
-		llhttp_resume(ll(rp));
-		if (rp->status)
-			return RP_ERROR;
-		rp->head_seen = !rp->head_seen;
-		return rp->head_seen ? RP_HEAD : RP_DONE;
 	}
 	*used = (size_t)(llhttp_get_error_pos(cll(rp)) - start);
 	refuse(rp, err);

@@ -35,6 +35,10 @@ struct reqparse {
 	struct rp_header h[HTTP_MAX_HEADERS];
 	unsigned nh;
 	int in_value, too_many, head_seen;
+	int stop;                 /* why llhttp paused (parse.c) */
+	int field_open;           /* a header name is being read (parse.c) */
+	const char *start;        /* the first byte of the current feed (parse.c) */
+	char tail[4];             /* the last four bytes fed before it (parse.c) */
 	int status;               /* the answer to a refused request, or 0 */
 	const char *why;          /* and its reason (static) */
 	int (*body)(void *ctx, const char *at, size_t len);
