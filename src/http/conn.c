@@ -443,7 +443,7 @@ static int spool_write(struct conn *c, const void *at, size_t len)
 static int take_body(void *ctx, const char *at, size_t len)
 {
 	struct conn *c = ctx;
-	const struct http_server *srv = c->w->srv;
+	struct http_server *srv = c->w->srv;
 
 	if (c->body_got + len > c->body_limit) {
 		c->rp.status = 413;
@@ -457,7 +457,7 @@ static int take_body(void *ctx, const char *at, size_t len)
 		for (;;) {
 			snprintf(c->spool_name, sizeof(c->spool_name), "upload-%ld-%u",
 				 (long)getpid(),
-				 atomic_fetch_add(&((struct http_server *)srv)->spool_seq, 1));
+				 atomic_fetch_add(&srv->spool_seq, 1));
 			c->spool_fd = openat(srv->spool_fd, c->spool_name,
 					     O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 			if (c->spool_fd >= 0 || errno != EEXIST)
